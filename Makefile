@@ -1,0 +1,40 @@
+# The front door. `make cook` and `make test` each work alone on a fresh clone.
+PY ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: venv cook test lint typecheck bench fuzz clean
+
+venv: $(STAMP)
+
+# torch first, pinned to the local CPU wheel, so nothing later pulls a CUDA build.
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PY) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q torch==2.13.0
+	$(BIN)/pip install -q -e '.[test]'
+	touch $(STAMP)
+
+cook: $(STAMP)
+	$(BIN)/cook run pipelines/demo.yaml --output out/demo --overwrite
+
+test: $(STAMP)
+	$(BIN)/python -m pytest tests
+
+lint: $(STAMP)
+	$(BIN)/ruff check cook tests bench
+	$(BIN)/ruff format --check cook tests bench
+
+typecheck: $(STAMP)
+	$(BIN)/mypy cook
+
+bench: $(STAMP)
+	$(BIN)/pip install -q -e '.[test,bench]'
+	$(BIN)/python -m bench.run_all
+
+fuzz: $(STAMP)
+	COOK_FUZZ_EXAMPLES=20000 $(BIN)/python -m pytest tests/adversarial -k fuzz
+
+clean:
+	rm -rf $(VENV) out .pytest_cache

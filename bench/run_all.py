@@ -1,0 +1,50 @@
+"""Run the benchmarks and (re)write bench/RESULTS.md.
+
+    python -m bench.run_all                 # every benchmark
+    python -m bench.run_all bench_packing   # only that section; the others are kept as they are
+
+Each benchmark module ``bench/bench_<name>.py`` has ``run() -> str`` returning one markdown section
+(a heading, the command that reproduces it, a table of medians and ratios against a baseline
+measured in the same run).
+"""
+
+from __future__ import annotations
+
+import importlib
+import re
+import sys
+from pathlib import Path
+
+BENCHES = ["bench_text_cook", "bench_packing"]
+RESULTS = Path(__file__).with_name("RESULTS.md")
+HEADER = (
+    "# cook benchmarks\n\n"
+    "Written by `make bench` (`python -m bench.run_all`). Every figure is a median over repeats and a\n"
+    "ratio against a baseline measured in the same run on the same machine.\n"
+)
+
+
+def _sections(text: str) -> dict[str, str]:
+    found = re.findall(r"<!-- (bench_\w+) -->\n(.*?)<!-- /\1 -->\n", text, flags=re.S)
+    return dict(found)
+
+
+def main(argv: list[str]) -> int:
+    names = argv or BENCHES
+    unknown = [n for n in names if n not in BENCHES]
+    if unknown:
+        print(f"unknown benchmark(s): {', '.join(unknown)}; known: {', '.join(BENCHES)}", file=sys.stderr)
+        return 2
+    sections = _sections(RESULTS.read_text()) if RESULTS.exists() else {}
+    for name in names:
+        print(f"running {name} ...", file=sys.stderr)
+        sections[name] = importlib.import_module(f"bench.{name}").run().rstrip() + "\n"
+        body = HEADER + "".join(
+            f"\n<!-- {n} -->\n{sections[n]}<!-- /{n} -->\n" for n in BENCHES if n in sections
+        )
+        RESULTS.write_text(body)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))

@@ -1,0 +1,3 @@
+"""cook: offline multimodal SFT data pipeline."""
+
+__version__ = "0.1.0"

@@ -1,0 +1,280 @@
+"""Pipeline file -> frozen, schema-validated ``PipelineConfig`` (SPEC §3).
+
+The dataclasses below are the single source of every key, its type, bounds and default.
+``pipeline_schema()`` derives the JSON Schema from them (committed as ``schemas/pipeline.schema.json``
+and kept equal by a test); ``load_config`` validates the YAML against that schema with
+``jsonschema``, collects every error into one line and raises ``ConfigError`` (exit 2).
+
+    >>> cfg = config_from_dict({"input": {"path": "data/*.jsonl"}, "tokenizer": {"path": "tok"}})
+    >>> cfg.packing.seq_len, cfg.packing.algorithm
+    (8192, 'best_fit_decreasing')
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import types
+import typing
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+
+from cook.errors import ConfigError
+
+ALL: Literal["all"] = "all"
+
+
+def _key(default: Any, doc: str, **constraints: Any) -> Any:
+    """A config key with its default, its one-line doc and JSON Schema constraints."""
+    meta = {"doc": doc, **constraints}
+    if isinstance(default, list | dict):
+        return field(default_factory=lambda: copy.deepcopy(default), metadata=meta)
+    return field(default=default, metadata=meta)
+
+
+REQUIRED: Any = dataclasses.MISSING
+
+
+@dataclass(frozen=True)
+class InputConfig:
+    path: str = _key(REQUIRED, "Input file, directory or glob (sorted; relative to the working directory).")
+    format: Literal["auto", "jsonl", "parquet", "wds"] = _key("auto", "Input format; auto picks by suffix.")
+    media_root: str | None = _key(None, "Directory that relative media references resolve against.")
+    media_stores: list[str] = _key([], "Auxiliary media stores (directories or .tar files), tried in order.")
+    max_record_bytes: int = _key(64 * 2**20, "Largest raw record (JSON line, row or json member).", minimum=1)
+
+
+@dataclass(frozen=True)
+class TokenizerConfig:
+    path: str = _key(REQUIRED, "Local directory loadable by transformers.AutoTokenizer.")
+    chat_format: Literal["chatml"] = _key("chatml", "Chat markup: <|im_start|>role\\n...<|im_end|>\\n.")
+    train_on: Literal["all_assistant", "last_assistant"] = _key(
+        "all_assistant", "Which assistant turns are targets (per-turn 'loss' flags override)."
+    )
+    normalize_thinking: bool = _key(True, "Render assistant thinking as exactly one <think>...</think> block.")
+
+
+@dataclass(frozen=True)
+class ImageConfig:
+    mode: Literal["dynamic", "tiles"] = _key("dynamic", "dynamic: Omni-style patch grid; tiles: 512 px tiles.")
+    min_patches: int = _key(1024, "Smallest patch grid (16 px patches) in dynamic mode.", minimum=4)
+    max_patches: int = _key(13312, "Largest patch grid in dynamic mode.", minimum=4)
+    max_tiles: int = _key(12, "Most 512 px tiles in tiles mode (a thumbnail is added when > 1).", minimum=1)
+    max_pixels: int = _key(178_956_970, "Largest image (width x height) read from the header before decode.")
+
+
+@dataclass(frozen=True)
+class VideoConfig:
+    fps: float = _key(2.0, "Frames sampled per second.", exclusiveMinimum=0)
+    min_frames: int = _key(8, "Fewest frames sampled.", minimum=2)
+    max_frames: int = _key(32, "Most frames sampled.", minimum=2)
+    target_patches: int = _key(1024, "Patch budget of one frame (aspect kept, both grid sides even).", minimum=4)
+    max_duration_s: float = _key(600.0, "Longer videos are rejected (media_limit).", exclusiveMinimum=0)
+    frame_timestamps: bool = _key(True, "Prefix each frame group with 'Frame i sampled at X.XX seconds: '.")
+    use_audio: bool = _key(False, "Also cook a video's audio track as a second media item.")
+
+
+@dataclass(frozen=True)
+class AudioConfig:
+    max_duration_s: float = _key(3600.0, "Longer audio is rejected (media_limit).", exclusiveMinimum=0)
+
+
+@dataclass(frozen=True)
+class MediaConfig:
+    image: ImageConfig = _key(ImageConfig(), "Image settings.")
+    video: VideoConfig = _key(VideoConfig(), "Video settings.")
+    audio: AudioConfig = _key(AudioConfig(), "Audio settings.")
+    max_media_bytes: int = _key(512 * 2**20, "Largest media file read (media_limit above it).", minimum=1)
+
+
+@dataclass(frozen=True)
+class PackingConfig:
+    seq_len: int = _key(8192, "Pack capacity in tokens (a multiple of pad_multiple).", minimum=1)
+    algorithm: str = _key("best_fit_decreasing", "Packing algorithm (cook.packing.ALGORITHMS).")
+    buffer_size: int | Literal["all"] = _key(10000, "Samples packed together, or 'all'.", minimum=1)
+    pad_multiple: int = _key(8, "Each sequence is padded to a multiple of this.", minimum=1)
+    max_sequences_per_pack: int | None = _key(None, "Most sequences in one pack.", minimum=1)
+    media_budget: int | None = _key(None, "Most visual patches in one pack.", minimum=1)
+    pack_count_multiple: int | None = _key(None, "Number of packs per window made a multiple of this.", minimum=1)
+    overflow: Literal["truncate", "reject"] = _key(
+        "truncate", "Longer than seq_len: truncate (keeping all media and a target) or reject."
+    )
+    delta: int = _key(0, "Extra packs for balanced_greedy_knapsack.", minimum=0)
+    seed: int = _key(0, "Seed of randomized algorithms.", minimum=0)
+
+
+@dataclass(frozen=True)
+class OutputConfig:
+    dir: str = _key("out/cooked", "Output dataset directory.")
+    shard_size: int = _key(256, "Packs per shard.", minimum=1)
+
+
+@dataclass(frozen=True)
+class RayConfig:
+    address: str | None = _key(None, "Ray address (auto, ray://...); null starts an embedded local Ray.")
+    num_actors: int = _key(2, "Cooking actors; each loads the tokenizer once.", minimum=1)
+    cpus_per_actor: float = _key(1.0, "CPUs reserved per actor.", exclusiveMinimum=0)
+    records_per_task: int = _key(512, "Records cooked per actor call.", minimum=1)
+    record_timeout_s: float = _key(60.0, "Time budget of one record (timeout reject).", exclusiveMinimum=0)
+
+
+@dataclass(frozen=True)
+class PipelineConfig:
+    input: InputConfig = _key(REQUIRED, "What to read.")
+    tokenizer: TokenizerConfig = _key(REQUIRED, "Tokenizer and chat format.")
+    cooker: Literal["auto", "openai", "llava", "granary", "preformatted"] = _key("auto", "Raw record format.")
+    media: MediaConfig = _key(MediaConfig(), "Media settings (SPEC §6).")
+    packing: PackingConfig = _key(PackingConfig(), "Packing (SPEC §7).")
+    output: OutputConfig = _key(OutputConfig(), "Where and how shards are written.")
+    ray: RayConfig = _key(RayConfig(), "Ray settings.")
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+# ---------------------------------------------------------------- schema derived from the dataclasses
+def _type_schema(tp: Any) -> dict[str, Any]:
+    origin = typing.get_origin(tp)
+    if dataclasses.is_dataclass(tp):
+        return _dataclass_schema(tp)  # type: ignore[arg-type]
+    if origin is Literal:
+        return {"enum": list(typing.get_args(tp))}
+    if origin in (typing.Union, types.UnionType):
+        return {"anyOf": [_type_schema(arg) for arg in typing.get_args(tp)]}
+    if origin is list:
+        return {"type": "array", "items": _type_schema(typing.get_args(tp)[0])}
+    simple = {str: "string", bool: "boolean", int: "integer", float: "number", type(None): "null"}
+    return {"type": simple[tp]}
+
+
+def _dataclass_schema(cls: type) -> dict[str, Any]:
+    hints = typing.get_type_hints(cls)
+    properties: dict[str, Any] = {}
+    required = []
+    for f in dataclasses.fields(cls):
+        schema = _type_schema(hints[f.name])
+        constraints = {k: v for k, v in f.metadata.items() if k != "doc"}
+        if constraints and "anyOf" in schema:
+            schema["anyOf"] = [{**s, **constraints} if s.get("type") in ("integer", "number") else s
+                               for s in schema["anyOf"]]
+        else:
+            schema.update(constraints)
+        schema["description"] = f.metadata["doc"]
+        if f.default is not dataclasses.MISSING:
+            schema["default"] = _plain(f.default)
+        elif f.default_factory is not dataclasses.MISSING:
+            schema["default"] = _plain(f.default_factory())
+        else:
+            required.append(f.name)
+        properties[f.name] = schema
+    out: dict[str, Any] = {"type": "object", "additionalProperties": False, "properties": properties}
+    if required:
+        out["required"] = required
+    return out
+
+
+def _plain(value: Any) -> Any:
+    return dataclasses.asdict(value) if dataclasses.is_dataclass(value) else value  # type: ignore[arg-type]
+
+
+def pipeline_schema() -> dict[str, Any]:
+    schema = _dataclass_schema(PipelineConfig)
+    return {"$schema": "https://json-schema.org/draft/2020-12/schema", "title": "cook pipeline", **schema}
+
+
+# ---------------------------------------------------------------- loading
+def _build(cls: type, data: dict[str, Any]) -> Any:
+    hints = typing.get_type_hints(cls)
+    kwargs = {}
+    for f in dataclasses.fields(cls):
+        if f.name not in data:
+            continue
+        value = data[f.name]
+        kwargs[f.name] = _build(hints[f.name], value) if dataclasses.is_dataclass(hints[f.name]) else value
+    return cls(**kwargs)
+
+
+def _error_path(error: Any) -> str:
+    return ".".join(str(p) for p in error.absolute_path) or "<top level>"
+
+
+def config_from_dict(data: Any, origin: str = "pipeline") -> PipelineConfig:
+    """Validate a parsed pipeline mapping and build the frozen config; ``ConfigError`` lists all errors."""
+    import jsonschema
+
+    if not isinstance(data, dict):
+        raise ConfigError(f"{origin}: the pipeline file must be a YAML mapping")
+    validator = jsonschema.Draft202012Validator(pipeline_schema())
+    errors = sorted(validator.iter_errors(data), key=lambda e: (list(map(str, e.absolute_path)), e.message))
+    if errors:
+        raise ConfigError(f"{origin}: " + "; ".join(f"{_error_path(e)}: {_one_line(e)}" for e in errors))
+    config: PipelineConfig = _build(PipelineConfig, data)
+    _check_relations(config, origin)
+    return config
+
+
+def _one_line(error: Any) -> str:
+    if error.validator == "additionalProperties":
+        return error.message.replace("Additional properties are not allowed", "unknown key")
+    if error.validator == "anyOf":
+        return f"{error.instance!r} is not a valid value"
+    return error.message
+
+
+def _check_relations(config: PipelineConfig, origin: str) -> None:
+    from cook.packing import ALGORITHMS
+
+    problems = []
+    p = config.packing
+    if p.algorithm not in ALGORITHMS:
+        problems.append(f"packing.algorithm: unknown {p.algorithm!r}; valid: {', '.join(sorted(ALGORITHMS))}")
+    if p.seq_len % p.pad_multiple:
+        problems.append(f"packing.seq_len: {p.seq_len} is not a multiple of packing.pad_multiple={p.pad_multiple}")
+    img, vid = config.media.image, config.media.video
+    if img.min_patches > img.max_patches:
+        problems.append("media.image.min_patches: larger than media.image.max_patches")
+    if vid.min_frames > vid.max_frames:
+        problems.append("media.video.min_frames: larger than media.video.max_frames")
+    if problems:
+        raise ConfigError(f"{origin}: " + "; ".join(problems))
+
+
+def apply_override(data: dict[str, Any], assignment: str) -> None:
+    """Apply one ``--set key.path=value`` (value parsed as YAML) to the raw mapping, in place."""
+    key, sep, raw = assignment.partition("=")
+    if not sep or not key:
+        raise ConfigError(f"--set {assignment!r}: expected key.path=value")
+    try:
+        value = yaml.safe_load(raw) if raw else ""
+    except yaml.YAMLError as err:
+        raise ConfigError(f"--set {key}: value is not valid YAML ({err.__class__.__name__})") from None
+    node = data
+    parts = key.split(".")
+    for part in parts[:-1]:
+        child = node.setdefault(part, {})
+        if not isinstance(child, dict):
+            raise ConfigError(f"--set {key}: {part!r} is not a mapping")
+        node = child
+    node[parts[-1]] = value
+
+
+def load_config(path: str | Path, overrides: list[str] = ()) -> PipelineConfig:  # type: ignore[assignment]
+    """Read a pipeline YAML, apply ``--set`` overrides, validate. Relative paths stay as written."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as err:
+        raise ConfigError(f"{path}: cannot read pipeline file ({err.strerror})") from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as err:
+        raise ConfigError(f"{path}: not valid YAML ({str(err).splitlines()[0]})") from None
+    data = {} if data is None else data
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: the pipeline file must be a YAML mapping")
+    for assignment in overrides:
+        apply_override(data, assignment)
+    return config_from_dict(data, origin=str(path))

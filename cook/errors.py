@@ -1,0 +1,53 @@
+"""The three kinds of error in cook, and the stable reason codes of rejected records.
+
+- ``Rejected(reason, detail)``: bad data. The runner writes the record to ``rejects.jsonl`` and the
+  run goes on.
+- ``ConfigError``: a bad pipeline file, flag or usage. The CLI prints one line and exits 2.
+- anything else is a bug and exits 1.
+
+Reason codes are part of the on-disk contract (``rejects.jsonl``): never rename one, only add.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+
+class RejectReason(StrEnum):
+    # structure of the raw record
+    BAD_JSON = "bad_json"
+    BAD_UTF8 = "bad_utf8"
+    BAD_TYPE = "bad_type"
+    MISSING_FIELD = "missing_field"
+    TOO_LARGE = "too_large"
+    UNKNOWN_FORMAT = "unknown_format"
+    # conversation
+    BAD_ROLE = "bad_role"
+    EMPTY_TURN = "empty_turn"
+    NO_TARGET = "no_target"
+    BAD_MARKUP = "bad_markup"
+    MEDIA_COUNT_MISMATCH = "media_count_mismatch"
+    # media
+    MEDIA_MISSING = "media_missing"
+    MEDIA_UNSAFE = "media_unsafe"
+    MEDIA_DECODE = "media_decode"
+    MEDIA_LIMIT = "media_limit"
+    MEDIA_UNSUPPORTED = "media_unsupported"
+    # packing
+    TOO_LONG = "too_long"
+    # runtime
+    TIMEOUT = "timeout"
+    WORKER_CRASH = "worker_crash"
+
+
+class Rejected(Exception):
+    """A record that cannot be cooked. Carries a stable ``reason`` and a human ``detail``."""
+
+    def __init__(self, reason: RejectReason, detail: str = "") -> None:
+        super().__init__(f"{reason.value}: {detail}")
+        self.reason = reason
+        self.detail = detail
+
+
+class ConfigError(Exception):
+    """A bad pipeline file, override or CLI usage. The message is one line naming the key."""

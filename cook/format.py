@@ -1,0 +1,177 @@
+"""The on-disk format of a cooked dataset: the single source of truth (SPEC §6, §8).
+
+Writer, validator and reader import these names; none of them redefines a constant. Any change here
+is a format change: bump ``SCHEMA_VERSION`` and record it in CHANGELOG.md.
+
+A cooked dataset directory holds::
+
+    shard-000000.tar  shard-000000.tar.idx  ...     packs, one Energon sample each
+    .nv-meta/dataset.yaml split.yaml .info.json index.sqlite
+    cook_manifest.json  rejects.jsonl
+
+Each pack (tar sample key ``pack-000000042``) holds the members of ``MEMBERS`` below.
+"""
+
+from __future__ import annotations
+
+import io
+from typing import Final
+
+import numpy as np
+
+SCHEMA_VERSION: Final = 1
+SUBFLAVOR: Final = {"cook": "packed_v1"}
+
+# ---------------------------------------------------------------- names in the output directory
+MANIFEST_NAME: Final = "cook_manifest.json"
+REJECTS_NAME: Final = "rejects.jsonl"
+NV_META_DIR: Final = ".nv-meta"
+DATASET_YAML: Final = "dataset.yaml"
+SPLIT_YAML: Final = "split.yaml"
+INFO_JSON: Final = ".info.json"
+INDEX_SUFFIX: Final = ".idx"  # beside each shard: shard-000000.tar.idx
+LOCK_NAME: Final = ".cook.lock"
+PROGRESS_DIR: Final = ".cook-progress"
+
+PACK_KEY_PREFIX: Final = "pack-"
+PACK_KEY_DIGITS: Final = 9
+SHARD_PREFIX: Final = "shard-"
+SHARD_DIGITS: Final = 6
+
+
+def pack_key(index: int) -> str:
+    """``pack_key(42) == 'pack-000000042'``: zero-padded so keys sort in pack order."""
+    return f"{PACK_KEY_PREFIX}{index:0{PACK_KEY_DIGITS}d}"
+
+
+def shard_name(index: int) -> str:
+    """``shard_name(3) == 'shard-000003.tar'``."""
+    return f"{SHARD_PREFIX}{index:0{SHARD_DIGITS}d}.tar"
+
+
+# ---------------------------------------------------------------- pack members (schema v1)
+INPUT_IDS: Final = "input_ids.npy"  # int32 [T]
+LOSS_MASK: Final = "loss_mask.npy"  # uint8 [T]
+CU_SEQLENS: Final = "cu_seqlens.npy"  # int32 [n+1]
+CU_SEQLENS_PADDED: Final = "cu_seqlens_padded.npy"  # int32 [n+1]
+PIXEL_PATCHES: Final = "pixel_patches.npy"  # uint8 [P, 768]   (absent when no visual media)
+MEDIA_SIZES: Final = "media_sizes.npy"  # int32 [M, 3]      (absent when no visual media)
+AUDIO_FEATURES: Final = "audio_features.npy"  # float16 [C, F, 128] (absent when no audio)
+AUDIO_LENGTHS: Final = "audio_lengths.npy"  # int32 [C]          (absent when no audio)
+META: Final = "meta.json"
+
+REQUIRED_MEMBERS: Final = (INPUT_IDS, LOSS_MASK, CU_SEQLENS, CU_SEQLENS_PADDED, META)
+VISUAL_MEMBERS: Final = (PIXEL_PATCHES, MEDIA_SIZES)
+AUDIO_MEMBERS: Final = (AUDIO_FEATURES, AUDIO_LENGTHS)
+MEMBERS: Final = REQUIRED_MEMBERS + VISUAL_MEMBERS + AUDIO_MEMBERS
+
+# member -> (dtype, ndim, fixed trailing dims or None)
+MEMBER_DTYPES: Final[dict[str, tuple[np.dtype, int, tuple[int, ...]]]] = {
+    INPUT_IDS: (np.dtype("<i4"), 1, ()),
+    LOSS_MASK: (np.dtype("u1"), 1, ()),
+    CU_SEQLENS: (np.dtype("<i4"), 1, ()),
+    CU_SEQLENS_PADDED: (np.dtype("<i4"), 1, ()),
+    PIXEL_PATCHES: (np.dtype("u1"), 2, (768,)),
+    MEDIA_SIZES: (np.dtype("<i4"), 2, (3,)),
+    AUDIO_FEATURES: (np.dtype("<f2"), 3, (128,)),
+    AUDIO_LENGTHS: (np.dtype("<i4"), 1, ()),
+}
+
+# ---------------------------------------------------------------- chat format and placeholders
+IM_START: Final = "<|im_start|>"
+IM_END: Final = "<|im_end|>"
+THINK_START: Final = "<think>"
+THINK_END: Final = "</think>"
+IMG_START: Final = "<img>"
+IMG_END: Final = "</img>"
+IMAGE_TOKEN: Final = "<image>"
+AUDIO_START: Final = "<so_start>"
+AUDIO_TOKEN: Final = "<so_embedding>"
+AUDIO_END: Final = "<so_end>"
+PAD_TOKEN: Final = "<|pad|>"  # the demo tokenizer's pad; a user tokenizer's own pad_token wins
+
+CONTROL_TOKENS: Final = (
+    IM_START,
+    IM_END,
+    THINK_START,
+    THINK_END,
+    IMAGE_TOKEN,
+    IMG_START,
+    IMG_END,
+    AUDIO_START,
+    AUDIO_TOKEN,
+    AUDIO_END,
+)
+ROLES: Final = ("system", "user", "assistant", "tool")
+
+
+def video_frame_line(group_index: int, seconds: float) -> str:
+    """Text before each frame group's ``<img>``: ``'Frame 1 sampled at 0.50 seconds: '``."""
+    return f"Frame {group_index + 1} sampled at {seconds:.2f} seconds: "
+
+
+# ---------------------------------------------------------------- media arithmetic (SPEC §6)
+PATCH_SIZE: Final = 16
+CHANNELS: Final = 3
+PATCH_VALUES: Final = CHANNELS * PATCH_SIZE * PATCH_SIZE  # 768
+PIXEL_SHUFFLE: Final = 4  # 2x2 patches -> one embedding
+TEMPORAL_PATCH: Final = 2  # frames per video embedding group
+TILE_SIZE: Final = 512
+TOKENS_PER_TILE: Final = 256
+AUDIO_SAMPLE_RATE_HZ: Final = 16_000
+AUDIO_HOP: Final = 160  # 10 ms at 16 kHz
+AUDIO_CLIP_S: Final = 30
+AUDIO_MIN_CLIP_S: Final = 0.1
+MEL_BINS: Final = 128
+CLIP_MEAN: Final = (0.48145466, 0.4578275, 0.40821073)
+CLIP_STD: Final = (0.26862954, 0.26130258, 0.27577711)
+
+
+def image_embeddings(height_px: int, width_px: int) -> int:
+    """``(H/16)(W/16)/4``: a 512x512 image -> 256 embeddings."""
+    return (height_px // PATCH_SIZE) * (width_px // PATCH_SIZE) // PIXEL_SHUFFLE
+
+
+def video_embeddings(frames: int, height_px: int, width_px: int) -> int:
+    """``frames/2 * (H/16)(W/16)/4``: 8 frames at 512x512 -> 4 * 256 = 1024."""
+    return frames // TEMPORAL_PATCH * image_embeddings(height_px, width_px)
+
+
+def tiles_embeddings(tiles: int) -> int:
+    """``256 * tiles`` (the thumbnail counts as a tile)."""
+    return TOKENS_PER_TILE * tiles
+
+
+def audio_clip_tokens(samples: int) -> int:
+    """Tokens of one 16 kHz clip: ``L = samples // 160``, then ``L = (L - 1) // 2 + 1`` three times.
+
+    >>> audio_clip_tokens(16_000), audio_clip_tokens(30 * 16_000)
+    (13, 375)
+    """
+    length = samples // AUDIO_HOP
+    for _ in range(3):
+        length = (length - 1) // 2 + 1
+    return length
+
+
+# ---------------------------------------------------------------- encoding of members
+def npy_bytes(array: np.ndarray) -> bytes:
+    """Serialize one array as ``.npy`` bytes; never pickled, byte-identical for equal arrays."""
+    buffer = io.BytesIO()
+    np.save(buffer, np.ascontiguousarray(array), allow_pickle=False)
+    return buffer.getvalue()
+
+
+def load_npy(data: bytes) -> np.ndarray:
+    """Parse ``.npy`` bytes with ``allow_pickle=False`` (object arrays raise ``ValueError``)."""
+    return np.load(io.BytesIO(data), allow_pickle=False)
+
+
+def dataset_yaml() -> str:
+    """``.nv-meta/dataset.yaml``: a crude dataset with cook's subflavor, for a reader cooker."""
+    return (
+        "__module__: megatron.energon\n"
+        "__class__: CrudeWebdataset\n"
+        "subflavors:\n"
+        + "".join(f"  {key}: {value}\n" for key, value in SUBFLAVOR.items())
+    )

@@ -1,0 +1,189 @@
+"""Typed, frozen records that cross stage boundaries.
+
+    files -sources-> RawRecord -cookers-> Conversation -media-> MediaItem per MediaRef
+          -tokenize(conv, media)-> TokenizedSample -packing-> Pack -writer-> shards
+
+Every record carries its ``source`` (``<input file>#<key or line>``) from start to end.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import numpy as np
+
+from cook.errors import RejectReason
+
+Role = Literal["system", "user", "assistant", "tool"]
+MediaKind = Literal["image", "video", "audio"]
+
+
+@dataclass(frozen=True, slots=True)
+class RawRecord:
+    """One raw input record as a source read it.
+
+    ``fields`` is the decoded JSON object or Parquet row; ``members`` holds the other members of the
+    same WebDataset sample (name -> bytes; empty for JSONL/Parquet); ``origin`` is the input file.
+    """
+
+    source: str
+    fields: Mapping[str, Any]
+    origin: str
+    members: Mapping[str, bytes] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class RawFailure:
+    """A record a source could not decode at all (bad JSON, bad UTF-8, unsafe tar member)."""
+
+    source: str
+    reason: RejectReason
+    detail: str
+
+
+@dataclass(frozen=True, slots=True)
+class MediaRef:
+    """A media reference as written in the record; resolved to bytes by the media store."""
+
+    kind: MediaKind
+    ref: str
+    start_s: float | None = None
+    end_s: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class TextPart:
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class MediaPart:
+    """A media slot in a turn: ``index`` into ``Conversation.media``."""
+
+    index: int
+
+
+Part = TextPart | MediaPart
+
+
+@dataclass(frozen=True, slots=True)
+class Turn:
+    """One turn. ``loss`` is an explicit per-turn loss flag (None: the default policy decides).
+
+    ``reasoning`` is assistant thinking given out of band (e.g. ``reasoning_content``); thinking
+    inline in the text as ``<think>...</think>`` is found by the tokenizer's normalization.
+    """
+
+    role: Role
+    content: tuple[Part, ...]
+    loss: bool | None = None
+    reasoning: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Conversation:
+    source: str
+    turns: tuple[Turn, ...]
+    media: tuple[MediaRef, ...] = ()
+    tools: str | None = None  # JSON text of the record's tool definitions, rendered in the prompt
+
+
+@dataclass(frozen=True, slots=True)
+class PlaceholderBlock:
+    """One run of placeholder tokens: ``prefix`` (plain text), ``start``, ``token`` x ``count``, ``end``.
+
+    An image is one block ``<img><image>x256</img>``; a video is one block per frame group, each with
+    a ``Frame i sampled at X.XX seconds: `` prefix; an audio is one ``<so_start>...<so_end>`` block.
+    """
+
+    start: str
+    token: str
+    count: int
+    end: str
+    prefix: str = ""
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class MediaItem:
+    """A decoded, pre-patchified media item and the placeholders it expands to.
+
+    Visual items: ``patches`` uint8 [P, 768] and ``size`` (frames, height px, width px).
+    Audio items: ``audio_features`` float16 [C, F, 128] and ``audio_lengths`` int32 [C].
+    """
+
+    kind: MediaKind
+    blocks: tuple[PlaceholderBlock, ...]
+    patches: np.ndarray | None = None  # uint8 [P, 768]
+    size: tuple[int, int, int] | None = None  # (frames, height_px, width_px)
+    visual_kind: Literal["image", "video", "tiles"] | None = None
+    audio_features: np.ndarray | None = None  # float16 [C, F, 128]
+    audio_lengths: np.ndarray | None = None  # int32 [C]
+
+    @property
+    def n_embeddings(self) -> int:
+        return sum(block.count for block in self.blocks)
+
+    @property
+    def n_patches(self) -> int:
+        return 0 if self.patches is None else int(self.patches.shape[0])
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class TokenizedSample:
+    """One conversation as token ids and a target mask, with its media in placeholder order.
+
+    ``loss_mask[t] == 1`` means token ``t`` is a target (predicted from tokens ``< t``).
+    """
+
+    source: str
+    input_ids: np.ndarray  # int32 [L]
+    loss_mask: np.ndarray  # uint8 [L]
+    media: tuple[MediaItem, ...] = ()
+
+    @property
+    def length(self) -> int:
+        return int(self.input_ids.shape[0])
+
+    @property
+    def n_targets(self) -> int:
+        return int(self.loss_mask.sum())
+
+    @property
+    def n_patches(self) -> int:
+        return sum(item.n_patches for item in self.media)
+
+
+@dataclass(frozen=True, slots=True)
+class SequenceMeta:
+    """Per-sequence entry of a pack's ``meta.json``."""
+
+    source: str
+    length: int
+    targets: int
+    media: tuple[str, ...] = ()  # visual_kind or "audio" of each media item, in placeholder order
+    truncated: bool = False
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Pack:
+    """One packed training sample: the arrays of SPEC §8, before serialization."""
+
+    input_ids: np.ndarray  # int32 [T]
+    loss_mask: np.ndarray  # uint8 [T]
+    cu_seqlens: np.ndarray  # int32 [n+1]
+    cu_seqlens_padded: np.ndarray  # int32 [n+1]
+    sequences: tuple[SequenceMeta, ...]
+    pixel_patches: np.ndarray | None = None  # uint8 [P, 768]
+    media_sizes: np.ndarray | None = None  # int32 [M, 3]
+    audio_features: np.ndarray | None = None  # float16 [C, F, 128]
+    audio_lengths: np.ndarray | None = None  # int32 [C]
+
+    @property
+    def tokens(self) -> int:
+        return int(self.cu_seqlens[-1])
+
+    @property
+    def padded_tokens(self) -> int:
+        return int(self.input_ids.shape[0])
