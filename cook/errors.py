@@ -21,6 +21,8 @@ class RejectReason(StrEnum):
     MISSING_FIELD = "missing_field"
     TOO_LARGE = "too_large"
     UNKNOWN_FORMAT = "unknown_format"
+    BAD_ARCHIVE = "bad_archive"
+    UNSAFE_MEMBER = "unsafe_member"
     # conversation
     BAD_ROLE = "bad_role"
     EMPTY_TURN = "empty_turn"

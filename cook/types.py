@@ -35,8 +35,12 @@ class RawRecord:
 
 
 @dataclass(frozen=True, slots=True)
-class RawFailure:
-    """A record a source could not decode at all (bad JSON, bad UTF-8, unsafe tar member)."""
+class RejectRecord:
+    """One line of ``rejects.jsonl``: a record that did not make it into a pack, and why.
+
+    Sources yield it for records they cannot decode (bad JSON, bad UTF-8, unsafe tar member); the
+    runner makes one from every ``Rejected`` raised by a later stage.
+    """
 
     source: str
     reason: RejectReason
@@ -88,6 +92,7 @@ class Conversation:
     turns: tuple[Turn, ...]
     media: tuple[MediaRef, ...] = ()
     tools: str | None = None  # JSON text of the record's tool definitions, rendered in the prompt
+    template_applied: bool = False  # preformatted: turns are tokenized as-is, no think normalization
 
 
 @dataclass(frozen=True, slots=True)
@@ -141,6 +146,8 @@ class TokenizedSample:
     input_ids: np.ndarray  # int32 [L]
     loss_mask: np.ndarray  # uint8 [L]
     media: tuple[MediaItem, ...] = ()
+    media_end: int = 0  # index just past the last media placeholder token (0: no media)
+    truncated: bool = False
 
     @property
     def length(self) -> int:

@@ -1,0 +1,56 @@
+"""``cook`` command line: ``main(argv) -> exit code``. The only place that prints results or picks exit codes.
+
+Exit codes: 0 done; 1 a bug or a failed job (or an invalid dataset for ``validate``); 2 bad config or
+usage, with one line saying what is wrong.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable
+
+from cook.errors import ConfigError
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # type: ignore[override]
+        raise ConfigError(f"usage: {message}")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from cook.cli import run_cmd
+
+    parser = _Parser(prog="cook", description="Cook raw multimodal conversations into packed Energon shards.")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    run_cmd.add_parser(sub)
+    for name in ("validate", "inspect", "stats"):
+        module = _optional_command(name)
+        if module is not None:
+            module.add_parser(sub)
+    return parser
+
+
+def _optional_command(name: str):  # noqa: ANN202 - module or None
+    import importlib
+
+    try:
+        return importlib.import_module(f"cook.cli.{name}_cmd")
+    except ModuleNotFoundError as err:
+        if err.name != f"cook.cli.{name}_cmd":
+            raise
+        return None
+
+
+def main(argv: list[str] | None = None) -> int:
+    try:
+        args = build_parser().parse_args(argv)
+        handler: Callable[[argparse.Namespace], int] = args.handler
+        return handler(args)
+    except ConfigError as err:
+        print(f"cook: error: {err}", file=sys.stderr)
+        return 2
+
+
+def entrypoint() -> None:
+    sys.exit(main())

@@ -1,0 +1,87 @@
+"""OpenAI messages -> Conversation.
+
+    {"messages": [{"role": "user", "content": "Hi" | [{"type": "text", "text": "Hi"},
+                                                      {"type": "image", "image": "cat.jpg"}, ...]},
+                  {"role": "assistant", "content": "...", "reasoning_content"?: "...", "loss"?: false,
+                   "tool_calls"?: [...]}],
+     "tools"?: [...]}
+
+Media parts: ``{"type": K, K: ref}`` or ``{"type": K + "_url", K + "_url": {"url": ref}}`` for K in
+image, video, audio; a video part may carry ``start``/``end`` seconds. Assistant ``tool_calls`` are
+rendered as ``<tool_call>{json}</tool_call>`` text after the content. Text is never parsed for
+markup: a ``<image>`` typed by a user stays text.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from cook.cookers.fields import check_type, optional, require
+from cook.errors import Rejected, RejectReason
+from cook.types import Conversation, MediaKind, MediaPart, MediaRef, Part, RawRecord, TextPart, Turn
+
+ROLES = ("system", "user", "assistant", "tool")
+MEDIA_KINDS: tuple[MediaKind, ...] = ("image", "video", "audio")
+
+
+def _media_ref(part: dict[str, Any], where: str) -> MediaRef:
+    kind = part["type"].removesuffix("_url")
+    value = part.get(kind, part.get(kind + "_url"))
+    if isinstance(value, dict):
+        value = value.get("url")
+    if not isinstance(value, str) or not value:
+        raise Rejected(RejectReason.MISSING_FIELD, f"{where}: {kind} part has no reference")
+    start = optional(part, "start", (int, float), where + ".")
+    end = optional(part, "end", (int, float), where + ".")
+    return MediaRef(kind=kind, ref=value, start_s=start, end_s=end)  # type: ignore[arg-type]
+
+
+def _content(value: Any, where: str, media: list[MediaRef]) -> list[Part]:
+    if value is None:
+        return []
+    if isinstance(value, str):
+        return [TextPart(value)] if value else []
+    parts: list[Part] = []
+    for i, part in enumerate(check_type(value, list, where)):
+        at = f"{where}[{i}]"
+        check_type(part, dict, at)
+        kind = require(part, "type", str, at + ".")
+        if kind == "text":
+            text = require(part, "text", str, at + ".")
+            if text:
+                parts.append(TextPart(text))
+        elif kind.removesuffix("_url") in MEDIA_KINDS:
+            media.append(_media_ref(part, at))
+            parts.append(MediaPart(len(media) - 1))
+        else:
+            raise Rejected(RejectReason.BAD_TYPE, f"{at}.type {kind!r} is not text/image/video/audio")
+    return parts
+
+
+def _turn(message: Any, where: str, media: list[MediaRef]) -> Turn:
+    check_type(message, dict, where)
+    role = require(message, "role", str, where + ".")
+    if role not in ROLES:
+        raise Rejected(RejectReason.BAD_ROLE, f"{where}.role {role!r} is not one of {', '.join(ROLES)}")
+    parts = _content(message.get("content"), where + ".content", media)
+    reasoning = optional(message, "reasoning_content", str, where + ".")
+    calls = optional(message, "tool_calls", list, where + ".")
+    if calls:
+        rendered = "".join(f"<tool_call>{json.dumps(c, ensure_ascii=False)}</tool_call>" for c in calls)
+        parts.append(TextPart(rendered))
+    if not parts and not reasoning:
+        raise Rejected(RejectReason.EMPTY_TURN, f"{where} ({role}) has no content")
+    loss = optional(message, "loss", bool, where + ".")
+    return Turn(role=role, content=tuple(parts), loss=loss, reasoning=reasoning)
+
+
+def cook_openai(raw: RawRecord) -> Conversation:
+    messages = require(raw.fields, "messages", list)
+    if not messages:
+        raise Rejected(RejectReason.EMPTY_TURN, "'messages' is empty")
+    media: list[MediaRef] = []
+    turns = tuple(_turn(m, f"messages[{i}]", media) for i, m in enumerate(messages))
+    tools = raw.fields.get("tools")
+    tools_text = None if tools in (None, []) else json.dumps(tools, ensure_ascii=False, sort_keys=True)
+    return Conversation(source=raw.source, turns=turns, media=tuple(media), tools=tools_text)

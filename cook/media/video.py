@@ -1,0 +1,237 @@
+"""Video bytes -> a frames ``MediaItem`` (+ an audio item when ``media.video.use_audio``), SPEC §6.
+
+    bytes -> PyAV container -> metadata checks (limits: duration, frame rate, frame size)
+          -> packet index (demux only: keyframe timestamps, frame count; nothing decoded)
+          -> n frames at evenly spaced times in the clip window -> seek + decode each
+          -> resize to the video patch grid -> patches uint8 [frames * gh * gw, 768]
+          -> one block per pair of frames: "Frame i sampled at X.XX seconds: <img><image>x(gh*gw/4)</img>"
+
+**Frame count.** ``window_s`` is the clip ``[start_s, end_s]`` of the ``MediaRef`` intersected with
+``[0, duration]`` (the whole video by default). ``n = floor(window_s * fps)``, clamped to
+``[min_frames, max_frames]``, then rounded DOWN to a multiple of ``TEMPORAL_PATCH`` (2), and at least 2.
+Frames are sampled at the midpoints of ``n`` equal segments of the window:
+``t_i = start + (i + 0.5) * window_s / n``; each sample is the first frame whose timestamp is at or
+after ``t_i`` (the last frame when ``t_i`` is past the end). A short or low-frame-rate video may repeat
+frames. Example: 3 s at 10 fps, ``fps = 2`` -> 6 -> clamped to 8 -> targets 0.1875, 0.5625, ... 2.8125 s
+-> frames at 0.2, 0.6, 1.0, 1.4, 1.7, 2.1, 2.5, 2.9 s -> 4 groups prefixed "Frame 1 sampled at 0.20
+seconds: ", "Frame 2 sampled at 1.00 seconds: ", ... (the time of each group's first frame, relative to
+the video's start, whatever the clip window).
+
+**Seeking, not scanning.** One demux pass (packets only, no decoding) lists the keyframe timestamps.
+For each target the decoder continues forward when it already stands at or after the last keyframe
+before the target (decoding on is then never more work than seeking); otherwise it seeks
+(``container.seek``, backward, to that keyframe) and decodes forward to the target. A long video
+therefore costs about one GOP of decoding per sampled frame, never the whole stream.
+
+**Frame grid.** ``image.choose_grid(H, W, target_patches, target_patches)``: the image rule with
+``min = max = target_patches``, i.e. an even x even grid of at most ``target_patches`` with the frame's
+aspect, as close to it as the walk reaches (64x48 -> 28 x 36 = 1008 patches at the default 1024; a
+square frame -> 32 x 32). Sample aspect ratio and rotation metadata are ignored.
+"""
+
+from __future__ import annotations
+
+import bisect
+import io
+import math
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from cook import format as fmt
+from cook.config import MediaConfig, VideoConfig
+from cook.errors import Rejected, RejectReason
+from cook.media.image import RESAMPLE, choose_grid, patchify
+from cook.media.limits import (
+    check_duration,
+    check_pixels,
+    short_error,
+    video_duration_s,
+    video_fps,
+    video_stream,
+)
+from cook.types import MediaItem, MediaRef, PlaceholderBlock
+
+if TYPE_CHECKING:
+    from av.container import InputContainer
+    from av.video.stream import VideoStream
+
+
+def av_errors() -> tuple[type[BaseException], ...]:
+    """What PyAV raises on corrupt, truncated or unsupported input."""
+    import av
+
+    return (av.error.FFmpegError, OSError, ValueError, EOFError, IndexError, ZeroDivisionError)
+
+
+def process_video(ref: MediaRef, data: bytes, config: MediaConfig) -> tuple[MediaItem, ...]:
+    """Video bytes -> ``(frames item,)`` or ``(frames item, audio item)`` (``use_audio`` and a track)."""
+    import av
+
+    errors = av_errors()
+    try:
+        with av.open(io.BytesIO(data), mode="r") as container:
+            item = _frames_item(ref, container, config)
+            has_audio = bool(container.streams.audio)
+    except Rejected:
+        raise
+    except errors as err:
+        raise Rejected(RejectReason.MEDIA_DECODE, f"video undecodable: {short_error(err)}") from None
+    if not (config.video.use_audio and has_audio):
+        return (item,)
+    from cook.media.audio import decode_container_audio, make_audio_item
+
+    samples = decode_container_audio(data, config.audio.max_duration_s, ref.start_s, ref.end_s)
+    return item, make_audio_item(samples)
+
+
+def _frames_item(ref: MediaRef, container: InputContainer, config: MediaConfig) -> MediaItem:
+    vcfg = config.video
+    stream = video_stream(container)
+    width, height = stream.codec_context.width, stream.codec_context.height
+    if width < 1 or height < 1:
+        raise Rejected(RejectReason.MEDIA_DECODE, f"video frame size {width}x{height}")
+    check_pixels(width, height, config.image.max_pixels)
+    video_fps(stream)  # rejects an absurd frame rate
+    duration = video_duration_s(container, stream)
+    if duration is not None:
+        check_duration(duration, vcfg.max_duration_s, "media.video.max_duration_s")
+    index = PacketIndex.build(container, stream)
+    if duration is None:
+        duration = index.duration_s
+        check_duration(duration, vcfg.max_duration_s, "media.video.max_duration_s")
+    window = clip_window(ref, duration)
+    n_frames = frame_count(window[1] - window[0], vcfg)
+    targets = sample_times(window, n_frames)
+    grid_h, grid_w = choose_grid(height, width, vcfg.target_patches, vcfg.target_patches)
+    frames, times, _ = decode_frames_at(container, stream, index, targets)
+    size = (grid_w * fmt.PATCH_SIZE, grid_h * fmt.PATCH_SIZE)
+    patches = np.concatenate(
+        [patchify(np.asarray(frame.resize(size, RESAMPLE), dtype=np.uint8)) for frame in frames]
+    )  # uint8 [frames*gh*gw, 768]
+    per_group = fmt.image_embeddings(size[1], size[0])
+    blocks = tuple(
+        PlaceholderBlock(
+            prefix=fmt.video_frame_line(group, times[group * fmt.TEMPORAL_PATCH]) if vcfg.frame_timestamps else "",
+            start=fmt.IMG_START,
+            token=fmt.IMAGE_TOKEN,
+            count=per_group,
+            end=fmt.IMG_END,
+        )
+        for group in range(n_frames // fmt.TEMPORAL_PATCH)
+    )
+    assert sum(b.count for b in blocks) == fmt.video_embeddings(n_frames, size[1], size[0])
+    return MediaItem(
+        kind="video",
+        blocks=blocks,
+        patches=patches,
+        size=(n_frames, size[1], size[0]),
+        visual_kind="video",
+    )
+
+
+def clip_window(ref: MediaRef, duration_s: float) -> tuple[float, float]:
+    """``[start_s, end_s]`` of the ref intersected with ``[0, duration_s]``; ``MEDIA_DECODE`` if empty."""
+    start = max(0.0, ref.start_s or 0.0)
+    end = duration_s if ref.end_s is None else min(duration_s, ref.end_s)
+    if not end > start:
+        raise Rejected(
+            RejectReason.MEDIA_DECODE,
+            f"clip window [{ref.start_s}, {ref.end_s}] is empty for a {duration_s:.2f} s medium",
+        )
+    return start, end
+
+
+def frame_count(window_s: float, config: VideoConfig) -> int:
+    """``floor(window_s * fps)`` clamped to ``[min_frames, max_frames]``, rounded down to even, >= 2.
+
+    >>> frame_count(3.0, VideoConfig()), frame_count(10.0, VideoConfig()), frame_count(600.0, VideoConfig())
+    (8, 20, 32)
+    """
+    n = min(max(math.floor(window_s * config.fps), config.min_frames), config.max_frames)
+    return max(fmt.TEMPORAL_PATCH, n - n % fmt.TEMPORAL_PATCH)
+
+
+def sample_times(window: tuple[float, float], n_frames: int) -> list[float]:
+    """Midpoints of ``n_frames`` equal segments of the window, in seconds from the video's start."""
+    start, end = window
+    step = (end - start) / n_frames
+    return [start + (i + 0.5) * step for i in range(n_frames)]
+
+
+class PacketIndex:
+    """Keyframe timestamps of a video stream from one demux pass (no decoding), in stream time_base."""
+
+    def __init__(self, keyframes: list[int], n_packets: int, end_pts: int, start_pts: int, time_base: Any):
+        self.keyframes = keyframes  # sorted pts of keyframe packets
+        self.n_packets = n_packets
+        self.start_pts = start_pts
+        self.time_base = time_base
+        self.duration_s = float((end_pts - start_pts) * time_base) if n_packets else 0.0
+
+    @classmethod
+    def build(cls, container: InputContainer, stream: VideoStream) -> PacketIndex:
+        keyframes: list[int] = []
+        n_packets, end_pts = 0, 0
+        start_pts = stream.start_time or 0
+        for packet in container.demux(stream):
+            if packet.size == 0:  # the flush packet at EOF
+                continue
+            n_packets += 1
+            if packet.pts is not None:
+                end_pts = max(end_pts, packet.pts + (packet.duration or 0))
+                if packet.is_keyframe:
+                    keyframes.append(packet.pts)
+        if n_packets == 0:
+            raise Rejected(RejectReason.MEDIA_DECODE, "video stream has no frames")
+        keyframes.sort()
+        return cls(keyframes, n_packets, end_pts, start_pts, stream.time_base)
+
+    def keyframe_before(self, pts: int) -> int | None:
+        """The last keyframe pts ``<= pts``, None when there is none (or no timestamps were stored)."""
+        i = bisect.bisect_right(self.keyframes, pts)
+        return self.keyframes[i - 1] if i else None
+
+    def to_pts(self, seconds: float) -> int:
+        """Seconds from the stream start -> the smallest pts at or after that time (1e-6 s tolerance)."""
+        return self.start_pts + math.ceil((seconds - 1e-6) / self.time_base)
+
+    def to_seconds(self, pts: int) -> float:
+        return float((pts - self.start_pts) * self.time_base)
+
+
+def decode_frames_at(
+    container: InputContainer, stream: VideoStream, index: PacketIndex, targets_s: list[float]
+) -> tuple[list[Any], list[float], int]:
+    """Decode the first frame at/after each target time, seeking between targets when it saves work.
+
+    Returns (RGB Pillow frames, their times in seconds from the video start, frames decoded in all).
+    """
+    frames: list[Any] = []
+    times: list[float] = []
+    decoded = 0
+    iterator = None
+    current = None  # the last decoded frame
+    exhausted = False
+    for target_s in targets_s:
+        target = index.to_pts(target_s)
+        if current is not None and (exhausted or current.pts is None or current.pts >= target):
+            frames.append(frames[-1])
+            times.append(times[-1])
+            continue
+        keyframe = index.keyframe_before(target)
+        if iterator is None or current is None or keyframe is None or current.pts < keyframe:
+            container.seek(target if keyframe is None else keyframe, stream=stream, backward=True)
+            iterator = container.decode(stream)
+        for frame in iterator:
+            decoded += 1
+            current = frame
+            if frame.pts is None or frame.pts >= target:
+                break
+        else:
+            exhausted = True
+        if current is None:
+            raise Rejected(RejectReason.MEDIA_DECODE, "no frame could be decoded")
+        frames.append(current.to_image())
+        times.append(0.0 if current.pts is None else index.to_seconds(current.pts))
+    return frames, times, decoded

@@ -1,0 +1,127 @@
+"""Packer: TokenizedSamples of one window -> Packs (SPEC §7, §8).
+
+Three steps, each pure:
+
+1. ``fit_sample``: a sample longer than ``seq_len`` is truncated to ``seq_len`` tokens only when that
+   keeps every media placeholder and at least one target; otherwise it is rejected (``too_long``).
+2. ``pack`` (``cook.packing.algorithms``) groups the window's samples by padded length.
+3. ``build_pack`` concatenates a group, each sequence padded to ``pad_multiple``.
+
+Worked example, ``pad_multiple=4``, sequences of 5 and 3 tokens::
+
+    input_ids          a a a a a P P P b b b P      (P = pad id)       T = 12
+    cu_seqlens         [0, 5, 8]                    true boundaries
+    cu_seqlens_padded  [0, 8, 12]                   sequence i starts at cu_seqlens_padded[i]
+    loss_mask          0 . . . . 0 0 0 0 . . 0      first token of each sequence and padding are 0
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+
+import numpy as np
+
+from cook.config import PackingConfig
+from cook.errors import Rejected, RejectReason
+from cook.packing.algorithms import pack
+from cook.types import Pack, SequenceMeta, TokenizedSample
+
+
+def fit_sample(sample: TokenizedSample, config: PackingConfig) -> TokenizedSample:
+    """Return ``sample`` if it fits, a truncated copy if policy allows, else raise ``too_long``.
+
+    A sample whose visual patches exceed ``packing.media_budget`` can never fit a pack: ``too_long``.
+    """
+    seq_len = config.seq_len
+    if config.media_budget is not None and sample.n_patches > config.media_budget:
+        raise Rejected(
+            RejectReason.TOO_LONG, f"{sample.n_patches} visual patches > packing.media_budget={config.media_budget}"
+        )
+    if sample.length <= seq_len:
+        return sample
+    if config.overflow != "truncate":
+        raise Rejected(RejectReason.TOO_LONG, f"{sample.length} tokens > packing.seq_len={seq_len}")
+    if sample.media_end > seq_len:
+        raise Rejected(
+            RejectReason.TOO_LONG,
+            f"{sample.length} tokens > packing.seq_len={seq_len}, and truncating would cut a media slot "
+            f"(media end at token {sample.media_end})",
+        )
+    if not sample.loss_mask[:seq_len].any():
+        raise Rejected(
+            RejectReason.TOO_LONG,
+            f"{sample.length} tokens > packing.seq_len={seq_len}, and truncating would leave no target",
+        )
+    return replace(sample, input_ids=sample.input_ids[:seq_len], loss_mask=sample.loss_mask[:seq_len], truncated=True)
+
+
+def _media_label(item: object) -> str:
+    return getattr(item, "visual_kind", None) or getattr(item, "kind", "media")
+
+
+def build_pack(samples: Sequence[TokenizedSample], pad_id: int, pad_multiple: int) -> Pack:
+    lengths = np.array([s.length for s in samples], dtype=np.int64)
+    padded = -(-lengths // pad_multiple) * pad_multiple
+    cu = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int32)
+    cu_padded = np.concatenate([[0], np.cumsum(padded)]).astype(np.int32)
+    total = int(cu_padded[-1])
+    input_ids = np.full(total, pad_id, dtype=np.int32)  # int32 [T]
+    loss_mask = np.zeros(total, dtype=np.uint8)  # uint8 [T]
+    for sample, start in zip(samples, cu_padded[:-1], strict=True):
+        input_ids[start : start + sample.length] = sample.input_ids
+        loss_mask[start : start + sample.length] = sample.loss_mask
+    loss_mask[cu_padded[:-1]] = 0
+    media = [item for s in samples for item in s.media]
+    visual = [m for m in media if m.patches is not None]
+    audio = [m for m in media if m.audio_features is not None]
+    return Pack(
+        input_ids=input_ids,
+        loss_mask=loss_mask,
+        cu_seqlens=cu,
+        cu_seqlens_padded=cu_padded,
+        sequences=tuple(
+            SequenceMeta(
+                source=s.source,
+                length=s.length,
+                targets=s.n_targets,
+                media=tuple(_media_label(m) for m in s.media),
+                truncated=s.truncated,
+            )
+            for s in samples
+        ),
+        pixel_patches=np.concatenate([m.patches for m in visual]) if visual else None,  # type: ignore[misc]
+        media_sizes=np.array([m.size for m in visual], dtype=np.int32) if visual else None,
+        audio_features=_stack_audio([m.audio_features for m in audio]) if audio else None,  # type: ignore[misc]
+        audio_lengths=np.concatenate([m.audio_lengths for m in audio]).astype(np.int32) if audio else None,  # type: ignore[misc]
+    )
+
+
+def _stack_audio(features: list[np.ndarray]) -> np.ndarray:
+    """Concatenate ``[C_i, F_i, 128]`` clips along C, zero-padding F to the longest."""
+    frames = max(f.shape[1] for f in features)
+    out = np.zeros((sum(f.shape[0] for f in features), frames, features[0].shape[2]), dtype=np.float16)
+    row = 0
+    for f in features:
+        out[row : row + f.shape[0], : f.shape[1]] = f
+        row += f.shape[0]
+    return out
+
+
+def pack_window(samples: Sequence[TokenizedSample], config: PackingConfig, pad_id: int) -> list[Pack]:
+    """Pack one window of fitted samples; packs come out in a canonical, deterministic order."""
+    if not samples:
+        return []
+    groups = pack(
+        [s.length for s in samples],
+        config.seq_len,
+        config.algorithm,
+        pad_multiple=config.pad_multiple,
+        max_sequences_per_pack=config.max_sequences_per_pack,
+        media=[s.n_patches for s in samples] if config.media_budget else None,
+        media_budget=config.media_budget,
+        pack_count_multiple=config.pack_count_multiple,
+        seed=config.seed,
+        delta=config.delta,
+    )
+    return [build_pack([samples[i] for i in group], pad_id, config.pad_multiple) for group in groups]

@@ -1,0 +1,86 @@
+"""The output directory's life cycle: lock, refuse or clear a finished run, finish.
+
+- A finished run (``cook_manifest.json`` present) is refused unless ``--overwrite``.
+- ``--overwrite`` removes only what cook writes (shards, indexes, .nv-meta, manifest, rejects).
+- A lock file (``.cook.lock``, holding the pid) keeps two runs out of one directory; a lock whose
+  process is gone is stale and taken over.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import glob
+import os
+import shutil
+
+from cook import format as fmt
+from cook.errors import ConfigError
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+class OutputLock:
+    def __init__(self, out_dir: str) -> None:
+        self.path = os.path.join(out_dir, fmt.LOCK_NAME)
+
+    def acquire(self) -> None:
+        for _ in range(2):
+            try:
+                fd = os.open(self.path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+            except FileExistsError:
+                holder = self._holder()
+                if holder is not None and holder != os.getpid() and _pid_alive(holder):
+                    raise ConfigError(
+                        f"output.dir: {os.path.dirname(self.path)!r} is locked by running cook pid {holder} "
+                        f"({self.path})"
+                    ) from None
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(self.path)
+                continue
+            with os.fdopen(fd, "w") as handle:
+                handle.write(str(os.getpid()))
+            return
+        raise ConfigError(f"output.dir: cannot take the lock {self.path}")
+
+    def _holder(self) -> int | None:
+        try:
+            with open(self.path) as handle:
+                return int(handle.read().strip() or "0")
+        except (OSError, ValueError):
+            return None
+
+    def release(self) -> None:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(self.path)
+
+
+def cooked_paths(out_dir: str) -> list[str]:
+    patterns = [f"{fmt.SHARD_PREFIX}*.tar*", fmt.MANIFEST_NAME, fmt.REJECTS_NAME + "*", fmt.NV_META_DIR]
+    return sorted(p for pattern in patterns for p in glob.glob(os.path.join(out_dir, pattern)))
+
+
+def prepare_output(out_dir: str, overwrite: bool) -> OutputLock:
+    """Create/lock ``out_dir`` and leave it empty of cook files, or refuse (``ConfigError``)."""
+    if os.path.exists(out_dir) and not os.path.isdir(out_dir):
+        raise ConfigError(f"output.dir: {out_dir!r} exists and is not a directory")
+    os.makedirs(out_dir, exist_ok=True)
+    lock = OutputLock(out_dir)
+    lock.acquire()
+    finished = os.path.exists(os.path.join(out_dir, fmt.MANIFEST_NAME))
+    if finished and not overwrite:
+        lock.release()
+        raise ConfigError(f"output.dir: {out_dir!r} holds a finished run; pass --overwrite to replace it")
+    for path in cooked_paths(out_dir):
+        if os.path.isdir(path):
+            shutil.rmtree(path)
+        else:
+            os.unlink(path)
+    return lock

@@ -1,0 +1,86 @@
+"""WebDataset tar -> RawRecord per sample, streamed. Source id ``<file>#<key>``.
+
+Members are grouped into samples the WebDataset way: the key is the member path up to the first dot
+of its basename, consecutive members with the same key form one sample. The ``.json`` member is the
+record; the other members travel along as ``RawRecord.members`` (media), keyed by member basename
+(``sample-01.jpg``); the media store resolves references against them. Nothing is extracted to
+disk and nothing is unpickled.
+
+Unsafe members (absolute names, ``..``, links, devices) reject their whole sample
+(``unsafe_member``). A truncated or corrupt tar ends the file with one ``bad_archive`` failure that
+names the offset where reading stopped; the samples before it are kept.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import tarfile
+from collections.abc import Iterator
+
+from cook.errors import RejectReason
+from cook.sources.decode import decode_json_object
+from cook.types import RejectRecord, RawRecord
+
+
+def split_member_name(name: str) -> tuple[str, str]:
+    """``'a/b/sample-01.conv.json' -> ('a/b/sample-01', 'conv.json')``."""
+    directory, base = posixpath.split(name)
+    stem, _, ext = base.partition(".")
+    return posixpath.join(directory, stem) if directory else stem, ext
+
+
+def _unsafe(member: tarfile.TarInfo) -> str | None:
+    if not (member.isfile() or member.isdir()):
+        return "link or special file"
+    name = member.name
+    if name.startswith("/") or ".." in name.split("/"):
+        return "absolute or parent-relative name"
+    return None
+
+
+def read_wds(path: str, max_record_bytes: int) -> Iterator[RawRecord | RejectRecord]:
+    key: str | None = None
+    members: dict[str, bytes] = {}
+    problem: str | None = None
+    try:
+        with tarfile.open(path, mode="r|*") as tar:
+            for member in tar:
+                if member.isdir():
+                    continue
+                member_key, ext = split_member_name(member.name)
+                if member_key != key:
+                    if key is not None:
+                        yield _sample(path, key, members, problem, max_record_bytes)
+                    key, members, problem = member_key, {}, None
+                reason = _unsafe(member)
+                if reason is not None:
+                    problem = f"member {member.name!r}: {reason}"
+                    continue
+                if member.size > max_record_bytes and ext.endswith("json"):
+                    problem = f"member {member.name!r}: {member.size} bytes > input.max_record_bytes"
+                    continue
+                handle = tar.extractfile(member)
+                members[posixpath.basename(member.name)] = handle.read() if handle else b""
+    except (tarfile.TarError, OSError, EOFError) as err:
+        if key is not None:
+            yield _sample(path, key, members, problem or f"archive broken inside sample: {err}", max_record_bytes)
+            key = None
+        yield RejectRecord(f"{path}#<archive>", RejectReason.BAD_ARCHIVE, f"tar unreadable: {err}"[:300])
+    if key is not None:
+        yield _sample(path, key, members, problem, max_record_bytes)
+
+
+def _sample(
+    path: str, key: str, members: dict[str, bytes], problem: str | None, max_bytes: int
+) -> RawRecord | RejectRecord:
+    source = f"{path}#{key}"
+    if problem is not None:
+        return RejectRecord(source, RejectReason.UNSAFE_MEMBER, problem)
+    json_names = sorted(n for n in members if n.endswith(".json"))
+    if not json_names:
+        return RejectRecord(source, RejectReason.MISSING_FIELD, "sample has no .json member")
+    fields = decode_json_object(members[json_names[0]], source, max_bytes)
+    if isinstance(fields, RejectRecord):
+        return fields
+    media = {name: data for name, data in members.items() if name != json_names[0]}
+    return RawRecord(source=source, fields=fields, origin=path, members=media)

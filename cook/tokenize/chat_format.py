@@ -1,0 +1,111 @@
+"""Conversation -> flat list of pieces in the ChatML format (SPEC §5), before any tokenizer runs.
+
+Every turn renders as ``<|im_start|>`` ``role\\n`` body ``<|im_end|>`` ``\\n``. The body of an
+assistant turn starts with exactly one think block (``normalize_thinking``)::
+
+    assistant "<think>\\n plan \\n</think>\\n\\nAnswer"  ->  <think> "plan" </think> "Answer"
+    assistant "Answer"                               ->  <think> </think> "Answer"
+
+Pieces are ``Text`` (data text, encoded with control tokens disabled), ``Control`` (one control
+token by name) and ``Repeat`` (a placeholder token ``count`` times). ``target`` marks the pieces that
+are trained on: a target turn's body and its ``<|im_end|>``.
+
+Tool definitions (``Conversation.tools``) are appended to the first system turn as
+``\\n\\n# Tools\\n<json>``, or become a leading system turn ``# Tools\\n<json>`` when there is none.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import NamedTuple
+
+from cook.format import IM_END, IM_START, THINK_END, THINK_START
+from cook.tokenize.targets import target_flags
+from cook.types import Conversation, MediaItem, MediaPart, Part, TextPart, Turn
+
+
+class Text(NamedTuple):
+    text: str
+    target: bool
+
+
+class Control(NamedTuple):
+    name: str
+    target: bool
+
+
+class Repeat(NamedTuple):
+    name: str
+    count: int
+    target: bool
+
+
+Piece = Text | Control | Repeat
+
+
+def split_thinking(turn: Turn) -> tuple[str, tuple[Part, ...]]:
+    """Assistant turn -> (reasoning, answer parts), thinking found out of band or inline."""
+    if turn.reasoning:
+        reasoning, parts = turn.reasoning, turn.content
+    elif turn.content and isinstance(turn.content[0], TextPart) and THINK_END in turn.content[0].text:
+        head, _, tail = turn.content[0].text.partition(THINK_END)
+        start = head.find(THINK_START)
+        reasoning = head[start + len(THINK_START) :] if start >= 0 else head
+        parts = ((TextPart(tail),) if tail else ()) + turn.content[1:]
+    else:
+        reasoning, parts = "", turn.content
+    if parts and isinstance(parts[0], TextPart):
+        first = parts[0].text.lstrip()
+        parts = ((TextPart(first),) if first else ()) + parts[1:]
+    return reasoning.strip(), parts
+
+
+def with_tools(turns: tuple[Turn, ...], tools: str | None) -> tuple[Turn, ...]:
+    if not tools:
+        return turns
+    if turns and turns[0].role == "system":
+        first = turns[0]
+        return (Turn("system", (*first.content, TextPart(f"\n\n# Tools\n{tools}")), first.loss), *turns[1:])
+    return (Turn("system", (TextPart(f"# Tools\n{tools}"),)), *turns)
+
+
+def _parts(parts: Sequence[Part], media: Sequence[MediaItem], target: bool, out: list[Piece]) -> None:
+    """Adjacent text parts are joined first, so ``["Hello ", "world"]`` tokenizes as ``"Hello world"``."""
+    text = ""
+    for part in parts:
+        if isinstance(part, TextPart):
+            text += part.text
+            continue
+        if text:
+            out.append(Text(text, target))
+            text = ""
+        assert isinstance(part, MediaPart)
+        for block in media[part.index].blocks:
+            if block.prefix:
+                out.append(Text(block.prefix, target))
+            out.append(Control(block.start, target))
+            out.append(Repeat(block.token, block.count, target))
+            out.append(Control(block.end, target))
+    if text:
+        out.append(Text(text, target))
+
+
+def render(conv: Conversation, media: Sequence[MediaItem], train_on: str, normalize_thinking: bool) -> list[Piece]:
+    """Pieces of one conversation; ``media[i]`` is the processed item of ``conv.media[i]``."""
+    turns = with_tools(conv.turns, conv.tools)
+    out: list[Piece] = []
+    normalize = normalize_thinking and not conv.template_applied
+    for turn, target in zip(turns, target_flags(turns, train_on), strict=True):
+        out.append(Control(IM_START, False))
+        out.append(Text(f"{turn.role}\n", False))
+        parts = turn.content
+        if normalize and turn.role == "assistant":
+            reasoning, parts = split_thinking(turn)
+            out.append(Control(THINK_START, target))
+            if reasoning:
+                out.append(Text(reasoning, target))
+            out.append(Control(THINK_END, target))
+        _parts(parts, media, target, out)
+        out.append(Control(IM_END, target))
+        out.append(Text("\n", False))
+    return out

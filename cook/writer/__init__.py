@@ -1,0 +1,1 @@
+"""Writer: Packs -> an Energon dataset directory (shards, .nv-meta, manifest, rejects)."""

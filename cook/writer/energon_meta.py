@@ -1,0 +1,32 @@
+"""``.nv-meta/``: ``dataset.yaml`` (crude dataset, cook subflavor) plus Energon's own index.
+
+The index (``index.sqlite``, ``.info.json``, ``split.yaml``, ``.tar.idx``) is made by
+``megatron.energon``'s own preparation code, run once when all shards are written, so the result is
+exactly what ``energon prepare`` would write: one ``train`` split holding every shard, in order.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+
+from cook import format as fmt
+from cook.writer.atomic import atomic_write
+
+
+def write_energon_meta(out_dir: str, shard_names: list[str]) -> None:
+    from megatron.energon.flavors.webdataset.base_webdataset import BaseWebdatasetFactory
+
+    meta = os.path.join(out_dir, fmt.NV_META_DIR)
+    os.makedirs(meta, exist_ok=True)
+    if shard_names:
+        with contextlib.redirect_stdout(sys.stderr):  # Energon reports progress on stdout; ours is --json's
+            BaseWebdatasetFactory.prepare_dataset(
+                out_dir,
+                list(shard_names),
+                split_parts_ratio=[("train", 1.0)],
+                shuffle_seed=None,
+                workers=max(1, min(4, len(shard_names))),
+            )
+    atomic_write(os.path.join(meta, fmt.DATASET_YAML), fmt.dataset_yaml())

@@ -1,0 +1,46 @@
+"""``cook_manifest.json``: written last, atomically; its presence marks a finished run (SPEC §8)."""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import asdict
+from typing import Any
+
+from cook import __version__
+from cook import format as fmt
+from cook.writer.atomic import atomic_write
+from cook.writer.shards import ShardInfo
+
+MANIFEST_SCHEMA_VERSION = 1
+
+
+def build_manifest(
+    *,
+    pipeline: dict[str, Any],
+    tokenizer_path: str,
+    tokenizer_sha256: dict[str, str],
+    counts: dict[str, int],
+    packing: dict[str, Any],
+    rejects_by_reason: dict[str, int],
+    shards: list[ShardInfo],
+    seq_len: int,
+) -> dict[str, Any]:
+    packs = counts["packs"]
+    return {
+        "schema_version": MANIFEST_SCHEMA_VERSION,
+        "pack_schema_version": fmt.SCHEMA_VERSION,
+        "cook_version": __version__,
+        "pipeline": pipeline,
+        "tokenizer": {"path": tokenizer_path, "sha256": tokenizer_sha256},
+        "counts": counts,
+        "packing_efficiency": counts["tokens"] / (packs * seq_len) if packs else 0.0,
+        "packing": packing,
+        "rejects_by_reason": dict(sorted(rejects_by_reason.items())),
+        "shards": [asdict(s) for s in shards],
+    }
+
+
+def write_manifest(out_dir: str, manifest: dict[str, Any]) -> None:
+    text = json.dumps(manifest, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+    atomic_write(os.path.join(out_dir, fmt.MANIFEST_NAME), text)

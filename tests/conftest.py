@@ -1,0 +1,72 @@
+"""Shared fixtures. All test data is generated here or by the tests; assets/ holds only the demo
+tokenizer and the demo dataset (built by tests/assets/build_demo_assets.py)."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+DEMO_TOKENIZER = REPO / "tests" / "assets" / "demo_tokenizer"
+DEMO_DATA = REPO / "tests" / "assets" / "demo_data"
+
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+os.environ.setdefault("RAY_AUTH_MODE", "disabled")
+
+
+@pytest.fixture(scope="session")
+def tokenizer_path() -> str:
+    return str(DEMO_TOKENIZER)
+
+
+@pytest.fixture(scope="session")
+def chat_tokenizer(tokenizer_path: str):  # noqa: ANN201
+    from cook.tokenize import ChatTokenizer
+
+    return ChatTokenizer(tokenizer_path)
+
+
+@pytest.fixture(scope="session")
+def hf_tokenizer(tokenizer_path: str):  # noqa: ANN201
+    from transformers import AutoTokenizer
+
+    return AutoTokenizer.from_pretrained(tokenizer_path)
+
+
+def write_jsonl(path: Path, rows: list[Any]) -> Path:
+    """Rows that are ``bytes`` are written verbatim (for malformed lines)."""
+    with open(path, "wb") as handle:
+        for row in rows:
+            data = row if isinstance(row, bytes) else json.dumps(row).encode()
+            handle.write(data + b"\n")
+    return path
+
+
+def pipeline_dict(input_path: str, out_dir: str, **sections: dict[str, Any]) -> dict[str, Any]:
+    data: dict[str, Any] = {
+        "input": {"path": input_path},
+        "tokenizer": {"path": str(DEMO_TOKENIZER)},
+        "packing": {"seq_len": 1024, "pad_multiple": 8, "buffer_size": "all"},
+        "output": {"dir": out_dir, "shard_size": 4},
+        "ray": {"num_actors": 2, "cpus_per_actor": 0.5},
+    }
+    for name, values in sections.items():
+        data.setdefault(name, {}).update(values) if isinstance(values, dict) else data.__setitem__(name, values)
+    return data
+
+
+@pytest.fixture(scope="session")
+def ray_session():  # noqa: ANN201
+    """One embedded local Ray for the tests that need it, shut down at the end."""
+    import ray
+
+    from cook.runner.ray import start_ray
+
+    started = start_ray(None, num_cpus=2)
+    yield ray
+    if started:
+        ray.shutdown()
