@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: venv cook test lint typecheck bench fuzz clean
+.PHONY: venv cook test lint typecheck bench fuzz clean schemas
 
 venv: $(STAMP)
 
@@ -38,3 +38,7 @@ fuzz: $(STAMP)
 
 clean:
 	rm -rf $(VENV) out .pytest_cache
+
+# schemas/pipeline.schema.json is derived from cook/config.py; a test keeps them equal.
+schemas: $(STAMP)
+	$(BIN)/python -c "import json, cook.config as c; print(json.dumps(c.pipeline_schema(), indent=2))" > schemas/pipeline.schema.json

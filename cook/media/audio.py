@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import io
 from collections.abc import Iterator
-from typing import Final
+from typing import Any, Final
 
 import numpy as np
 
@@ -103,9 +103,9 @@ def _decode_soundfile(data: bytes, max_duration_s: float, start_s: float | None,
 
     try:
         info = sf.info(io.BytesIO(data))
-    except (sf.LibsndfileError, RuntimeError, ValueError, TypeError, OSError) as err:
-        if isinstance(err, sf.LibsndfileError):
-            raise
+    except sf.LibsndfileError:
+        raise  # the caller retries with PyAV
+    except (RuntimeError, ValueError, TypeError, OSError) as err:
         raise Rejected(RejectReason.MEDIA_DECODE, f"audio header unreadable: {short_error(err)}") from None
     if info.channels < 1 or info.frames < 1:
         raise Rejected(RejectReason.MEDIA_DECODE, f"audio has {info.frames} frames, {info.channels} channels")
@@ -146,12 +146,12 @@ def decode_container_audio(
         raise Rejected(RejectReason.MEDIA_DECODE, f"audio undecodable: {short_error(err)}") from None
 
 
-def _planar_float_frames(container: object, stream: object) -> Iterator[tuple[int, np.ndarray]]:
+def _planar_float_frames(container: Any, stream: Any) -> Iterator[tuple[int, np.ndarray]]:
     """Yield (sample rate, float32 [channels, n]) per decoded frame, channels and rate unchanged."""
     import av
 
     resampler = av.AudioResampler(format="fltp")
-    for frame in container.decode(stream):  # type: ignore[attr-defined]
+    for frame in container.decode(stream):
         for converted in resampler.resample(frame):
             yield converted.sample_rate, converted.to_ndarray()
     for converted in resampler.resample(None):
@@ -163,19 +163,19 @@ def _decode_stream(
 ) -> np.ndarray:
     resampler: _Resampler | None = None
     position = 0  # input samples seen so far
-    start = stop = 0
+    start, stop = 0, None
     for rate_hz, planar in frames:
         if resampler is None:
             resampler = _Resampler(rate_hz)
-            start, stop_or_none = _window_frames(rate_hz, start_s, end_s)
-            stop = stop_or_none if stop_or_none is not None else -1
+            start, stop = _window_frames(rate_hz, start_s, end_s)
         mono = planar.mean(axis=0, dtype=np.float32)  # float32 [n]
         begin, position = position, position + mono.shape[0]
         check_duration(position / resampler.rate_hz, max_duration_s, _KNOB)
-        lo, hi = max(start - begin, 0), mono.shape[0] if stop < 0 else min(stop - begin, mono.shape[0])
+        lo = max(start - begin, 0)
+        hi = mono.shape[0] if stop is None else min(stop - begin, mono.shape[0])
         if hi > lo:
             resampler.push(mono[lo:hi])
-        if 0 <= stop <= position:
+        if stop is not None and position >= stop:
             break
     if resampler is None:
         raise Rejected(RejectReason.MEDIA_DECODE, "audio stream has no decodable frames")

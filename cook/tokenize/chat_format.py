@@ -43,17 +43,29 @@ class Repeat(NamedTuple):
 Piece = Text | Control | Repeat
 
 
+def merge_text(parts: Sequence[Part]) -> tuple[Part, ...]:
+    """Join adjacent text parts: ``["Hello ", "world"]`` tokenizes as ``"Hello world"``."""
+    out: list[Part] = []
+    for part in parts:
+        if isinstance(part, TextPart) and out and isinstance(out[-1], TextPart):
+            out[-1] = TextPart(out[-1].text + part.text)
+        else:
+            out.append(part)
+    return tuple(out)
+
+
 def split_thinking(turn: Turn) -> tuple[str, tuple[Part, ...]]:
     """Assistant turn -> (reasoning, answer parts), thinking found out of band or inline."""
+    content = merge_text(turn.content)
     if turn.reasoning:
-        reasoning, parts = turn.reasoning, turn.content
-    elif turn.content and isinstance(turn.content[0], TextPart) and THINK_END in turn.content[0].text:
-        head, _, tail = turn.content[0].text.partition(THINK_END)
+        reasoning, parts = turn.reasoning, content
+    elif content and isinstance(content[0], TextPart) and THINK_END in content[0].text:
+        head, _, tail = content[0].text.partition(THINK_END)
         start = head.find(THINK_START)
         reasoning = head[start + len(THINK_START) :] if start >= 0 else head
-        parts = ((TextPart(tail),) if tail else ()) + turn.content[1:]
+        parts = ((TextPart(tail),) if tail else ()) + content[1:]
     else:
-        reasoning, parts = "", turn.content
+        reasoning, parts = "", content
     if parts and isinstance(parts[0], TextPart):
         first = parts[0].text.lstrip()
         parts = ((TextPart(first),) if first else ()) + parts[1:]
@@ -70,24 +82,16 @@ def with_tools(turns: tuple[Turn, ...], tools: str | None) -> tuple[Turn, ...]:
 
 
 def _parts(parts: Sequence[Part], media: Sequence[MediaItem], target: bool, out: list[Piece]) -> None:
-    """Adjacent text parts are joined first, so ``["Hello ", "world"]`` tokenizes as ``"Hello world"``."""
-    text = ""
-    for part in parts:
+    for part in merge_text(parts):
         if isinstance(part, TextPart):
-            text += part.text
+            out.append(Text(part.text, target))
             continue
-        if text:
-            out.append(Text(text, target))
-            text = ""
-        assert isinstance(part, MediaPart)
         for block in media[part.index].blocks:
             if block.prefix:
                 out.append(Text(block.prefix, target))
             out.append(Control(block.start, target))
             out.append(Repeat(block.token, block.count, target))
             out.append(Control(block.end, target))
-    if text:
-        out.append(Text(text, target))
 
 
 def render(conv: Conversation, media: Sequence[MediaItem], train_on: str, normalize_thinking: bool) -> list[Piece]:

@@ -1,0 +1,83 @@
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+from cook.config import load_config, pipeline_schema
+from cook.errors import ConfigError
+from tests.conftest import REPO
+
+
+def write(tmp_path: Path, data: dict) -> Path:
+    path = tmp_path / "p.yaml"
+    path.write_text(yaml.safe_dump(data))
+    return path
+
+
+BASE = {"input": {"path": "x.jsonl"}, "tokenizer": {"path": "tok"}}
+
+
+def test_defaults_and_overrides(tmp_path: Path) -> None:
+    cfg = load_config(write(tmp_path, BASE), ["packing.seq_len=4096", "output.dir=/tmp/o", "packing.buffer_size=all",
+                                              "media.image.mode=tiles"])
+    assert cfg.packing.seq_len == 4096 and cfg.output.dir == "/tmp/o" and cfg.packing.buffer_size == "all"
+    assert cfg.media.image.mode == "tiles" and cfg.media.image.min_patches == 1024
+    assert cfg.cooker == "auto" and cfg.ray.address is None and cfg.packing.algorithm == "best_fit_decreasing"
+
+
+@pytest.mark.parametrize(
+    ("data", "overrides", "message"),
+    [
+        ({**BASE, "packing": {"seq_lenn": 5}}, [], "packing: unknown key ('seq_lenn' was unexpected)"),
+        (BASE, ["packing.seq_len=abc"], "packing.seq_len: 'abc' is not of type 'integer'"),
+        (BASE, ["packing.algorithm=magic"], "packing.algorithm: unknown 'magic'; valid:"),
+        (BASE, ["packing.seq_len=1001"], "not a multiple of packing.pad_multiple=8"),
+        (BASE, ["cooker=sharegpt"], "cooker: 'sharegpt' is not one of"),
+        ({"input": {"path": "x"}}, [], "'tokenizer' is a required property"),
+        (BASE, ["packing.buffer_size=0"], "packing.buffer_size: 0 is not a valid value"),
+        (BASE, ["oops"], "--set 'oops': expected key.path=value"),
+        (BASE, ["input.path.deeper=1"], "--set input.path.deeper: 'path' is not a mapping"),
+    ],
+)
+def test_errors_are_one_line_and_name_the_key(tmp_path: Path, data: dict, overrides: list, message: str) -> None:
+    with pytest.raises(ConfigError) as info:
+        load_config(write(tmp_path, data), overrides)
+    text = str(info.value)
+    assert message in text and "\n" not in text
+
+
+def test_all_errors_collected(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError) as info:
+        load_config(write(tmp_path, {**BASE, "bogus": 1, "packing": {"seq_len": -1}}))
+    assert "bogus" in str(info.value) and "packing.seq_len" in str(info.value)
+
+
+def test_not_yaml_or_missing(tmp_path: Path) -> None:
+    (tmp_path / "bad.yaml").write_text("a: [1, 2")
+    with pytest.raises(ConfigError, match="not valid YAML"):
+        load_config(tmp_path / "bad.yaml")
+    with pytest.raises(ConfigError, match="cannot read"):
+        load_config(tmp_path / "missing.yaml")
+
+
+def test_committed_schema_matches_the_dataclasses() -> None:
+    committed = json.loads((REPO / "schemas" / "pipeline.schema.json").read_text())
+    assert committed == pipeline_schema(), "run `make schemas`"
+
+
+@pytest.mark.parametrize("name", sorted(p.name for p in (REPO / "pipelines").glob("*.yaml")))
+def test_shipped_pipelines_validate(name: str) -> None:
+    load_config(REPO / "pipelines" / name)
+
+
+def test_required_keys_exist() -> None:
+    props = pipeline_schema()["properties"]
+    for dotted in ["input.path", "input.format", "input.media_root", "cooker", "tokenizer.path", "packing.seq_len",
+                   "packing.algorithm", "packing.buffer_size", "packing.pad_multiple", "output.dir", "ray.address",
+                   "ray.num_actors"]:
+        node = props
+        *parents, leaf = dotted.split(".")
+        for part in parents:
+            node = node[part]["properties"]
+        assert leaf in node, dotted
