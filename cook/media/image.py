@@ -99,12 +99,12 @@ def to_rgb(image: Image.Image) -> Image.Image:
         return image
     if mode.startswith("I;16") or mode == "I":
         grey = np.clip(np.asarray(image, dtype=np.float64), 0, 65535) / 257.0  # float64 [H, W]
-        return Image.fromarray(np.rint(grey).astype(np.uint8), mode="L").convert("RGB")
+        return Image.fromarray(np.rint(grey).astype(np.uint8)).convert("RGB")
     if mode == "F":
         grey = np.nan_to_num(np.asarray(image, dtype=np.float64), nan=0.0, posinf=255.0, neginf=0.0)
         if grey.size and grey.max() <= 1.0:
             grey = grey * 255.0
-        return Image.fromarray(np.rint(np.clip(grey, 0, 255)).astype(np.uint8), mode="L").convert("RGB")
+        return Image.fromarray(np.rint(np.clip(grey, 0, 255)).astype(np.uint8)).convert("RGB")
     if mode in _ALPHA_MODES or (mode == "P" and "transparency" in image.info):
         rgba = image.convert("RGBA")
         background = Image.new("RGBA", rgba.size, (*BACKGROUND, 255))

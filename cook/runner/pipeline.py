@@ -107,7 +107,7 @@ def run_pipeline(
     try:
         from cook.tokenize import ChatTokenizer
 
-        pad_id = ChatTokenizer(config.tokenizer.path).pad_id
+        tokenizer = ChatTokenizer(config.tokenizer.path)
         writer = DatasetWriter(out_dir, config.output.shard_size)
         rejects = RejectsWriter(out_dir)
         bar = Progress(len(units), enabled=progress)
@@ -115,7 +115,7 @@ def run_pipeline(
         try:
             size = None if config.packing.buffer_size == "all" else int(config.packing.buffer_size)
             for window in _windows(executor.map_units(units), size, rejects, bar):
-                writer.add(pack_window(window, config.packing, pad_id))
+                writer.add(pack_window(window, config.packing, tokenizer.pad_id))
         finally:
             executor.close()
             bar.close()
@@ -137,6 +137,8 @@ def run_pipeline(
             pipeline=config.to_dict(),
             tokenizer_path=os.path.abspath(config.tokenizer.path),
             tokenizer_sha256=tokenizer_files_sha256(config.tokenizer.path),
+            vocab_size=tokenizer.vocab_size,
+            pad_id=tokenizer.pad_id,
             counts=counts,
             packing={},
             rejects_by_reason=dict(rejects.by_reason),
