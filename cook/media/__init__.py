@@ -49,14 +49,19 @@ def process_media(ref: MediaRef, data: bytes, config: MediaConfig) -> tuple[Medi
     >>> item.size, item.n_patches, item.n_embeddings  # doctest: +SKIP
     ((1, 480, 640), 1200, 300)
     """
+    name = ref.ref if len(ref.ref) <= 120 else ref.ref[:117] + "..."
     if len(data) > config.max_media_bytes:
         raise Rejected(
-            RejectReason.MEDIA_LIMIT, f"{ref.ref!r}: {len(data)} bytes > media.max_media_bytes={config.max_media_bytes}"
+            RejectReason.MEDIA_LIMIT,
+            f"{ref.kind} {name!r}: {len(data)} bytes > media.max_media_bytes={config.max_media_bytes}",
         )
     processor = PROCESSORS.get(ref.kind)
     if processor is None:
-        raise Rejected(RejectReason.MEDIA_UNSUPPORTED, f"{ref.ref!r}: unknown media kind {ref.kind!r}")
-    return processor(ref, data, config)
+        raise Rejected(RejectReason.MEDIA_UNSUPPORTED, f"{name!r}: unknown media kind {ref.kind!r}")
+    try:
+        return processor(ref, data, config)
+    except Rejected as rejected:  # name the reference in every detail
+        raise Rejected(rejected.reason, f"{ref.kind} {name!r}: {rejected.detail}") from None
 
 
 __all__ = ["PROCESSORS", "Processor", "process_media"]

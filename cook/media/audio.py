@@ -114,8 +114,9 @@ def _decode_soundfile(data: bytes, max_duration_s: float, start_s: float | None,
     start, stop = _window_frames(info.samplerate, start_s, end_s)
     blocksize = 10 * int(info.samplerate)
     try:
-        for block in sf.blocks(io.BytesIO(data), blocksize=blocksize, start=start, stop=stop, dtype="float32",
-                               always_2d=True):  # float32 [n, channels]
+        for block in sf.blocks(
+            io.BytesIO(data), blocksize=blocksize, start=start, stop=stop, dtype="float32", always_2d=True
+        ):  # float32 [n, channels]
             resampler.push(block.mean(axis=1, dtype=np.float32))
     except (sf.LibsndfileError, RuntimeError, ValueError) as err:
         raise Rejected(RejectReason.MEDIA_DECODE, f"audio undecodable: {short_error(err)}") from None

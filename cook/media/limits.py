@@ -22,7 +22,7 @@ import struct
 import warnings
 from typing import TYPE_CHECKING, Final
 
-from PIL import Image
+from PIL import Image, UnidentifiedImageError
 
 from cook.errors import Rejected, RejectReason
 
@@ -84,10 +84,8 @@ def open_image_header(data: bytes, max_pixels: int) -> Image.Image:
             warnings.simplefilter("error", Image.DecompressionBombWarning)
             image = Image.open(io.BytesIO(data))
     except (Image.DecompressionBombError, Image.DecompressionBombWarning) as err:
-        raise Rejected(
-            RejectReason.MEDIA_LIMIT, f"{short_error(err)} (media.image.max_pixels={max_pixels})"
-        ) from None
-    except Image.UnidentifiedImageError:
+        raise Rejected(RejectReason.MEDIA_LIMIT, f"{short_error(err)} (media.image.max_pixels={max_pixels})") from None
+    except UnidentifiedImageError:
         known = unsupported_image_format(data)
         if known is not None:
             raise Rejected(RejectReason.MEDIA_UNSUPPORTED, f"{known} is not a supported image format") from None

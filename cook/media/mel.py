@@ -90,4 +90,5 @@ def log_mel(samples: np.ndarray) -> np.ndarray:
     logmel = np.log(power @ mel_filters() + LOG_GUARD)  # float64 [F, 128]
     mean = logmel.mean(axis=0, keepdims=True)
     std = logmel.std(axis=0, ddof=1, keepdims=True)
-    return ((logmel - mean) / (std + NORM_EPS)).astype(np.float32)
+    normalized: np.ndarray = ((logmel - mean) / (std + NORM_EPS)).astype(np.float32)
+    return normalized

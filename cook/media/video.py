@@ -34,6 +34,7 @@ from __future__ import annotations
 import bisect
 import io
 import math
+from fractions import Fraction
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -162,7 +163,7 @@ def sample_times(window: tuple[float, float], n_frames: int) -> list[float]:
 class PacketIndex:
     """Keyframe timestamps of a video stream from one demux pass (no decoding), in stream time_base."""
 
-    def __init__(self, keyframes: list[int], n_packets: int, end_pts: int, start_pts: int, time_base: Any):
+    def __init__(self, keyframes: list[int], n_packets: int, end_pts: int, start_pts: int, time_base: Fraction):
         self.keyframes = keyframes  # sorted pts of keyframe packets
         self.n_packets = n_packets
         self.start_pts = start_pts
@@ -184,6 +185,8 @@ class PacketIndex:
                     keyframes.append(packet.pts)
         if n_packets == 0:
             raise Rejected(RejectReason.MEDIA_DECODE, "video stream has no frames")
+        if not stream.time_base:
+            raise Rejected(RejectReason.MEDIA_DECODE, "video stream has no time base")
         keyframes.sort()
         return cls(keyframes, n_packets, end_pts, start_pts, stream.time_base)
 
@@ -194,7 +197,7 @@ class PacketIndex:
 
     def to_pts(self, seconds: float) -> int:
         """Seconds from the stream start -> the smallest pts at or after that time (1e-6 s tolerance)."""
-        return self.start_pts + math.ceil((seconds - 1e-6) / self.time_base)
+        return self.start_pts + math.ceil((seconds - 1e-6) / float(self.time_base))
 
     def to_seconds(self, pts: int) -> float:
         return float((pts - self.start_pts) * self.time_base)
@@ -215,12 +218,13 @@ def decode_frames_at(
     exhausted = False
     for target_s in targets_s:
         target = index.to_pts(target_s)
-        if current is not None and (exhausted or current.pts is None or current.pts >= target):
-            frames.append(frames[-1])
+        position: int | None = None if current is None else current.pts
+        if current is not None and (exhausted or position is None or position >= target):
+            frames.append(frames[-1])  # the current frame is already the first at/after this target
             times.append(times[-1])
             continue
         keyframe = index.keyframe_before(target)
-        if iterator is None or current is None or keyframe is None or current.pts < keyframe:
+        if iterator is None or position is None or keyframe is None or position < keyframe:
             container.seek(target if keyframe is None else keyframe, stream=stream, backward=True)
             iterator = container.decode(stream)
         for frame in iterator:

@@ -12,14 +12,15 @@ Resolution order, first hit wins:
       member's name ends with ``.<ext>`` (or equals ``<ext>``), case-insensitively. Two ``.jpg`` members
       and the ref ``"jpg"`` resolve to neither (ambiguous) and the search goes on to the stores.
 2. **A store**: for a relative ref, each auxiliary store in order (``input.media_stores``: directories
-   or uncompressed ``.tar`` files), then ``input.media_root``, then ``origin_dir`` (the input file's
-   directory), joined to the ref. A ref that leaves its root (``..``, or a directory path whose real
-   path, symlinks resolved, is outside the root's real path) raises ``media_unsafe``; symlinks that
-   point outside a store are therefore refused (add their target as a store instead).
-   An **absolute** ref that exists locally as a regular file is read directly (SPEC §4 implies it);
-   the byte limit still applies, and only regular files are read (no devices, FIFOs, directories).
+   or uncompressed ``.tar`` files), then ``input.media_root``, then ``origin_dir`` (the directory of
+   the input file; ``""`` is the working directory), joined to the ref. A ref that leaves its root
+   lexically (``../x.jpg``) raises ``media_unsafe`` at once; so does a directory entry whose real path
+   (symlinks resolved) is outside the root's real path: symlinks that point out of a store are refused
+   (add their target as a store instead). Directories and dangling links are not served.
+   An **absolute** ref that exists locally is read directly (SPEC §4 implies it): only a regular file
+   (a device, FIFO or socket is ``media_unsafe``) and within the byte limit.
 3. **The basename fallback**: an absolute ref that does not exist locally resolves to its basename at
-   the top level of the first store (in the order of step 2) that holds it.
+   the top level of the first auxiliary store, else ``media_root``, that holds it.
 
 ``data:`` URIs (``data:image/png;base64,...``, as OpenAI-style records carry) are decoded in place;
 ``http(s)://`` and other URLs are ``media_unsupported`` (nothing is fetched). Anything else that
@@ -112,14 +113,18 @@ class MediaStore:
         self.max_media_bytes = max_media_bytes
         self._stores: list[_TarStore | _DirStore] = []
         self._origins: dict[str, _DirStore | None] = {}  # origin_dir -> store, cached
-        for path in [*stores, *([media_root] if media_root else [])]:
-            if os.path.isdir(path):
-                self._stores.append(_DirStore(path))
-            elif os.path.isfile(path):
-                self._stores.append(_TarStore(path))
-            else:
-                knob = "input.media_root" if path == media_root else "input.media_stores"
-                raise ConfigError(f"{knob}: {path!r} is neither a directory nor a tar file")
+        try:
+            for path in [*stores, *([media_root] if media_root else [])]:
+                if os.path.isdir(path):
+                    self._stores.append(_DirStore(path))
+                elif os.path.isfile(path):
+                    self._stores.append(_TarStore(path))
+                else:
+                    knob = "input.media_root" if path == media_root else "input.media_stores"
+                    raise ConfigError(f"{knob}: {path!r} is neither a directory nor a tar file")
+        except ConfigError:
+            self.close()
+            raise
 
     def close(self) -> None:
         for store in self._stores:
@@ -168,9 +173,7 @@ class MediaStore:
                 found = store.read(base, self.max_media_bytes, ref)
                 if found is not None:
                     return found
-        raise Rejected(
-            RejectReason.MEDIA_MISSING, f"{ref!r} does not exist and its basename is in no media store"
-        )
+        raise Rejected(RejectReason.MEDIA_MISSING, f"{ref!r} does not exist and its basename is in no media store")
 
     def _data_uri(self, ref: str) -> bytes:
         header, sep, payload = ref.partition(",")

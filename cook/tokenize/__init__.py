@@ -18,7 +18,7 @@ import numpy as np
 from cook.config import TokenizerConfig
 from cook.errors import Rejected, RejectReason
 from cook.format import AUDIO_END, IMG_END
-from cook.tokenize.chat_format import Control, Repeat, Text, render
+from cook.tokenize.chat_format import Control, Text, render
 from cook.tokenize.tokenizer import ChatTokenizer
 from cook.types import Conversation, MediaItem, TokenizedSample
 
@@ -36,32 +36,32 @@ def _control_id(tokenizer: ChatTokenizer, name: str) -> int:
 def _assemble(
     tokenizer: ChatTokenizer, conv: Conversation, media: tuple[MediaItem, ...], pieces: list, encoded: list
 ) -> TokenizedSample:
+    """Concatenate the pieces' ids; target pieces become ``[start, stop)`` spans of the mask."""
     ids: list[int] = []
     spans: list[tuple[int, int]] = []
     media_end = 0
-    end_ids = {tokenizer.control_ids.get(t) for t in MEDIA_END_TOKENS}
+    control = tokenizer.control_ids
     for piece, piece_ids in zip(pieces, encoded, strict=True):
         start = len(ids)
-        if isinstance(piece, Control):
-            token = _control_id(tokenizer, piece.name)
-            ids.append(token)
-            if token in end_ids:
+        if piece_ids is not None:
+            ids += piece_ids
+        elif isinstance(piece, Control):
+            ids.append(control[piece.name] if piece.name in control else _control_id(tokenizer, piece.name))
+            if piece.name in MEDIA_END_TOKENS:
                 media_end = len(ids)
-        elif isinstance(piece, Repeat):
-            ids.extend([_control_id(tokenizer, piece.name)] * piece.count)
         else:
-            ids.extend(piece_ids)
-        if piece.target and len(ids) > start:
+            ids += [_control_id(tokenizer, piece.name)] * piece.count
+        if piece.target:
             if spans and spans[-1][1] == start:
                 spans[-1] = (spans[-1][0], len(ids))
             else:
                 spans.append((start, len(ids)))
-    if not spans:
-        raise Rejected(RejectReason.NO_TARGET, "no assistant target tokens")
-    input_ids = np.asarray(ids, dtype=np.int32)  # int32 [L]
+    input_ids = np.array(ids, dtype=np.int32)  # int32 [L]
     loss_mask = np.zeros(len(ids), dtype=np.uint8)  # uint8 [L]
     for start, stop in spans:
         loss_mask[start:stop] = 1
+    if not loss_mask.any():
+        raise Rejected(RejectReason.NO_TARGET, "no assistant target tokens")
     return TokenizedSample(conv.source, input_ids, loss_mask, media=media, media_end=media_end)
 
 

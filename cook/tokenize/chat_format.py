@@ -21,7 +21,7 @@ from typing import NamedTuple
 
 from cook.format import IM_END, IM_START, THINK_END, THINK_START
 from cook.tokenize.targets import target_flags
-from cook.types import Conversation, MediaItem, MediaPart, Part, TextPart, Turn
+from cook.types import Conversation, MediaItem, Part, TextPart, Turn
 
 
 class Text(NamedTuple):
@@ -45,6 +45,8 @@ Piece = Text | Control | Repeat
 
 def merge_text(parts: Sequence[Part]) -> tuple[Part, ...]:
     """Join adjacent text parts: ``["Hello ", "world"]`` tokenizes as ``"Hello world"``."""
+    if len(parts) < 2:
+        return tuple(parts)
     out: list[Part] = []
     for part in parts:
         if isinstance(part, TextPart) and out and isinstance(out[-1], TextPart):

@@ -10,9 +10,25 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
+from collections.abc import Iterator
 
 from cook import format as fmt
 from cook.writer.atomic import atomic_write
+
+
+@contextlib.contextmanager
+def _stdout_to_stderr() -> Iterator[None]:
+    """Point file descriptor 1 (and ``sys.stdout``) at stderr, for this process and its children."""
+    sys.stdout.flush()
+    saved = os.dup(1)
+    try:
+        os.dup2(2, 1)
+        with contextlib.redirect_stdout(sys.stderr):
+            yield
+    finally:
+        sys.stdout.flush()
+        os.dup2(saved, 1)
+        os.close(saved)
 
 
 def write_energon_meta(out_dir: str, shard_names: list[str]) -> None:
@@ -21,7 +37,7 @@ def write_energon_meta(out_dir: str, shard_names: list[str]) -> None:
     meta = os.path.join(out_dir, fmt.NV_META_DIR)
     os.makedirs(meta, exist_ok=True)
     if shard_names:
-        with contextlib.redirect_stdout(sys.stderr):  # Energon reports progress on stdout; ours is --json's
+        with _stdout_to_stderr():  # Energon reports progress on stdout; stdout is reserved for --json
             BaseWebdatasetFactory.prepare_dataset(
                 out_dir,
                 list(shard_names),

@@ -14,9 +14,7 @@ from PIL import Image
 from cook.config import AudioConfig, ImageConfig, MediaConfig, VideoConfig
 
 
-def config(
-    image: dict | None = None, video: dict | None = None, audio: dict | None = None, **top: int
-) -> MediaConfig:
+def config(image: dict | None = None, video: dict | None = None, audio: dict | None = None, **top: int) -> MediaConfig:
     """A MediaConfig with some keys overridden."""
     return MediaConfig(
         image=ImageConfig(**(image or {})),
@@ -34,7 +32,7 @@ def image_bytes(image: Image.Image, fmt: str = "PNG", **save: object) -> bytes:
 
 def rgb_bytes(array: np.ndarray, fmt: str = "PNG") -> bytes:
     """uint8 [H, W, 3] -> encoded image bytes."""
-    return image_bytes(Image.fromarray(array.astype(np.uint8), mode="RGB"), fmt)
+    return image_bytes(Image.fromarray(array.astype(np.uint8)), fmt)
 
 
 def png_header_only(width: int, height: int) -> bytes:

@@ -105,7 +105,7 @@ def naive_fit(case: Case, order: Sequence[int], rule: str, bins: list[Bin] | Non
 
 def naive_largest(case: Case, left: list[int], b: Bin, lo: int = 0, hi: int | None = None) -> int | None:
     """The largest remaining item (lowest index on ties) with cost in [lo, hi] that fits b."""
-    ok = [i for i in left if case.fits(b, i) and lo <= case.cost[i] <= (hi or case.capacity)]
+    ok = [i for i in left if case.fits(b, i) and lo <= case.cost[i] <= (case.capacity if hi is None else hi)]
     return min(ok, key=lambda i: (-case.cost[i], i)) if ok else None
 
 
@@ -185,3 +185,134 @@ def naive_pack(case: Case, name: str) -> list[list[int]]:
         return canonical(naive_greedy(case))
     assert name == "modified_first_fit_decreasing"
     return canonical(naive_mffd(case))
+
+
+# ---------------------------------------------------------------------------------------------------
+# Strategies and checks
+# ---------------------------------------------------------------------------------------------------
+
+
+@st.composite
+def cases(draw: st.DrawFn, max_n: int = 40, constrained: bool = True) -> Case:
+    capacity = draw(st.integers(1, 64))
+    pad = draw(st.sampled_from([1, 1, 2, 4, 8])) if constrained else 1
+    pad = pad if capacity >= pad else 1
+    top = capacity // pad * pad
+    n = draw(st.integers(0, max_n))
+    if draw(st.booleans()):  # few distinct lengths: long runs of ties
+        values = draw(st.lists(st.integers(1, top), min_size=1, max_size=4))
+        lengths = draw(st.lists(st.sampled_from(values), min_size=n, max_size=n))
+    else:
+        lengths = draw(st.lists(st.integers(1, top), min_size=n, max_size=n))
+    if not constrained:
+        return Case(lengths, capacity)
+    max_seq = draw(st.none() | st.integers(1, 5))
+    media = budget = None
+    if draw(st.booleans()):
+        budget = draw(st.integers(0, 12))
+        media = draw(st.lists(st.integers(0, budget), min_size=n, max_size=n))
+    seed = draw(st.integers(0, 2**32 - 1))
+    delta = draw(st.integers(-2, 3))
+    return Case(lengths, capacity, pad, max_seq, media, budget, seed, delta)
+
+
+def check_valid(case: Case, packs: list[list[int]]) -> None:
+    n = len(case.lengths)
+    assert sorted(i for q in packs for i in q) == list(range(n)), "not a partition"
+    assert all(q for q in packs), "empty pack"
+    assert all(q == sorted(q) for q in packs)
+    assert [q[0] for q in packs] == sorted(q[0] for q in packs)
+    for q in packs:
+        assert sum(case.cost[i] for i in q) <= case.capacity
+        assert case.max_seq is None or len(q) <= case.max_seq
+        assert sum(case.patches[i] for i in q) <= case.budget or case.media_budget is None
+
+
+# ---------------------------------------------------------------------------------------------------
+# Properties
+# ---------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", NAMES)
+@PROPS
+@given(case=cases())
+def test_matches_naive_reference(name: str, case: Case) -> None:
+    packs = pack(case.lengths, case.capacity, name, **case.kwargs())
+    check_valid(case, packs)
+    assert packs == naive_pack(case, name)
+
+
+@pytest.mark.parametrize("name", NAMES)
+@settings(max_examples=15, deadline=None)
+@given(case=cases(max_n=300))
+def test_matches_naive_reference_long_runs(name: str, case: Case) -> None:
+    """Enough items for several tree levels, bucket merges and multi-item runs."""
+    assert pack(case.lengths, case.capacity, name, **case.kwargs()) == naive_pack(case, name)
+
+
+@pytest.mark.parametrize("name", NAMES)
+@PROPS
+@given(case=cases(max_n=80), k=st.integers(1, 7))
+def test_valid_deterministic_and_multiple(name: str, case: Case, k: int) -> None:
+    kwargs = case.kwargs()
+    plain = pack(case.lengths, case.capacity, name, **kwargs)
+    packs = pack(case.lengths, case.capacity, name, pack_count_multiple=k, **kwargs)
+    check_valid(case, packs)
+    assert packs == pack(np.array(case.lengths, dtype=np.int64), case.capacity, name, pack_count_multiple=k, **kwargs)
+    feasible = math.ceil(len(plain) / k) * k <= len(case.lengths)
+    assert len(packs) % k == 0 if feasible else packs == plain
+    assert len(packs) == (math.ceil(len(plain) / k) * k if feasible else len(plain))
+
+
+@PROPS
+@given(case=cases(max_n=120))
+def test_greedy_knapsack_equals_first_fit_decreasing(case: Case) -> None:
+    """Filling one pack at a time with the largest item that fits is FFD, bin by bin."""
+    kwargs = case.kwargs()
+    ffd = pack(case.lengths, case.capacity, "first_fit_decreasing", **kwargs)
+    assert pack(case.lengths, case.capacity, "greedy_knapsack", **kwargs) == ffd
+
+
+@st.composite
+def perfect_instances(draw: st.DrawFn) -> tuple[list[int], int, int]:
+    """Items cut from `bins` exactly full bins, shuffled: OPT = bins = ceil(total / C)."""
+    capacity = draw(st.integers(2, 100))
+    n_bins = draw(st.integers(1, 25))
+    lengths: list[int] = []
+    for _ in range(n_bins):
+        cuts = sorted(draw(st.sets(st.integers(1, capacity - 1), max_size=5)))
+        lengths += [b - a for a, b in zip([0, *cuts], [*cuts, capacity], strict=True)]
+    return draw(st.permutations(lengths)), capacity, n_bins
+
+
+@pytest.mark.parametrize("name", ["first_fit_decreasing", "best_fit_decreasing", "modified_first_fit_decreasing"])
+@PROPS
+@given(instance=perfect_instances())
+def test_within_11_9_opt_when_opt_is_known(name: str, instance: tuple[list[int], int, int]) -> None:
+    """FFD/BFD <= 11/9 OPT + 6/9 (MFFD is tighter). ceil(total / C) stands in for OPT only where it is
+    OPT: on inputs cut from full bins (in general OPT can be nearly 2x ceil(total / C))."""
+    lengths, capacity, opt = instance
+    assert math.ceil(sum(lengths) / capacity) == opt
+    assert len(pack(lengths, capacity, name)) <= 11 / 9 * opt + 6 / 9
+
+
+def brute_force_opt(cost: list[int], capacity: int) -> int:
+    full = (1 << len(cost)) - 1
+    load = [sum(c for j, c in enumerate(cost) if m >> j & 1) for m in range(full + 1)]
+    best = [0] + [len(cost)] * full
+    for m in range(1, full + 1):
+        low = m & -m
+        sub = m
+        while sub:  # every sub-mask holding the lowest item that fits in one bin
+            if sub & low and load[sub] <= capacity:
+                best[m] = min(best[m], best[m ^ sub] + 1)
+            sub = (sub - 1) & m
+    return best[full]
+
+
+@pytest.mark.parametrize("name", ["first_fit_decreasing", "best_fit_decreasing", "modified_first_fit_decreasing"])
+@settings(max_examples=60, deadline=None)
+@given(case=cases(max_n=8, constrained=False))
+def test_within_11_9_of_brute_force_opt(name: str, case: Case) -> None:
+    opt = brute_force_opt(case.cost, case.capacity)
+    assert len(pack(case.lengths, case.capacity, name)) <= 11 / 9 * opt + 6 / 9

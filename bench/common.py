@@ -1,0 +1,58 @@
+"""Shared benchmark helpers: the synthetic text corpus and median timing."""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+WORK = REPO / "bench" / "_work"
+DEMO_TOKENIZER = REPO / "tests" / "assets" / "demo_tokenizer"
+
+
+def text_corpus(copies: int = 40) -> Path:
+    """The valid demo chat records repeated ``copies`` times (deterministic), as one JSONL file."""
+    path = WORK / f"chat_x{copies}.jsonl"
+    if path.exists():
+        return path
+    WORK.mkdir(parents=True, exist_ok=True)
+    rows = []
+    for line in (REPO / "tests" / "assets" / "demo_data" / "chat.jsonl").read_bytes().splitlines():
+        try:
+            row = json.loads(line.decode("utf-8"))
+        except ValueError:
+            continue
+        messages = row.get("messages")
+        if isinstance(messages, list) and any(isinstance(m, dict) and m.get("role") == "assistant" for m in messages):
+            rows.append(json.dumps(row))
+    path.write_text("".join(r + "\n" for r in rows * copies))
+    return path
+
+
+def median_cpu(fn: Callable[[], Any], repeats: int = 3) -> tuple[float, Any]:
+    """Median CPU seconds of this process (all threads) over ``repeats`` calls, and the last result."""
+    times, result = [], None
+    for _ in range(repeats):
+        start = time.process_time()
+        result = fn()
+        times.append(time.process_time() - start)
+    return statistics.median(times), result
+
+
+def median_wall(fn: Callable[[], Any], repeats: int = 3) -> tuple[float, Any]:
+    times, result = [], None
+    for _ in range(repeats):
+        start = time.perf_counter()
+        result = fn()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times), result
+
+
+def single_threaded_tokenizers() -> None:
+    os.environ["TOKENIZERS_PARALLELISM"] = "false"
+    os.environ.setdefault("RAYON_NUM_THREADS", "1")
