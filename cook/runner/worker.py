@@ -37,9 +37,8 @@ class CookWorker:
     def _media(self, raw: RawRecord, conv: Conversation) -> tuple[MediaItem, ...]:
         if not conv.media:
             return ()
-        from cook.sources.media_store import MediaStore
-
         from cook.media import process_media
+        from cook.sources.media_store import MediaStore
 
         if self._media_store is None:
             cfg = self.config

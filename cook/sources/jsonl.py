@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from cook.sources.decode import decode_json_object
-from cook.types import RejectRecord, RawRecord
+from cook.types import RawRecord, RejectRecord
 
 
 def read_jsonl(path: str, max_record_bytes: int) -> Iterator[RawRecord | RejectRecord]:

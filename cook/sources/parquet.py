@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from cook.errors import RejectReason
-from cook.types import RejectRecord, RawRecord
+from cook.types import RawRecord, RejectRecord
 
 BATCH_ROWS = 1024
 

@@ -19,7 +19,7 @@ from collections.abc import Iterator
 
 from cook.errors import RejectReason
 from cook.sources.decode import decode_json_object
-from cook.types import RejectRecord, RawRecord
+from cook.types import RawRecord, RejectRecord
 
 
 def split_member_name(name: str) -> tuple[str, str]:
