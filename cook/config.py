@@ -45,6 +45,9 @@ class InputConfig:
     media_root: str | None = _key(None, "Directory that relative media references resolve against.")
     media_stores: list[str] = _key([], "Auxiliary media stores (directories or .tar files), tried in order.")
     max_record_bytes: int = _key(64 * 2**20, "Largest raw record (JSON line, row or json member).", minimum=1)
+    unit_bytes: int = _key(
+        32 * 2**20, "Work unit size: JSONL files are split at line boundaries, Parquet at row groups.", minimum=1
+    )
 
 
 @dataclass(frozen=True)
@@ -117,7 +120,6 @@ class RayConfig:
     address: str | None = _key(None, "Ray address (auto, ray://...); null starts an embedded local Ray.")
     num_actors: int = _key(2, "Cooking actors; each loads the tokenizer once.", minimum=1)
     cpus_per_actor: float = _key(1.0, "CPUs reserved per actor.", exclusiveMinimum=0)
-    records_per_task: int = _key(512, "Records cooked per actor call.", minimum=1)
     record_timeout_s: float = _key(60.0, "Time budget of one record (timeout reject).", exclusiveMinimum=0)
 
 

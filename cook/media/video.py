@@ -89,6 +89,8 @@ def process_video(ref: MediaRef, data: bytes, config: MediaConfig) -> tuple[Medi
 def _frames_item(ref: MediaRef, container: InputContainer, config: MediaConfig) -> MediaItem:
     vcfg = config.video
     stream = video_stream(container)
+    if stream.codec_context is None:
+        raise Rejected(RejectReason.MEDIA_DECODE, "no decoder for the video stream (unknown or corrupt codec)")
     width, height = stream.codec_context.width, stream.codec_context.height
     if width < 1 or height < 1:
         raise Rejected(RejectReason.MEDIA_DECODE, f"video frame size {width}x{height}")

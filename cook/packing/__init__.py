@@ -1,9 +1,11 @@
 """Packing: TokenizedSample lengths -> packs (SPEC §7).
 
 ``algorithms`` is pure (lengths in, index lists out, ``ALGORITHMS`` table); ``packer`` applies the
-truncation policy, runs an algorithm over a window and builds the padded ``Pack`` arrays.
+truncation policy, runs an algorithm over a window and builds the padded ``Pack`` arrays;
+``metrics`` summarizes packs (``PackingStats``).
 """
 
 from cook.packing.algorithms import ALGORITHMS, pack
+from cook.packing.metrics import PackingStats, stats_for
 
-__all__ = ["ALGORITHMS", "pack"]
+__all__ = ["ALGORITHMS", "PackingStats", "pack", "stats_for"]

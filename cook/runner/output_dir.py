@@ -1,7 +1,9 @@
 """The output directory's life cycle: lock, refuse or clear a finished run, finish.
 
 - A finished run (``cook_manifest.json`` present) is refused unless ``--overwrite``.
-- ``--overwrite`` removes only what cook writes (shards, indexes, .nv-meta, manifest, rejects).
+- An interrupted run of the same pipeline is resumed (``cook.runner.resume``); of another, refused.
+- ``--overwrite`` removes only what cook writes (shards, indexes, .nv-meta, manifest, rejects,
+  progress).
 - A lock file (``.cook.lock``, holding the pid) keeps two runs out of one directory; a lock whose
   process is gone is stale and taken over.
 """
@@ -15,6 +17,7 @@ import shutil
 
 from cook import format as fmt
 from cook.errors import ConfigError
+from cook.runner.resume import RunState, load_state, roll_back
 
 
 def _pid_alive(pid: int) -> bool:
@@ -63,24 +66,46 @@ class OutputLock:
 
 
 def cooked_paths(out_dir: str) -> list[str]:
-    patterns = [f"{fmt.SHARD_PREFIX}*.tar*", fmt.MANIFEST_NAME, fmt.REJECTS_NAME + "*", fmt.NV_META_DIR]
+    patterns = [f"{fmt.SHARD_PREFIX}*", fmt.MANIFEST_NAME, fmt.REJECTS_NAME + "*", fmt.NV_META_DIR, fmt.PROGRESS_DIR]
     return sorted(p for pattern in patterns for p in glob.glob(os.path.join(out_dir, pattern)))
 
 
-def prepare_output(out_dir: str, overwrite: bool) -> OutputLock:
-    """Create/lock ``out_dir`` and leave it empty of cook files, or refuse (``ConfigError``)."""
-    if os.path.exists(out_dir) and not os.path.isdir(out_dir):
-        raise ConfigError(f"output.dir: {out_dir!r} exists and is not a directory")
-    os.makedirs(out_dir, exist_ok=True)
-    lock = OutputLock(out_dir)
-    lock.acquire()
-    finished = os.path.exists(os.path.join(out_dir, fmt.MANIFEST_NAME))
-    if finished and not overwrite:
-        lock.release()
-        raise ConfigError(f"output.dir: {out_dir!r} holds a finished run; pass --overwrite to replace it")
+def _clear(out_dir: str) -> None:
     for path in cooked_paths(out_dir):
         if os.path.isdir(path):
             shutil.rmtree(path)
         else:
             os.unlink(path)
-    return lock
+
+
+def prepare_output(out_dir: str, overwrite: bool, run_fingerprint: str) -> tuple[OutputLock, RunState | None]:
+    """Lock ``out_dir``; return the state to resume from (same pipeline, interrupted) or None (fresh).
+
+    Refuses (``ConfigError``) a finished run without ``--overwrite``, and an interrupted run of a
+    different pipeline without ``--overwrite``.
+    """
+    if os.path.exists(out_dir) and not os.path.isdir(out_dir):
+        raise ConfigError(f"output.dir: {out_dir!r} exists and is not a directory")
+    os.makedirs(out_dir, exist_ok=True)
+    lock = OutputLock(out_dir)
+    lock.acquire()
+    try:
+        if overwrite:
+            _clear(out_dir)
+            return lock, None
+        if os.path.exists(os.path.join(out_dir, fmt.MANIFEST_NAME)):
+            raise ConfigError(f"output.dir: {out_dir!r} holds a finished run; pass --overwrite to replace it")
+        state = load_state(out_dir)
+        if state is not None and state.fingerprint != run_fingerprint:
+            raise ConfigError(
+                f"output.dir: {out_dir!r} holds an interrupted run of a different pipeline or input; "
+                f"pass --overwrite to discard it"
+            )
+        if state is None:
+            _clear(out_dir)
+        else:
+            roll_back(out_dir, state)
+        return lock, state
+    except BaseException:
+        lock.release()
+        raise

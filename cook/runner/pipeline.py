@@ -1,12 +1,14 @@
 """The one place the stages are composed into a run (SPEC §2 ``cook run``).
 
-    units (sorted input files) -> executor: CookWorker per unit (sources, cookers, media, tokenize, fit)
-        -> windows of ``packing.buffer_size`` samples, in unit then record order -> pack_window
-        -> shards (``output.shard_size`` packs each) -> .nv-meta -> manifest (last)
+    units (planned from the sorted input files) -> executor: CookWorker per unit
+        (sources -> cookers -> media -> tokenize -> fit), results consumed in unit order
+    -> windows of ``packing.buffer_size`` samples -> pack_window -> shards (``output.shard_size``
+       packs each; a window's last shard may be short) -> resume state
+    -> at the end: rejects.jsonl, .nv-meta (Energon index), cook_manifest.json (last)
 
-The output depends only on the input and the pipeline: units are cooked anywhere, but their results
-are consumed in unit order, so windows, packs, keys and shard names are the same for any number of
-actors and any schedule.
+The output depends only on the input and the pipeline: units are cooked anywhere, in any order, but
+consumed in unit order, so windows, packs, keys and shard names are the same for any number of
+actors, any schedule, and across a kill and resume (``cook.runner.resume``).
 """
 
 from __future__ import annotations
@@ -14,21 +16,24 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Protocol
 
 from cook.config import PipelineConfig
 from cook.packing.packer import pack_window
 from cook.runner.output_dir import prepare_output
+from cook.runner.plan import plan_units
 from cook.runner.progress import Progress
+from cook.runner.resume import RunState, fingerprint, save_state
 from cook.runner.units import Unit, UnitResult
-from cook.sources import list_inputs
-from cook.tokenize.tokenizer import tokenizer_files_sha256
+from cook.tokenize.tokenizer import ChatTokenizer, tokenizer_files_sha256
 from cook.types import Pack, TokenizedSample
 from cook.writer.energon_meta import write_energon_meta
 from cook.writer.manifest import build_manifest, write_manifest
 from cook.writer.rejects import RejectsWriter
-from cook.writer.shards import ShardInfo, write_shard
+from cook.writer.shards import write_shard
+
+COUNT_KEYS = ("records_in", "sources_packed", "records_rejected", "packs", "tokens", "target_tokens", "padding_tokens")
 
 
 class Executor(Protocol):
@@ -47,112 +52,126 @@ class RunSummary:
     rejects_by_reason: dict[str, int]
     shards: int
     seconds: float
-    extra: dict[str, float] = field(default_factory=dict)
+    resumed: bool = False
 
 
-def plan_units(config: PipelineConfig) -> list[Unit]:
-    return [Unit(i, path, fmt) for i, (path, fmt) in enumerate(list_inputs(config.input.path, config.input.format))]
+class WindowedWriter:
+    """Consumes unit results in order; closes a window every ``buffer_size`` samples; checkpoints."""
 
+    def __init__(self, config: PipelineConfig, state: RunState, pad_id: int, progress: Progress) -> None:
+        self.config = config
+        self.out_dir = config.output.dir
+        self.state = state
+        self.pad_id = pad_id
+        self.progress = progress
+        self.counts = {key: state.counts.get(key, 0) for key in COUNT_KEYS}
+        self.rejects = RejectsWriter(self.out_dir, state.rejects_bytes, state.rejects_by_reason)
+        size = config.packing.buffer_size
+        self.size: int | None = None if size == "all" else int(size)
+        self.window: list[TokenizedSample] = []
+        self._resume_unit, self._resume_skip = (state.next_unit, state.skip) if state.skip else (-1, 0)
 
-class DatasetWriter:
-    """Accumulates packs into shards of ``output.shard_size`` and tallies the counts."""
+    def consume(self, result: UnitResult) -> None:
+        samples = result.samples
+        if result.unit == self._resume_unit:  # its rejects and records are already counted
+            samples = samples[self._resume_skip :]
+        else:
+            self.rejects.write(result.rejects)
+            self.counts["records_in"] += result.records_in
+        self.progress.update(result.records_in, result.tokens, len(result.rejects))
+        self.window.extend(samples)
+        while self.size is not None and len(self.window) >= self.size:
+            self._close_window(self.window[: self.size])
+            self.window = self.window[self.size :]
+            packed = len(result.samples) - len(self.window)  # the leftover is all from this unit
+            if packed == len(result.samples):
+                self._checkpoint(result.unit + 1, 0)
+            else:
+                self._checkpoint(result.unit, packed)
 
-    def __init__(self, out_dir: str, shard_size: int) -> None:
-        self.out_dir = out_dir
-        self.shard_size = shard_size
-        self.pending: list[Pack] = []
-        self.shards: list[ShardInfo] = []
-        self.packs = self.sources = self.tokens = self.targets = self.padded = 0
+    def finish(self, total_units: int) -> None:
+        if self.window:
+            self._close_window(self.window)
+            self.window = []
+        self._checkpoint(total_units, 0)
 
-    def add(self, packs: Iterable[Pack]) -> None:
+    def _close_window(self, samples: list[TokenizedSample]) -> None:
+        packs = pack_window(samples, self.config.packing, self.pad_id)
         for pack in packs:
-            self.pending.append(pack)
-            self.sources += len(pack.sequences)
-            self.tokens += pack.tokens
-            self.padded += pack.padded_tokens
-            self.targets += int(pack.loss_mask.sum())
-            if len(self.pending) >= self.shard_size:
-                self.flush()
+            self._count(pack)
+        size = self.config.output.shard_size
+        for start in range(0, len(packs), size):
+            shard = write_shard(self.out_dir, len(self.state.shards), self.state.packs, packs[start : start + size])
+            self.state.shards.append(shard)
+        self.state.windows += 1
 
-    def flush(self) -> None:
-        if self.pending:
-            self.shards.append(write_shard(self.out_dir, len(self.shards), self.packs, self.pending))
-            self.packs += len(self.pending)
-            self.pending = []
+    def _count(self, pack: Pack) -> None:
+        self.counts["packs"] += 1
+        self.counts["sources_packed"] += len(pack.sequences)
+        self.counts["tokens"] += pack.tokens
+        self.counts["target_tokens"] += int(pack.loss_mask.sum())
+        self.counts["padding_tokens"] += pack.padded_tokens - pack.tokens
+
+    def _checkpoint(self, next_unit: int, skip: int) -> None:
+        self.state.next_unit, self.state.skip = next_unit, skip
+        self.state.rejects_bytes = self.rejects.sync()
+        self.state.rejects_by_reason = dict(self.rejects.by_reason)
+        self.state.counts = {**self.counts, "records_rejected": self.rejects.count}
+        save_state(self.out_dir, self.state)
 
 
-def _windows(
-    results: Iterable[UnitResult], size: int | None, rejects: RejectsWriter, progress: Progress
-) -> Iterator[list[TokenizedSample]]:
-    window: list[TokenizedSample] = []
-    for result in results:
-        rejects.write(result.rejects)
-        progress.update(result.records_in, result.tokens, len(result.rejects))
-        window.extend(result.samples)
-        while size is not None and len(window) >= size:
-            yield window[:size]
-            window = window[size:]
-    if window:
-        yield window
+def _finalize(config: PipelineConfig, writer: WindowedWriter, tokenizer: ChatTokenizer) -> dict:
+    writer.rejects.close()
+    out_dir = config.output.dir
+    write_energon_meta(out_dir, [s.name for s in writer.state.shards])
+    counts = writer.state.counts
+    assert counts["records_in"] == counts["sources_packed"] + counts["records_rejected"], counts
+    manifest = build_manifest(
+        pipeline=config.to_dict(),
+        tokenizer_path=os.path.abspath(config.tokenizer.path),
+        tokenizer_sha256=tokenizer_files_sha256(config.tokenizer.path),
+        vocab_size=tokenizer.vocab_size,
+        pad_id=tokenizer.pad_id,
+        counts=counts,
+        packing=writer.state.packing,
+        rejects_by_reason=dict(writer.rejects.by_reason),
+        shards=writer.state.shards,
+        seq_len=config.packing.seq_len,
+    )
+    write_manifest(out_dir, manifest)
+    return manifest
 
 
 def run_pipeline(
     config: PipelineConfig, executor_factory: ExecutorFactory, overwrite: bool = False, progress: bool = True
 ) -> RunSummary:
-    """Run the whole pipeline into ``config.output.dir``; returns the counts for the summary table."""
+    """Run (or resume) the whole pipeline into ``config.output.dir``; returns the summary counts."""
     started = time.monotonic()
-    units = plan_units(config)
-    out_dir = config.output.dir
-    lock = prepare_output(out_dir, overwrite)
+    units = plan_units(config.input)
+    run_fingerprint = fingerprint(config, units)
+    lock, resumed = prepare_output(config.output.dir, overwrite, run_fingerprint)
     try:
-        from cook.tokenize import ChatTokenizer
-
         tokenizer = ChatTokenizer(config.tokenizer.path)
-        writer = DatasetWriter(out_dir, config.output.shard_size)
-        rejects = RejectsWriter(out_dir)
-        bar = Progress(len(units), enabled=progress)
+        state = resumed or RunState(run_fingerprint)
+        bar = Progress(len(units) - state.next_unit, enabled=progress)
+        writer = WindowedWriter(config, state, tokenizer.pad_id, bar)
         executor = executor_factory(config)
         try:
-            size = None if config.packing.buffer_size == "all" else int(config.packing.buffer_size)
-            for window in _windows(executor.map_units(units), size, rejects, bar):
-                writer.add(pack_window(window, config.packing, tokenizer.pad_id))
+            for result in executor.map_units(units[state.next_unit :]):
+                writer.consume(result)
+            writer.finish(len(units))
         finally:
             executor.close()
             bar.close()
-        writer.flush()
-        rejects.close()
-        records_in = bar.records
-        write_energon_meta(out_dir, [s.name for s in writer.shards])
-        counts = {
-            "records_in": records_in,
-            "sources_packed": writer.sources,
-            "records_rejected": rejects.count,
-            "packs": writer.packs,
-            "tokens": writer.tokens,
-            "target_tokens": writer.targets,
-            "padding_tokens": writer.padded - writer.tokens,
-        }
-        assert counts["records_in"] == counts["sources_packed"] + counts["records_rejected"], counts
-        manifest = build_manifest(
-            pipeline=config.to_dict(),
-            tokenizer_path=os.path.abspath(config.tokenizer.path),
-            tokenizer_sha256=tokenizer_files_sha256(config.tokenizer.path),
-            vocab_size=tokenizer.vocab_size,
-            pad_id=tokenizer.pad_id,
-            counts=counts,
-            packing={},
-            rejects_by_reason=dict(rejects.by_reason),
-            shards=writer.shards,
-            seq_len=config.packing.seq_len,
-        )
-        write_manifest(out_dir, manifest)
+        manifest = _finalize(config, writer, tokenizer)
     finally:
         lock.release()
     return RunSummary(
-        out_dir=out_dir,
-        counts=counts,
+        out_dir=config.output.dir,
+        counts=manifest["counts"],
         packing_efficiency=manifest["packing_efficiency"],
         rejects_by_reason=manifest["rejects_by_reason"],
-        shards=len(writer.shards),
+        shards=len(state.shards),
         seconds=time.monotonic() - started,
+        resumed=resumed is not None,
     )

@@ -1,8 +1,15 @@
 """Ray executor: CookWorker inside actors, results yielded in unit order with bounded in-flight work.
 
 The Ray layer is only this: actors that each load one tokenizer and reuse it, a bounded queue of
-calls, and ordered collection. ``embedded=True`` starts a local Ray on 127.0.0.1 with capped CPUs
-and object store; otherwise it joins ``address`` (``auto``, ``ray://...``).
+calls (``IN_FLIGHT_PER_ACTOR`` per actor, so driver memory stays flat however large the input),
+ordered collection, and crash handling. ``start_ray(None, ...)`` starts a local Ray on 127.0.0.1
+with capped CPUs and object store; an address joins a cluster (``auto``, ``ray://...``).
+
+When an actor dies on a unit, Ray restarts the actor and the unit is cooked again with a trace
+(``Attempt.trace``, under the output directory, so it must be on storage the driver can read). If
+it dies again, the last traced record is the one that kills workers: it is rejected as
+``worker_crash`` and the unit is cooked once more without it. A unit that keeps killing workers
+with no record to blame fails the job after ``MAX_ATTEMPTS``.
 """
 
 from __future__ import annotations
@@ -13,12 +20,21 @@ from collections import deque
 from collections.abc import Iterable, Iterator
 from typing import Any
 
+from cook import format as fmt
 from cook.config import PipelineConfig
-from cook.runner.units import Unit, UnitResult
-from cook.runner.worker import CookWorker
+from cook.runner.units import Attempt, Unit, UnitResult
+from cook.runner.worker import FAULT_ENV, CookWorker
 
 OBJECT_STORE_BYTES = 512 * 2**20
 IN_FLIGHT_PER_ACTOR = 2
+MAX_ATTEMPTS = 8
+
+
+def _worker_env() -> dict[str, str]:
+    env = {"TOKENIZERS_PARALLELISM": "false"}
+    if os.environ.get(FAULT_ENV):
+        env[FAULT_ENV] = os.environ[FAULT_ENV]
+    return env
 
 
 def start_ray(address: str | None, num_cpus: int) -> bool:
@@ -27,7 +43,7 @@ def start_ray(address: str | None, num_cpus: int) -> bool:
 
     if ray.is_initialized():
         return False
-    env = {"env_vars": {"TOKENIZERS_PARALLELISM": "false"}}
+    runtime_env = {"env_vars": _worker_env()}
     if address is None:
         ray.init(
             address="local",
@@ -35,13 +51,22 @@ def start_ray(address: str | None, num_cpus: int) -> bool:
             object_store_memory=OBJECT_STORE_BYTES,
             include_dashboard=False,
             _node_ip_address="127.0.0.1",
-            runtime_env=env,
+            runtime_env=runtime_env,
             log_to_driver=False,
             configure_logging=False,
         )
     else:
-        ray.init(address=address, runtime_env=env, log_to_driver=False, configure_logging=False)
+        ray.init(address=address, runtime_env=runtime_env, log_to_driver=False, configure_logging=False)
     return True
+
+
+def _last_traced(path: str) -> int | None:
+    try:
+        with open(path) as handle:
+            lines = handle.read().split()
+    except FileNotFoundError:
+        return None
+    return int(lines[-1]) if lines else None
 
 
 class RayExecutor:
@@ -50,22 +75,44 @@ class RayExecutor:
 
         cpus = max(os.cpu_count() or 1, math.ceil(num_actors * config.ray.cpus_per_actor))
         self._owns_ray = start_ray(address, cpus)
-        actor_class = ray.remote(num_cpus=config.ray.cpus_per_actor, max_restarts=2, max_task_retries=1)(
-            CookWorker
-        )
+        actor_class = ray.remote(num_cpus=config.ray.cpus_per_actor, max_restarts=-1, max_task_retries=0)(CookWorker)
         self.actors: list[Any] = [actor_class.remote(config) for _ in range(num_actors)]
+        self._trace_dir = os.path.join(config.output.dir, fmt.PROGRESS_DIR)
+        self._next_actor = 0
+
+    def _submit(self, unit: Unit, attempt: Attempt) -> Any:
+        actor = self.actors[self._next_actor % len(self.actors)]
+        self._next_actor += 1
+        return actor.cook_unit.remote(unit, attempt)
+
+    def _collect(self, unit: Unit, attempt: Attempt, ref: Any) -> UnitResult:
+        import ray
+        from ray.exceptions import RayActorError, WorkerCrashedError
+
+        for _ in range(MAX_ATTEMPTS):
+            try:
+                return ray.get(ref)
+            except (RayActorError, WorkerCrashedError):
+                if attempt.trace is None:
+                    os.makedirs(self._trace_dir, exist_ok=True)
+                    attempt = Attempt(os.path.join(self._trace_dir, f"trace-{unit.index:06d}"), attempt.crashed)
+                else:
+                    last = _last_traced(attempt.trace)
+                    if last is not None and last not in attempt.crashed:
+                        attempt = Attempt(attempt.trace, attempt.crashed | {last})
+                ref = self._submit(unit, attempt)
+        raise RuntimeError(f"unit {unit.index} ({unit.path}) kept killing workers after {MAX_ATTEMPTS} attempts")
 
     def map_units(self, units: Iterable[Unit]) -> Iterator[UnitResult]:
-        import ray
-
-        pending: deque[Any] = deque()
+        pending: deque[tuple[Unit, Any]] = deque()
         limit = IN_FLIGHT_PER_ACTOR * len(self.actors)
-        for i, unit in enumerate(units):
+        for unit in units:
             if len(pending) >= limit:
-                yield ray.get(pending.popleft())
-            pending.append(self.actors[i % len(self.actors)].cook_unit.remote(unit))
+                yield self._collect(pending[0][0], Attempt(), pending.popleft()[1])
+            pending.append((unit, self._submit(unit, Attempt())))
         while pending:
-            yield ray.get(pending.popleft())
+            unit, ref = pending.popleft()
+            yield self._collect(unit, Attempt(), ref)
 
     def close(self) -> None:
         import ray

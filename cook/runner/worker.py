@@ -3,23 +3,37 @@
 A worker holds what is expensive to load (the tokenizer, the media store) and reuses it for every
 unit. It knows nothing about Ray: the Ray layer wraps it in an actor, the local executor calls it
 directly. Every record read ends up exactly once in ``samples`` or in ``rejects``.
+
+Each record's cook and media stages run under a time budget (``ray.record_timeout_s``, enforced
+with ``SIGALRM`` when the worker runs on its process's main thread): a pathological record becomes a
+``timeout`` reject instead of stalling the worker. After a worker died on a unit, the unit is cooked
+again with an ``Attempt`` that traces each record's ordinal to a file before cooking it, so the
+executor can name the record that kills a worker and reject it as ``worker_crash``.
 """
 
 from __future__ import annotations
 
+import contextlib
+import json
 import os
+import signal
+import threading
 from collections.abc import Iterator
+from typing import Any
 
 from cook.config import PipelineConfig
 from cook.cookers import COOKERS
-from cook.errors import Rejected
+from cook.errors import Rejected, RejectReason
 from cook.packing.packer import fit_sample
-from cook.runner.units import Unit, UnitResult
+from cook.runner.units import Attempt, Unit, UnitResult
 from cook.sources import SOURCES
 from cook.tokenize import ChatTokenizer, tokenize_batch
 from cook.types import Conversation, MediaItem, RawRecord, RejectRecord, TokenizedSample
 
 TOKENIZE_BATCH = 256
+# Fault injection for tests of crash handling: a record whose JSON contains this env var's value
+# makes the worker process exit, as a segfault in a decoder would. Unset in normal runs.
+FAULT_ENV = "COOK_FAULT_INJECT_EXIT"
 Cooked = tuple[Conversation, tuple[MediaItem, ...]]
 
 
@@ -27,12 +41,39 @@ def _reject(source: str, rejected: Rejected) -> RejectRecord:
     return RejectRecord(source=source, reason=rejected.reason, detail=rejected.detail)
 
 
+class _RecordTimeout(Exception):
+    pass
+
+
+def _on_alarm(signum: int, frame: Any) -> None:
+    raise _RecordTimeout
+
+
+@contextlib.contextmanager
+def time_budget(seconds: float) -> Iterator[None]:
+    """Raise ``Rejected(timeout)`` if the block runs longer than ``seconds`` (main thread only)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGALRM, _on_alarm)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    except _RecordTimeout:
+        raise Rejected(RejectReason.TIMEOUT, f"record took longer than ray.record_timeout_s={seconds}") from None
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
 class CookWorker:
     def __init__(self, config: PipelineConfig) -> None:
+        os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
         self.config = config
         self.tokenizer = ChatTokenizer(config.tokenizer.path)
         self.cooker = COOKERS[config.cooker]
-        self._media_store: object | None = None
+        self._media_store: Any = None
+        self._fault_marker = os.environ.get(FAULT_ENV)
 
     def _media(self, raw: RawRecord, conv: Conversation) -> tuple[MediaItem, ...]:
         if not conv.media:
@@ -47,39 +88,54 @@ class CookWorker:
                 stores=list(cfg.input.media_stores),
                 max_media_bytes=cfg.media.max_media_bytes,
             )
-        store: MediaStore = self._media_store  # type: ignore[assignment]
         items: list[MediaItem] = []
         for ref in conv.media:
-            data = store.resolve(ref.ref, raw.members, os.path.dirname(raw.origin))
+            data = self._media_store.resolve(ref.ref, raw.members, os.path.dirname(raw.origin))
             items.extend(process_media(ref, data, self.config.media))
         return tuple(items)
 
-    def _cooked(
-        self, unit: Unit, rejects: list[RejectRecord], counter: list[int]
-    ) -> Iterator[tuple[Conversation, tuple[MediaItem, ...]]]:
-        for raw in SOURCES[unit.format](unit.path, self.config.input.max_record_bytes):
-            counter[0] += 1
-            if isinstance(raw, RejectRecord):
-                rejects.append(raw)
-                continue
-            try:
-                conv = self.cooker(raw)
-                yield conv, self._media(raw, conv)
-            except Rejected as rejected:
-                rejects.append(_reject(raw.source, rejected))
+    def _cook_one(self, raw: RawRecord) -> Cooked:
+        if self._fault_marker and self._fault_marker in json.dumps(raw.fields):
+            os._exit(13)
+        with time_budget(self.config.ray.record_timeout_s):
+            conv = self.cooker(raw)
+            return conv, self._media(raw, conv)
 
-    def cook_unit(self, unit: Unit) -> UnitResult:
+    def _cooked(self, unit: Unit, attempt: Attempt, rejects: list[RejectRecord], count: list[int]) -> Iterator[Cooked]:
+        read = SOURCES[unit.format](unit.path, self.config.input.max_record_bytes, unit.span, unit.first_index)
+        trace = open(attempt.trace, "w") if attempt.trace else None  # noqa: SIM115
+        try:
+            for ordinal, raw in enumerate(read):
+                count[0] += 1
+                if trace is not None:
+                    trace.write(f"{ordinal}\n")
+                    trace.flush()
+                if isinstance(raw, RejectRecord):
+                    rejects.append(raw)
+                    continue
+                if ordinal in attempt.crashed:
+                    rejects.append(RejectRecord(raw.source, RejectReason.WORKER_CRASH, "record crashed a worker twice"))
+                    continue
+                try:
+                    yield self._cook_one(raw)
+                except Rejected as rejected:
+                    rejects.append(_reject(raw.source, rejected))
+        finally:
+            if trace is not None:
+                trace.close()
+
+    def cook_unit(self, unit: Unit, attempt: Attempt | None = None) -> UnitResult:
         samples: list[TokenizedSample] = []
         rejects: list[RejectRecord] = []
-        counter = [0]
+        count = [0]
         batch: list[Cooked] = []
-        for item in self._cooked(unit, rejects, counter):
+        for item in self._cooked(unit, attempt or Attempt(), rejects, count):
             batch.append(item)
             if len(batch) >= TOKENIZE_BATCH:
                 self._tokenize(batch, samples, rejects)
                 batch = []
         self._tokenize(batch, samples, rejects)
-        return UnitResult(unit.index, tuple(samples), tuple(rejects), counter[0])
+        return UnitResult(unit.index, tuple(samples), tuple(rejects), count[0])
 
     def _tokenize(self, batch: list[Cooked], samples: list[TokenizedSample], rejects: list[RejectRecord]) -> None:
         if not batch:

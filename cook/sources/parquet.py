@@ -1,7 +1,8 @@
-"""Parquet file -> RawRecord per row, streamed one record batch at a time (pyarrow).
+"""Parquet file (or a range of its row groups) -> RawRecord per row, streamed a batch at a time.
 
-Source id ``<file>#<row>`` (rows count from 1, like JSONL lines). A file pyarrow cannot open is one
-``bad_archive`` failure for the whole file.
+Source id ``<file>#<row>`` (rows count from 1 in the whole file, like JSONL lines; ``first_index``
+is the number of the span's first row). ``span`` is ``(first_row_group, stop_row_group)``. A file
+pyarrow cannot open is one ``bad_archive`` failure for the whole span.
 """
 
 from __future__ import annotations
@@ -14,14 +15,17 @@ from cook.types import RawRecord, RejectRecord
 BATCH_ROWS = 1024
 
 
-def read_parquet(path: str, max_record_bytes: int) -> Iterator[RawRecord | RejectRecord]:
+def read_parquet(
+    path: str, max_record_bytes: int, span: tuple[int, int] | None = None, first_index: int = 1
+) -> Iterator[RawRecord | RejectRecord]:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
     try:
         parquet = pq.ParquetFile(path)
-        batches = parquet.iter_batches(batch_size=BATCH_ROWS)
-        row = 0
+        groups = None if span is None else list(range(*span))
+        batches = parquet.iter_batches(batch_size=BATCH_ROWS, row_groups=groups)
+        row = first_index - 1
         for batch in batches:
             sizes = _row_sizes(batch)
             for index, fields in enumerate(batch.to_pylist()):
@@ -32,7 +36,7 @@ def read_parquet(path: str, max_record_bytes: int) -> Iterator[RawRecord | Rejec
                     continue
                 yield RawRecord(source=source, fields=fields, origin=path)
     except (pa.ArrowException, OSError) as err:
-        yield RejectRecord(f"{path}#0", RejectReason.BAD_ARCHIVE, f"unreadable parquet: {err}"[:300])
+        yield RejectRecord(f"{path}#<file>", RejectReason.BAD_ARCHIVE, f"unreadable parquet: {err}"[:300])
 
 
 def _row_sizes(batch: object) -> list[int] | None:

@@ -38,7 +38,10 @@ def _unsafe(member: tarfile.TarInfo) -> str | None:
     return None
 
 
-def read_wds(path: str, max_record_bytes: int) -> Iterator[RawRecord | RejectRecord]:
+def read_wds(
+    path: str, max_record_bytes: int, span: tuple[int, int] | None = None, first_index: int = 1
+) -> Iterator[RawRecord | RejectRecord]:
+    """A tar is always one whole unit: ``span`` and ``first_index`` are accepted and ignored."""
     key: str | None = None
     members: dict[str, bytes] = {}
     problem: str | None = None

@@ -17,24 +17,32 @@ def reject_line(record: RejectRecord) -> str:
 
 
 class RejectsWriter:
-    """Appends to ``rejects.jsonl.partial``; ``close`` renames it to ``rejects.jsonl``."""
+    """Appends to ``rejects.jsonl.partial``; ``close`` renames it to ``rejects.jsonl``.
 
-    def __init__(self, out_dir: str) -> None:
+    ``resume_bytes``/``by_reason`` continue a file a resumed run already truncated to its last state.
+    """
+
+    def __init__(self, out_dir: str, resume_bytes: int = 0, by_reason: dict[str, int] | None = None) -> None:
         self.path = os.path.join(out_dir, fmt.REJECTS_NAME)
-        self._handle = open(self.path + ".partial", "w", encoding="utf-8")  # noqa: SIM115
-        self.by_reason: Counter[str] = Counter()
+        self._handle = open(self.path + ".partial", "ab" if resume_bytes else "wb")  # noqa: SIM115
+        self.by_reason: Counter[str] = Counter(by_reason or {})
 
     def write(self, records: Iterable[RejectRecord]) -> None:
         for record in records:
-            self._handle.write(reject_line(record))
+            self._handle.write(reject_line(record).encode("utf-8"))
             self.by_reason[record.reason.value] += 1
 
     @property
     def count(self) -> int:
         return sum(self.by_reason.values())
 
-    def close(self) -> None:
+    def sync(self) -> int:
+        """Flush to disk; returns the file's length, for the resume state."""
         self._handle.flush()
         os.fsync(self._handle.fileno())
+        return self._handle.tell()
+
+    def close(self) -> None:
+        self.sync()
         self._handle.close()
         os.replace(self.path + ".partial", self.path)

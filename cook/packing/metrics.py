@@ -1,0 +1,132 @@
+"""Packing statistics: packs (index lists over sequence lengths) -> ``PackingStats``.
+
+``PackingStats`` is a frozen, mergeable summary: ``stats_for`` computes it for a list of packs in one
+numpy pass, ``add`` folds in one more pack, ``merge`` combines the stats of two windows or workers,
+and ``to_dict`` gives plain JSON types for the manifest and ``cook stats``.
+
+Every pack is charged the full ``capacity`` (the trainer pads each pack to ``seq_len``), so
+
+    packs * capacity == tokens + pad_multiple_padding + tail_padding
+
+Worked example, capacity 12, pad_multiple 4, lengths [5, 2, 8], packs [[0, 1], [2]]::
+
+    padded lengths 8, 4 | 8      pad_multiple_padding = 3 + 2 + 0 = 5
+    padded use 12 | 8            tail_padding = 0 + 4 = 4
+    tokens = 15                  efficiency = 15 / (2 * 12) = 0.625
+    fill (raw tokens / capacity) 7/12 -> 50-60% bin, 8/12 -> 60-70% bin
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from itertools import chain
+
+import numpy as np
+
+__all__ = ["FILL_BINS", "PackingStats", "stats_for"]
+
+FILL_BINS = 10  # fill histogram: [0, 10%), [10%, 20%), ..., [90%, 100%]
+JsonValue = int | float | dict[str, int]
+
+
+@dataclass(frozen=True)
+class PackingStats:
+    """Totals over packs of one ``capacity`` and ``pad_multiple``.
+
+    ``sequences_per_pack`` holds sorted (sequences in a pack, number of such packs) pairs: how many
+    source samples share a pack. ``fill_histogram[b]`` counts packs whose raw tokens fill
+    [10b%, 10(b+1)%) of capacity; a completely full pack lands in the last bin.
+    """
+
+    capacity: int
+    pad_multiple: int = 1
+    packs: int = 0
+    sequences: int = 0
+    tokens: int = 0  # raw, unpadded
+    pad_multiple_padding: int = 0  # added by rounding each sequence up to pad_multiple
+    tail_padding: int = 0  # capacity minus padded use, summed over packs
+    sequences_per_pack: tuple[tuple[int, int], ...] = ()
+    fill_histogram: tuple[int, ...] = (0,) * FILL_BINS
+
+    @property
+    def efficiency(self) -> float:
+        """Raw tokens / (packs * capacity); 0.0 when there are no packs."""
+        return self.tokens / (self.packs * self.capacity) if self.packs else 0.0
+
+    def add(self, lengths: Sequence[int]) -> PackingStats:
+        """These stats plus one pack holding sequences of these raw ``lengths``."""
+        one = stats_for(lengths, [list(range(len(lengths)))], self.capacity, self.pad_multiple)
+        return self.merge(one)
+
+    def merge(self, other: PackingStats) -> PackingStats:
+        if (other.capacity, other.pad_multiple) != (self.capacity, self.pad_multiple):
+            raise ValueError(
+                f"cannot merge packing stats for capacity/pad_multiple {other.capacity}/{other.pad_multiple} "
+                f"into {self.capacity}/{self.pad_multiple}"
+            )
+        per_pack = Counter(dict(self.sequences_per_pack)) + Counter(dict(other.sequences_per_pack))
+        return replace(
+            self,
+            packs=self.packs + other.packs,
+            sequences=self.sequences + other.sequences,
+            tokens=self.tokens + other.tokens,
+            pad_multiple_padding=self.pad_multiple_padding + other.pad_multiple_padding,
+            tail_padding=self.tail_padding + other.tail_padding,
+            sequences_per_pack=tuple(sorted(per_pack.items())),
+            fill_histogram=tuple(a + b for a, b in zip(self.fill_histogram, other.fill_histogram, strict=True)),
+        )
+
+    def to_dict(self) -> dict[str, JsonValue]:
+        """Plain JSON types; histogram keys are strings (``"3"``, ``"90-100%"``)."""
+        step = 100 // FILL_BINS
+        return {
+            "capacity": self.capacity,
+            "pad_multiple": self.pad_multiple,
+            "packs": self.packs,
+            "sequences": self.sequences,
+            "tokens": self.tokens,
+            "pad_multiple_padding": self.pad_multiple_padding,
+            "tail_padding": self.tail_padding,
+            "efficiency": self.efficiency,
+            "sequences_per_pack": {str(k): v for k, v in self.sequences_per_pack},
+            "fill_histogram": {f"{b * step}-{(b + 1) * step}%": n for b, n in enumerate(self.fill_histogram)},
+        }
+
+
+def stats_for(
+    lengths: Sequence[int], packs: Sequence[Sequence[int]], capacity: int, pad_multiple: int = 1
+) -> PackingStats:
+    """Stats of ``packs`` (index lists into ``lengths``, raw token lengths). Raises ValueError for an
+    empty pack or one whose padded lengths exceed ``capacity``: stats never paper over a packing bug."""
+    if capacity < 1 or pad_multiple < 1:
+        raise ValueError(f"capacity and pad_multiple must be >= 1, got {capacity}, {pad_multiple}")
+    if not packs:
+        return PackingStats(capacity, pad_multiple)
+    sizes = np.array([len(q) for q in packs], dtype=np.int64)  # int64 [P]
+    if sizes.min() == 0:
+        raise ValueError(f"pack {int(np.argmin(sizes))} is empty")
+    index = np.fromiter(chain.from_iterable(packs), dtype=np.int64, count=int(sizes.sum()))
+    raw = np.asarray(lengths, dtype=np.int64)[index]  # int64 [N]
+    padded = -(-raw // pad_multiple) * pad_multiple
+    starts = np.r_[0, np.cumsum(sizes)[:-1]]
+    raw_per_pack = np.add.reduceat(raw, starts)  # int64 [P]
+    used_per_pack = np.add.reduceat(padded, starts)
+    over = np.flatnonzero(used_per_pack > capacity)
+    if len(over):
+        j = int(over[0])
+        raise ValueError(f"pack {j} uses {used_per_pack[j]} padded tokens > capacity {capacity}")
+    fill = np.minimum(FILL_BINS * raw_per_pack // capacity, FILL_BINS - 1)
+    counts, n_packs = np.unique(sizes, return_counts=True)
+    return PackingStats(
+        capacity=capacity,
+        pad_multiple=pad_multiple,
+        packs=len(sizes),
+        sequences=len(raw),
+        tokens=int(raw.sum()),
+        pad_multiple_padding=int((padded - raw).sum()),
+        tail_padding=int((capacity - used_per_pack).sum()),
+        sequences_per_pack=tuple(zip(counts.tolist(), n_packs.tolist(), strict=True)),
+        fill_histogram=tuple(np.bincount(fill, minlength=FILL_BINS).tolist()),
+    )

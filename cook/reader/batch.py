@@ -1,0 +1,164 @@
+"""``PackedSample``s of a micro-batch -> one ``PackedBatch``: a single THD token stream.
+
+    [PackedSample] -collate_packs-> PackedBatch (CPU tensors; to_device moves it)
+
+**Batching choice: concatenate, do not pad.** The packs of a micro-batch are laid end to end along
+the token axis into ONE packed stream of ``T = Σ T_b`` tokens with batch dimension 1 (``[1, T]``),
+and their boundaries are concatenated with offsets. This is exactly what Megatron's ``thd`` format
+expects (micro-batch size 1 × packed; ``PackedSeqParams`` describe every sequence of the stream), no
+compute or memory is spent on inter-pack padding, and since every stored sequence is already padded
+to ``pad_multiple``, every sequence of the stream still starts at a multiple of it (context/tensor
+parallel splits stay legal). Padding packs to a common ``T`` instead would add padding tokens that
+the router would route and attention would compute, for no gain.
+
+Per pack, the stored target-aligned mask becomes the label-aligned training form. Worked example,
+``pad_multiple=4``, sequences ``a`` (5 tokens) and ``b`` (3 tokens), ``P`` = pad, ``-`` = ignored
+(``IGNORE_INDEX``)::
+
+    t                    0  1  2  3  4  5  6  7 | 8  9 10 11
+    input_ids            a0 a1 a2 a3 a4 P  P  P | b0 b1 b2 P     T = 12
+    stored loss_mask     0  0  1  1  1  0  0  0 | 0  1  1  0     token t is a target
+    cu_seqlens           [0, 5, 8]        cu_seqlens_padded  [0, 8, 12]
+    labels               a1 a2 a3 a4 -  -  -  - | b1 b2 -  -     labels[t] = input_ids[t+1] in the sequence
+    loss_mask            0  1  1  1  0  0  0  0 | 1  1  0  0     loss_mask[t] = stored[t+1] in the sequence
+    position_ids         0  1  2  3  4  5  6  7 | 0  1  2  3     restart at 0; padding continues counting
+    padding_mask         F  F  F  F  F  T  T  T | F  F  F  T
+
+``loss_mask.sum()`` equals the stored target count (3 + 2 = 5): every target token ``t+1`` is
+predicted at position ``t``. Padding positions continue their sequence's count (they stay below the
+padded length, so any position table sized ``seq_len`` covers them) and are never attended to by a
+real token (they come after it, attention is causal). A second pack in the batch is shifted by the
+tokens before it: ``cu_seqlens`` by the previous packs' real tokens, ``cu_seqlens_padded`` by their
+``T``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import torch
+import torch.nn.functional as F
+from megatron.core.packed_seq_params import PackedSeqParams
+from megatron.energon import Batch, edataclass
+
+from cook.reader.pack import PackedSample
+
+IGNORE_INDEX = -100  # torch.nn.functional.cross_entropy's default ignore_index
+
+
+@edataclass
+class PackedBatch(Batch):
+    """A micro-batch: the packs of ``__key__`` as one THD stream of ``T`` tokens, batch dim 1.
+
+    ``pixel_patches`` stay uint8 until ``to_device`` has copied them; ``pixel_values`` (float32,
+    CLIP-normalized, ``[P, 3, 16, 16]``) is filled on the device by ``to_device``.
+    """
+
+    input_ids: torch.Tensor  # int64 [1, T]
+    labels: torch.Tensor  # int64 [1, T], IGNORE_INDEX at each sequence's last token and in padding
+    loss_mask: torch.Tensor  # float32 [1, T], label-aligned: 1 where labels[t] is a target
+    position_ids: torch.Tensor  # int64 [1, T], restart at 0 in every sequence
+    padding_mask: torch.Tensor  # bool [1, T], True at padding tokens
+    cu_seqlens: torch.Tensor  # int32 [N+1], true boundaries of all N sequences of the stream
+    cu_seqlens_padded: torch.Tensor  # int32 [N+1], padded boundaries, last = T
+    cu_packs: torch.Tensor  # int32 [B+1], where each pack starts in the stream
+    max_seqlen: int  # longest padded sequence (>= longest true one)
+    target_tokens: int  # loss_mask.sum(): the supervised tokens v of this micro-batch
+    pixel_patches: torch.Tensor | None = None  # uint8 [P, 768]
+    pixel_values: torch.Tensor | None = None  # float32 [P, 3, 16, 16], set by to_device
+    media_sizes: torch.Tensor | None = None  # int32 [M, 3]
+    audio_features: torch.Tensor | None = None  # float16 [C, F, 128], F padded to the longest pack
+    audio_lengths: torch.Tensor | None = None  # int32 [C]
+
+    @property
+    def num_tokens(self) -> int:
+        return int(self.input_ids.shape[1])
+
+    @property
+    def packed_seq_params(self) -> PackedSeqParams:
+        """Megatron-Core's THD parameters, built from the stored boundaries (on this batch's device)."""
+        return PackedSeqParams(
+            qkv_format="thd",
+            cu_seqlens_q=self.cu_seqlens,
+            cu_seqlens_kv=self.cu_seqlens,
+            cu_seqlens_q_padded=self.cu_seqlens_padded,
+            cu_seqlens_kv_padded=self.cu_seqlens_padded,
+            max_seqlen_q=self.max_seqlen,
+            max_seqlen_kv=self.max_seqlen,
+        )
+
+
+def pack_targets(
+    input_ids: torch.Tensor, target_mask: torch.Tensor, cu_seqlens: torch.Tensor, cu_seqlens_padded: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    """One pack's stored arrays -> ``(labels, loss_mask, position_ids, padding_mask)``, all ``[T]``.
+
+    See the module docstring for a worked example.
+    """
+    total = input_ids.shape[0]
+    starts = cu_seqlens_padded[:-1].long()
+    real_ends = starts + (cu_seqlens[1:] - cu_seqlens[:-1]).long()
+    seq_index = torch.repeat_interleave(torch.arange(len(starts)), (cu_seqlens_padded[1:] - cu_seqlens_padded[:-1]))
+    t = torch.arange(total)
+    has_next = t + 1 < real_ends[seq_index]  # the next token exists and belongs to the same sequence
+    labels = torch.where(has_next, input_ids.roll(-1), IGNORE_INDEX)
+    loss_mask = (has_next & target_mask.roll(-1)).float()
+    position_ids = t - starts[seq_index]
+    padding_mask = t >= real_ends[seq_index]
+    return labels, loss_mask, position_ids, padding_mask
+
+
+def _cat(tensors: Sequence[torch.Tensor | None]) -> torch.Tensor | None:
+    present = [x for x in tensors if x is not None]
+    return torch.cat(present) if present else None
+
+
+def _cat_audio(features: Sequence[torch.Tensor | None]) -> torch.Tensor | None:
+    present = [x for x in features if x is not None]
+    if not present:
+        return None
+    frames = max(x.shape[1] for x in present)
+    return torch.cat([F.pad(x, (0, 0, 0, frames - x.shape[1])) for x in present])
+
+
+def _offset_boundaries(samples: Sequence[PackedSample]) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Concatenated ``(cu_seqlens, cu_seqlens_padded, cu_packs)``: each pack shifted by the ones before it."""
+    zero = torch.zeros(1, dtype=torch.int32)
+    true_parts, padded_parts, pack_starts = [zero], [zero], [0]
+    real = padded = 0
+    for sample in samples:
+        true_parts.append(sample.cu_seqlens[1:] + real)
+        padded_parts.append(sample.cu_seqlens_padded[1:] + padded)
+        real += int(sample.cu_seqlens[-1])
+        padded += sample.num_tokens
+        pack_starts.append(padded)
+    return torch.cat(true_parts), torch.cat(padded_parts), torch.tensor(pack_starts, dtype=torch.int32)
+
+
+def collate_packs(samples: Sequence[PackedSample]) -> PackedBatch:
+    """Concatenate the packs of a micro-batch into one THD stream (see the module docstring)."""
+    per_pack = [pack_targets(s.input_ids, s.target_mask, s.cu_seqlens, s.cu_seqlens_padded) for s in samples]
+    labels, loss_mask, position_ids, padding_mask = (torch.cat(parts)[None] for parts in zip(*per_pack, strict=True))
+    cu_seqlens, cu_seqlens_padded, cu_packs = _offset_boundaries(samples)
+    subflavors = [s.__subflavors__ for s in samples]
+    sources = tuple(src for s in samples for src in (s.__sources__ or ()))
+    return PackedBatch(
+        __key__=[s.__key__ for s in samples],
+        __restore_key__=(),
+        __subflavors__=subflavors if any(x is not None for x in subflavors) else None,
+        __sources__=sources or None,
+        input_ids=torch.cat([s.input_ids for s in samples])[None],
+        labels=labels,
+        loss_mask=loss_mask,
+        position_ids=position_ids,
+        padding_mask=padding_mask,
+        cu_seqlens=cu_seqlens,
+        cu_seqlens_padded=cu_seqlens_padded,
+        cu_packs=cu_packs,
+        max_seqlen=int((cu_seqlens_padded[1:] - cu_seqlens_padded[:-1]).max()),
+        target_tokens=int(loss_mask.sum()),
+        pixel_patches=_cat([s.pixel_patches for s in samples]),
+        media_sizes=_cat([s.media_sizes for s in samples]),
+        audio_features=_cat_audio([s.audio_features for s in samples]),
+        audio_lengths=_cat([s.audio_lengths for s in samples]),
+    )

@@ -1,0 +1,125 @@
+"""One cooked pack: the crude Energon sample (member name -> bytes) -> ``PackedSample`` (CPU tensors).
+
+    crude sample {"__key__", "input_ids.npy": bytes, ...} -decode_pack-> PackedSample
+
+Every ``.npy`` member is parsed with ``format.load_npy`` (``allow_pickle=False``: an object array
+raises instead of being unpickled) and checked against ``format.MEMBER_DTYPES``; ``meta.json`` is
+parsed with ``json``. Nothing else is decoded and nothing is unpickled. A member that is missing, of
+the wrong dtype or shape, or inconsistent with the boundaries raises ``PackFormatError`` naming the
+pack key and the member (``cook validate`` reports the same defects before a run).
+
+The sample keeps the stored, *target-aligned* form (``target_mask[t] = 1``: token ``t`` is predicted
+from earlier tokens of its sequence); ``cook.reader.batch`` derives the label-aligned training form.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+import torch
+from megatron.energon import Sample, basic_sample_keys, edataclass
+
+from cook import format as fmt
+
+
+class PackFormatError(ValueError):
+    """A pack that does not follow schema v1 (SPEC §8): names the pack key and the member."""
+
+
+@edataclass
+class PackedSample(Sample):
+    """One pack, as stored, in CPU tensors (an Energon ``Sample``: ``__key__`` is the pack key).
+
+    ``T`` tokens, ``n`` sequences; sequence ``i`` occupies ``[cu_seqlens_padded[i], cu_seqlens_padded[i+1])``,
+    of which the first ``cu_seqlens[i+1] - cu_seqlens[i]`` tokens are real and the rest padding.
+    """
+
+    input_ids: torch.Tensor  # int64 [T]
+    target_mask: torch.Tensor  # bool [T], the stored loss_mask: token t is a target
+    cu_seqlens: torch.Tensor  # int32 [n+1], true boundaries
+    cu_seqlens_padded: torch.Tensor  # int32 [n+1], padded boundaries, last = T
+    pixel_patches: torch.Tensor | None = None  # uint8 [P, 768], C x 16 x 16 per patch
+    media_sizes: torch.Tensor | None = None  # int32 [M, 3]: frames, height px, width px
+    audio_features: torch.Tensor | None = None  # float16 [C, F, 128]
+    audio_lengths: torch.Tensor | None = None  # int32 [C]
+    sources: tuple[str, ...] = ()  # per sequence, from meta.json
+    target_tokens: int = 0  # sum of the per-sequence "targets" in meta.json
+
+    @property
+    def num_tokens(self) -> int:
+        return int(self.input_ids.shape[0])
+
+
+def _array(key: str, members: Mapping[str, Any], name: str) -> np.ndarray | None:
+    data = members.get(name)
+    if data is None:
+        return None
+    try:
+        array = fmt.load_npy(bytes(data))
+    except ValueError as error:  # object arrays (would need pickle) and malformed headers
+        raise PackFormatError(f"{key}: member {name!r} is not a plain .npy array ({error})") from error
+    dtype, ndim, trailing = fmt.MEMBER_DTYPES[name]
+    if array.dtype != dtype or array.ndim != ndim or tuple(array.shape[1:]) != trailing:
+        raise PackFormatError(
+            f"{key}: member {name!r} is {array.dtype}{list(array.shape)}, expected {dtype} with {ndim} dims"
+            f" and trailing dims {list(trailing)}"
+        )
+    return array
+
+
+def _tensor(array: np.ndarray | None) -> torch.Tensor | None:
+    return None if array is None else torch.from_numpy(np.ascontiguousarray(array))
+
+
+def _check_boundaries(key: str, ids: np.ndarray, cu: np.ndarray, cu_padded: np.ndarray) -> None:
+    lengths, padded = np.diff(cu), np.diff(cu_padded)
+    if (
+        len(cu) != len(cu_padded)
+        or len(cu) < 2
+        or cu[0] != 0
+        or cu_padded[0] != 0
+        or cu_padded[-1] != len(ids)
+        or (lengths <= 0).any()
+        or (lengths > padded).any()
+    ):
+        raise PackFormatError(
+            f"{key}: {fmt.CU_SEQLENS} {cu.tolist()} and {fmt.CU_SEQLENS_PADDED} {cu_padded.tolist()}"
+            f" do not describe {len(ids)} tokens"
+        )
+
+
+@torch.no_grad()
+def decode_pack(crude: Mapping[str, Any]) -> PackedSample:
+    """Crude Energon sample (member name -> raw bytes) -> ``PackedSample``; raises ``PackFormatError``."""
+    key = str(crude.get("__key__", "?"))
+    missing = [name for name in fmt.REQUIRED_MEMBERS if name not in crude]
+    if missing:
+        raise PackFormatError(f"{key}: missing members {missing}")
+    ids = _array(key, crude, fmt.INPUT_IDS)
+    mask = _array(key, crude, fmt.LOSS_MASK)
+    cu = _array(key, crude, fmt.CU_SEQLENS)
+    cu_padded = _array(key, crude, fmt.CU_SEQLENS_PADDED)
+    assert ids is not None and mask is not None and cu is not None and cu_padded is not None
+    if mask.shape != ids.shape:
+        raise PackFormatError(f"{key}: {fmt.LOSS_MASK} has {mask.shape[0]} tokens, {fmt.INPUT_IDS} {ids.shape[0]}")
+    _check_boundaries(key, ids, cu, cu_padded)
+    meta = json.loads(bytes(crude[fmt.META]).decode("utf-8"))
+    sequences = meta.get("sequences", [])
+    if len(sequences) != len(cu) - 1:
+        raise PackFormatError(f"{key}: {fmt.META} lists {len(sequences)} sequences, boundaries {len(cu) - 1}")
+    return PackedSample(
+        **basic_sample_keys(dict(crude)),
+        input_ids=torch.from_numpy(ids.astype(np.int64)),
+        target_mask=torch.from_numpy(mask != 0),
+        cu_seqlens=torch.from_numpy(cu),
+        cu_seqlens_padded=torch.from_numpy(cu_padded),
+        pixel_patches=_tensor(_array(key, crude, fmt.PIXEL_PATCHES)),
+        media_sizes=_tensor(_array(key, crude, fmt.MEDIA_SIZES)),
+        audio_features=_tensor(_array(key, crude, fmt.AUDIO_FEATURES)),
+        audio_lengths=_tensor(_array(key, crude, fmt.AUDIO_LENGTHS)),
+        sources=tuple(str(s.get("source", "")) for s in sequences),
+        target_tokens=sum(int(s.get("targets", 0)) for s in sequences),
+    )

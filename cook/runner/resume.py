@@ -1,0 +1,87 @@
+"""Resumable progress: one atomic ``state.json`` per closed window (SPEC §2: resume an interrupted run).
+
+A window is closed when its packs are written as shards. At that moment the state records where the
+input stands — ``next_unit`` and how many of that unit's samples are already packed (``skip``) —
+plus everything written so far: the shards, the byte length of ``rejects.jsonl.partial`` and the
+counts. Cooking is deterministic, so a resumed run re-cooks ``next_unit``, drops its first ``skip``
+samples (its rejects and records are already counted) and continues: the result is byte-identical
+to an uninterrupted run. Files written after the last state (a shard of an unfinished window,
+reject lines) are removed or truncated first.
+
+The fingerprint ties the state to the pipeline (minus ``ray``: the actor count never changes the
+output) and the unit plan; a different pipeline in the same directory is refused.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import glob
+import hashlib
+import json
+import os
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from cook import format as fmt
+from cook.config import PipelineConfig
+from cook.runner.units import Unit
+from cook.writer.atomic import atomic_write
+from cook.writer.shards import ShardInfo
+
+STATE_NAME = "state.json"
+
+
+def fingerprint(config: PipelineConfig, units: list[Unit]) -> str:
+    pipeline = {k: v for k, v in config.to_dict().items() if k != "ray"}
+    plan = [(u.path, u.format, u.span, u.first_index, os.path.getsize(u.path)) for u in units]
+    body = json.dumps({"pipeline": pipeline, "plan": plan}, sort_keys=True, default=str)
+    return hashlib.sha256(body.encode()).hexdigest()
+
+
+@dataclass
+class RunState:
+    fingerprint: str
+    next_unit: int = 0
+    skip: int = 0  # samples of next_unit already packed; its rejects/records are already counted
+    windows: int = 0
+    rejects_bytes: int = 0
+    shards: list[ShardInfo] = field(default_factory=list)
+    counts: dict[str, int] = field(default_factory=dict)
+    rejects_by_reason: dict[str, int] = field(default_factory=dict)
+    packing: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def packs(self) -> int:
+        return sum(s.packs for s in self.shards)
+
+
+def progress_dir(out_dir: str) -> str:
+    return os.path.join(out_dir, fmt.PROGRESS_DIR)
+
+
+def save_state(out_dir: str, state: RunState) -> None:
+    os.makedirs(progress_dir(out_dir), exist_ok=True)
+    atomic_write(os.path.join(progress_dir(out_dir), STATE_NAME), json.dumps(asdict(state), sort_keys=True))
+
+
+def load_state(out_dir: str) -> RunState | None:
+    path = os.path.join(progress_dir(out_dir), STATE_NAME)
+    try:
+        with open(path, encoding="utf-8") as handle:
+            data = json.load(handle)
+    except FileNotFoundError:
+        return None
+    data["shards"] = [ShardInfo(**s) for s in data["shards"]]
+    return RunState(**data)
+
+
+def roll_back(out_dir: str, state: RunState) -> None:
+    """Remove what was written after ``state``: later shards and indexes, extra reject lines."""
+    keep = {s.name for s in state.shards}
+    for path in glob.glob(os.path.join(out_dir, f"{fmt.SHARD_PREFIX}*")):
+        name = os.path.basename(path)
+        if name.removesuffix(fmt.INDEX_SUFFIX) not in keep:
+            os.unlink(path)
+    partial = os.path.join(out_dir, fmt.REJECTS_NAME + ".partial")
+    with contextlib.suppress(FileNotFoundError), open(partial, "r+b") as handle:
+        handle.truncate(state.rejects_bytes)

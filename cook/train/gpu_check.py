@@ -1,0 +1,110 @@
+"""A few SFT steps on a cooked dataset, reader to optimizer, and one JSON line of figures on stdout.
+
+    python -m cook.train.gpu_check DATASET_DIR [--steps 5] [--micro-batches 2] [--batch-size 2] [--bf16]
+
+Runs on CUDA when available (batches are copied with pinned memory, pixels normalized on the
+device), else on CPU. The figures: device, tokens/s and median step time (after ``--warmup`` steps;
+step time covers forward, backward and the optimizer, not the loader), the last LM loss, the aux loss
+as weighted by both scalings (``supervised`` = the fix, ``legacy`` = Megatron's) and their ratio
+(``Σ P_mb / G`` when the micro-batch aux losses are equal), G and the tokens of the last step.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import torch
+from megatron.energon import WorkerConfig
+
+from cook import format as fmt
+from cook.reader import make_loader, to_device
+from cook.train.config import AUX_LOSS_SCALINGS, ModelConfig, TrainConfig
+from cook.train.model import MoEDecoder
+from cook.train.step import StepResult, sft_step
+
+
+def _parse(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m cook.train.gpu_check", description=__doc__.splitlines()[0])
+    parser.add_argument("dataset", type=Path, help="a cooked dataset directory")
+    parser.add_argument("--steps", type=int, default=5)
+    parser.add_argument("--warmup", type=int, default=1)
+    parser.add_argument("--micro-batches", type=int, default=2)
+    parser.add_argument("--batch-size", type=int, default=2, help="packs per micro-batch")
+    parser.add_argument("--workers", type=int, default=None, help="loader processes (default: 2 on CUDA, 0 on CPU)")
+    parser.add_argument("--device", default=None, help="default: cuda when available, else cpu")
+    parser.add_argument("--hidden", type=int, default=256)
+    parser.add_argument("--layers", type=int, default=2)
+    parser.add_argument("--scaling", choices=AUX_LOSS_SCALINGS, default="supervised")
+    parser.add_argument("--bf16", action="store_true", help="autocast to bfloat16 (flash varlen attention on CUDA)")
+    return parser.parse_args(argv)
+
+
+def _synchronize(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def _model_config(dataset: Path, hidden: int, layers: int) -> ModelConfig:
+    manifest = json.loads((dataset / fmt.MANIFEST_NAME).read_text())
+    return ModelConfig(
+        vocab_size=int(manifest["tokenizer"]["vocab_size"]),
+        hidden_size=hidden,
+        num_layers=layers,
+        num_heads=max(hidden // 64, 1),
+        ffn_hidden_size=2 * hidden,
+        max_positions=int(manifest["pipeline"]["packing"]["seq_len"]),
+    )
+
+
+def _figures(device: torch.device, times: list[float], tokens: list[int], last: StepResult) -> dict[str, object]:
+    return {
+        "device": torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu",
+        "steps": len(times),
+        "tokens_per_s": round(sum(tokens) / sum(times), 1),
+        "step_time_s": round(statistics.median(times), 4),
+        "loss": round(last.lm_loss, 5),
+        "aux_loss_supervised": last.aux_loss_supervised,
+        "aux_loss_legacy": last.aux_loss_legacy,
+        "aux_legacy_over_supervised": last.aux_loss_legacy / last.aux_loss_supervised if last.aux_loss_supervised else None,
+        "global_target_tokens": last.global_target_tokens,
+        "tokens": last.tokens,
+        "routed_tokens": list(last.routed_tokens),
+        "grad_norm": last.grad_norm,
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parse(argv)
+    device = torch.device(args.device or ("cuda" if torch.cuda.is_available() else "cpu"))
+    workers = args.workers if args.workers is not None else (2 if device.type == "cuda" else 0)
+    torch.manual_seed(0)
+    model = MoEDecoder(_model_config(args.dataset, args.hidden, args.layers)).to(device)
+    config = TrainConfig(moe_aux_loss_scaling=args.scaling)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
+    loader = make_loader(
+        args.dataset, batch_size=args.batch_size, worker_config=WorkerConfig(rank=0, world_size=1, num_workers=workers)
+    )
+    batches = iter(loader)
+    times: list[float] = []
+    tokens: list[int] = []
+    for step in range(args.warmup + args.steps):
+        micro_batches = [to_device(next(batches), device) for _ in range(args.micro_batches)]
+        _synchronize(device)
+        start = time.perf_counter()
+        with torch.autocast(device.type, dtype=torch.bfloat16, enabled=args.bf16):
+            result = sft_step(model, optimizer, micro_batches, config)
+        _synchronize(device)
+        if step >= args.warmup:
+            times.append(time.perf_counter() - start)
+            tokens.append(result.tokens)
+    print(json.dumps(_figures(device, times, tokens, result)), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,182 @@
+"""One shard file -> its packs, streamed, with the tar-level invariants (SPEC §9: "shards are complete
+tars whose ``.tar.idx`` offsets match").
+
+The tar is walked header by header with its own small USTAR parser (not ``tarfile``) so that every
+offset is exact and nothing is trusted: a bad header checksum, a member type cook never writes, a
+member or end-of-archive marker cut off by EOF, or non-zero bytes after the marker are findings, not
+exceptions. Only one pack's members are held in memory at a time; every byte read is hashed (sha256)
+for the manifest check.
+
+Example: the members ``pack-000000000.input_ids.npy`` ... ``pack-000000000.meta.json`` at offsets 0,
+9216, ... group into one ``RawPack(key="pack-000000000", offset=0, members={"input_ids.npy": ...})``;
+the ``.tar.idx`` must hold ``[offset of each pack, end of the last pack]`` as little-endian uint64.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import BinaryIO, Final
+
+import numpy as np
+
+from cook import format as fmt
+from cook.validate.problems import Code, Finding
+
+BLOCK: Final = 512
+READ_BUFFER: Final = 1 << 20
+REGULAR_TYPES: Final = (b"0", b"\0")
+TYPE_NAMES: Final = {b"x": "pax header", b"g": "pax global header", b"L": "GNU long name", b"5": "directory",
+                     b"2": "symlink", b"1": "hard link"}
+
+
+@dataclass(frozen=True, slots=True)
+class RawPack:
+    """One Energon sample as stored: its key, the offset of its first header, member name -> bytes."""
+
+    key: str
+    offset: int
+    members: dict[str, bytes]
+
+
+@dataclass(slots=True)
+class ShardWalk:
+    """Walks one shard; iterate ``packs()`` once, then read ``findings``, ``sha256``, ``complete``."""
+
+    path: str
+    hash_bytes: bool = True
+    findings: list[Finding] = field(default_factory=list)
+    offsets: list[int] = field(default_factory=list)  # each pack's first header, then the end of the last
+    complete: bool = False  # two zero blocks ended the archive, only zeros after them
+    last_whole: bool = False  # the walk reached the end-of-archive marker (the last pack is whole)
+    bytes_read: int = 0
+    _hasher: hashlib._Hash = field(default_factory=hashlib.sha256)
+
+    @property
+    def sha256(self) -> str:
+        return self._hasher.hexdigest()
+
+    def _read(self, handle: BinaryIO, size: int) -> bytes:
+        data = handle.read(size)
+        self.bytes_read += len(data)
+        if self.hash_bytes:
+            self._hasher.update(data)
+        return data
+
+    def packs(self) -> Iterator[RawPack]:
+        """Yield the packs in file order; a walk that stops early records why in ``findings``."""
+        seen: set[str] = set()
+        key, start, members = "", 0, {}
+        with open(self.path, "rb", buffering=READ_BUFFER) as handle:
+            for offset, name, data in self._members(handle):
+                member_key, _, member = name.partition(".")
+                if member_key != key:
+                    if members:
+                        yield RawPack(key, start, members)
+                    if member_key in seen:
+                        self.findings.append((Code.PACK_KEY, f"members of {member_key} are not contiguous (at {name})"))
+                    seen.add(member_key)
+                    key, start, members = member_key, offset, {}
+                    self.offsets.append(offset)
+                if member in members:
+                    self.findings.append((Code.MEMBER_DUPLICATE, f"{key}: member {member} appears twice"))
+                members[member] = data
+            if members and self.last_whole:  # a walk cut short may have cut the last pack: not checked
+                yield RawPack(key, start, members)
+
+    def _members(self, handle: BinaryIO) -> Iterator[tuple[int, str, bytes]]:
+        offset = 0
+        while True:
+            header = self._read(handle, BLOCK)
+            if len(header) < BLOCK:
+                self._truncated(offset, "end-of-archive marker missing" if not header else "header cut off")
+                return
+            if header == bytes(BLOCK):
+                self._finish(handle, offset)
+                return
+            parsed = _parse_header(header, offset)
+            if isinstance(parsed, str):
+                self.findings.append((Code.TAR_CORRUPT, parsed))
+                return
+            name, size = parsed
+            data = self._read(handle, size)
+            if len(data) < size:
+                self._truncated(offset, f"member {name} holds {len(data)} of {size} bytes")
+                return
+            pad = -size % BLOCK
+            if pad and len(self._read(handle, pad)) < pad:
+                self._truncated(offset, f"padding of member {name} cut off")
+                return
+            yield offset, name, data
+            offset += BLOCK + size + pad
+
+    def _truncated(self, offset: int, what: str) -> None:
+        self.findings.append((Code.TAR_TRUNCATED, f"at byte {offset}: {what}"))
+
+    def _finish(self, handle: BinaryIO, offset: int) -> None:
+        """At the first zero block: a second one must follow, and only zero bytes after it."""
+        self.offsets.append(offset)
+        if self._read(handle, BLOCK) != bytes(BLOCK):
+            self.findings.append((Code.TAR_TRUNCATED, f"at byte {offset}: end-of-archive marker incomplete"))
+            return
+        self.last_whole = True
+        while chunk := self._read(handle, READ_BUFFER):
+            if chunk.count(0) != len(chunk):
+                self.findings.append((Code.TAR_CORRUPT, f"non-zero bytes after the end-of-archive marker at {offset}"))
+                return
+        self.complete = True
+
+
+def _octal(field_bytes: bytes) -> int | None:
+    if field_bytes[:1] and field_bytes[0] & 0x80:  # GNU base-256
+        return int.from_bytes(field_bytes[1:], "big")
+    text = field_bytes.split(b"\0", 1)[0].strip()
+    try:
+        return int(text, 8) if text else 0
+    except ValueError:
+        return None
+
+
+def _parse_header(header: bytes, offset: int) -> tuple[str, int] | str:
+    """A USTAR header -> (name, size), or a message saying why it is not a regular member cook writes."""
+    stored = _octal(header[148:156])
+    actual = sum(header[:148]) + 8 * 32 + sum(header[156:])
+    if stored != actual:
+        return f"header at byte {offset}: checksum {stored} != {actual}"
+    kind = header[156:157]
+    name = header[:100].split(b"\0", 1)[0]
+    if header[257:262] == b"ustar" and header[345:500].strip(b"\0"):
+        name = header[345:500].split(b"\0", 1)[0] + b"/" + name
+    if kind not in REGULAR_TYPES:
+        what = TYPE_NAMES.get(kind, f"type {kind!r}")
+        return f"header at byte {offset}: member {name!r} is a {what}; cook writes regular USTAR members only"
+    size = _octal(header[124:136])
+    if size is None:
+        return f"header at byte {offset}: unreadable size field"
+    try:
+        return name.decode("utf-8"), size
+    except UnicodeDecodeError:
+        return f"header at byte {offset}: member name {name!r} is not UTF-8"
+
+
+def check_index(shard_path: str, walk: ShardWalk) -> list[Finding]:
+    """``.tar.idx`` beside the shard == the walk's offsets (each pack's first header + the end)."""
+    idx_path = shard_path + fmt.INDEX_SUFFIX
+    if not os.path.isfile(idx_path):
+        return [(Code.IDX_MISSING, f"{os.path.basename(idx_path)} does not exist")]
+    if not walk.complete:
+        return []  # offsets past a truncation are unknown; the truncation is reported already
+    with open(idx_path, "rb") as handle:
+        raw = handle.read()
+    if len(raw) % 8:
+        return [(Code.IDX_MISMATCH, f"{len(raw)} bytes is not a whole number of uint64 offsets")]
+    stored = np.frombuffer(raw, dtype="<u8").astype(np.int64)  # int64 [packs + 1]
+    actual = np.asarray(walk.offsets, dtype=np.int64)
+    if stored.shape == actual.shape and (stored == actual).all():
+        return []
+    if stored.shape != actual.shape:
+        return [(Code.IDX_MISMATCH, f"{stored.shape[0]} offsets, expected {actual.shape[0]} (packs + 1)")]
+    first = int(np.flatnonzero(stored != actual)[0])
+    return [(Code.IDX_MISMATCH, f"offset {first} is {stored[first]}, the sample header is at {actual[first]}")]
