@@ -62,7 +62,7 @@ def _array(key: str, members: Mapping[str, Any], name: str) -> np.ndarray | None
     except ValueError as error:  # object arrays (would need pickle) and malformed headers
         raise PackFormatError(f"{key}: member {name!r} is not a plain .npy array ({error})") from error
     dtype, ndim, trailing = fmt.MEMBER_DTYPES[name]
-    if array.dtype != dtype or array.ndim != ndim or tuple(array.shape[1:]) != trailing:
+    if array.dtype != dtype or array.ndim != ndim or tuple(array.shape[ndim - len(trailing) :]) != trailing:
         raise PackFormatError(
             f"{key}: member {name!r} is {array.dtype}{list(array.shape)}, expected {dtype} with {ndim} dims"
             f" and trailing dims {list(trailing)}"

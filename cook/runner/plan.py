@@ -70,5 +70,6 @@ def plan_units(config: InputConfig) -> list[Unit]:
             pieces = list(parquet_spans(path, config.unit_bytes))
         else:
             pieces = [(None, 1)]
-        units.extend(Unit(len(units) + i, path, fmt, span, first) for i, (span, first) in enumerate(pieces))
+        base = len(units)
+        units.extend([Unit(base + i, path, fmt, span, first) for i, (span, first) in enumerate(pieces)])
     return units

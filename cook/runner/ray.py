@@ -76,7 +76,8 @@ class RayExecutor:
         cpus = max(os.cpu_count() or 1, math.ceil(num_actors * config.ray.cpus_per_actor))
         self._owns_ray = start_ray(address, cpus)
         actor_class = ray.remote(num_cpus=config.ray.cpus_per_actor, max_restarts=-1, max_task_retries=0)(CookWorker)
-        self.actors: list[Any] = [actor_class.remote(config) for _ in range(num_actors)]
+        options = actor_class.options(runtime_env={"env_vars": _worker_env()})
+        self.actors: list[Any] = [options.remote(config) for _ in range(num_actors)]
         self._trace_dir = os.path.join(config.output.dir, fmt.PROGRESS_DIR)
         self._next_actor = 0
 

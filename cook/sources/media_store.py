@@ -77,7 +77,7 @@ class _TarStore:
         _check_size(size, max_bytes, ref)
         data = os.pread(self._fd, size, offset)
         if len(data) != size:
-            raise Rejected(RejectReason.MEDIA_DECODE, f"{ref!r}: tar {self.path!r} truncated at member {name!r}")
+            raise Rejected(RejectReason.MEDIA_DECODE, f"{ref[:200]!r}: tar {self.path!r} truncated at member {name!r}")
         return data
 
     def close(self) -> None:
@@ -97,7 +97,7 @@ class _DirStore:
             return None
         real = os.path.realpath(candidate)
         if os.path.commonpath([real, self.real]) != self.real:
-            raise Rejected(RejectReason.MEDIA_UNSAFE, f"{ref!r} resolves outside the store {self.path!r}")
+            raise Rejected(RejectReason.MEDIA_UNSAFE, f"{ref[:200]!r} resolves outside the store {self.path!r}")
         if not os.path.isfile(real):  # a directory, a dangling link, a device: not served by this store
             return None
         return _read_regular_file(real, max_bytes, ref)
@@ -155,7 +155,7 @@ class MediaStore:
             found = store.read(name, self.max_media_bytes, ref)
             if found is not None:
                 return found
-        raise Rejected(RejectReason.MEDIA_MISSING, f"{ref!r} not found in the sample, stores or media_root")
+        raise Rejected(RejectReason.MEDIA_MISSING, f"{ref[:200]!r} not found in the sample, stores or media_root")
 
     def _roots(self, origin_dir: str) -> list[_TarStore | _DirStore]:
         origin_dir = origin_dir or "."
@@ -173,7 +173,9 @@ class MediaStore:
                 found = store.read(base, self.max_media_bytes, ref)
                 if found is not None:
                     return found
-        raise Rejected(RejectReason.MEDIA_MISSING, f"{ref!r} does not exist and its basename is in no media store")
+        raise Rejected(
+            RejectReason.MEDIA_MISSING, f"{ref[:200]!r} does not exist and its basename is in no media store"
+        )
 
     def _data_uri(self, ref: str) -> bytes:
         header, sep, payload = ref.partition(",")
@@ -212,7 +214,7 @@ def _relative_name(ref: str) -> str:
     """Normalize a relative ref (``./a//b.jpg`` -> ``a/b.jpg``); ``media_unsafe`` when it climbs out."""
     name = posixpath.normpath(ref)
     if name == ".." or name.startswith("../") or name.startswith("/"):
-        raise Rejected(RejectReason.MEDIA_UNSAFE, f"{ref!r} climbs out of its media root")
+        raise Rejected(RejectReason.MEDIA_UNSAFE, f"{ref[:200]!r} climbs out of its media root")
     return name
 
 
@@ -237,13 +239,13 @@ def _read_regular_file(path: str, max_bytes: int, ref: str) -> bytes:
     try:
         info = os.stat(path)
         if stat.S_ISDIR(info.st_mode):
-            raise Rejected(RejectReason.MEDIA_MISSING, f"{ref!r} is a directory")
+            raise Rejected(RejectReason.MEDIA_MISSING, f"{ref[:200]!r} is a directory")
         if not stat.S_ISREG(info.st_mode):
-            raise Rejected(RejectReason.MEDIA_UNSAFE, f"{ref!r} is not a regular file (device, FIFO, socket)")
+            raise Rejected(RejectReason.MEDIA_UNSAFE, f"{ref[:200]!r} is not a regular file (device, FIFO, socket)")
         _check_size(info.st_size, max_bytes, ref)
         with open(path, "rb") as handle:
             data = handle.read(max_bytes + 1)
     except OSError as err:
-        raise Rejected(RejectReason.MEDIA_MISSING, f"{ref!r} unreadable: {err.strerror}") from None
+        raise Rejected(RejectReason.MEDIA_MISSING, f"{ref[:200]!r} unreadable: {err.strerror}") from None
     _check_size(len(data), max_bytes, ref)
     return data

@@ -14,8 +14,10 @@ causal mask. Padding sits after the real tokens, so no real token ever attends t
     3     . . . 1 .
     4     . . . 1 1
 
-On CPU (and in float32) this is torch SDPA with that boolean mask; on CUDA in bf16/fp16, torch's
-flash ``varlen_attn`` takes the boundaries directly when this torch has it (no ``T x T`` mask).
+``block_causal_mask`` builds that mask (the definition, and the reference the tests compare with);
+the forward never materializes it: on CUDA in bf16/fp16 torch's flash ``varlen_attn`` takes the
+boundaries directly (when this torch has it), elsewhere each sequence is one causal SDPA call on its
+own slice — the same result without a ``T x T`` mask (``T`` is ~8k for a micro-batch of two 4k packs).
 """
 
 from __future__ import annotations
@@ -59,8 +61,12 @@ class PackedAttention(nn.Module):
             out = varlen_attn(q, k, v, cu, cu, max_seqlen, max_seqlen, window_size=(-1, 0))
             assert isinstance(out, torch.Tensor)
         else:
-            mask = block_causal_mask(cu_seqlens_padded, tokens)
-            out = F.scaled_dot_product_attention(
-                q.transpose(0, 1), k.transpose(0, 1), v.transpose(0, 1), attn_mask=mask
-            ).transpose(0, 1)
+            bounds = cu_seqlens_padded.tolist()
+            out = torch.cat([_causal(q[s:e], k[s:e], v[s:e]) for s, e in zip(bounds[:-1], bounds[1:], strict=True)])
         return self.out(out.reshape(tokens, hidden))
+
+
+def _causal(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+    """Causal SDPA over one sequence, ``[L, h, d]`` each."""
+    out = F.scaled_dot_product_attention(q.transpose(0, 1), k.transpose(0, 1), v.transpose(0, 1), is_causal=True)
+    return out.transpose(0, 1)

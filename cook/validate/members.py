@@ -90,8 +90,8 @@ def _load_member(
     except (OSError, EOFError) as err:
         findings.append((Code.NPY_INVALID, f"{name} is not a readable .npy: {err}"))
         return None
-    if array.ndim != ndim or tuple(array.shape[1:]) != trailing:
-        want = ", ".join(["N", *map(str, trailing)])
+    if array.ndim != ndim or tuple(array.shape[ndim - len(trailing) :]) != trailing:
+        want = ", ".join([*"NMF"[: ndim - len(trailing)], *map(str, trailing)])
         findings.append((Code.SHAPE, f"{name} has shape {list(array.shape)}, expected [{want}]"))
         return None
     if array.dtype != dtype:

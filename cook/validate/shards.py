@@ -47,6 +47,7 @@ class ShardWalk:
 
     path: str
     hash_bytes: bool = True
+    skip: frozenset[str] = frozenset()  # members seeked over, not read (only without hashing): not in RawPack
     findings: list[Finding] = field(default_factory=list)
     offsets: list[int] = field(default_factory=list)  # each pack's first header, then the end of the last
     complete: bool = False  # two zero blocks ended the archive, only zeros after them
@@ -65,15 +66,21 @@ class ShardWalk:
             self._hasher.update(data)
         return data
 
-    def packs(self) -> Iterator[RawPack]:
-        """Yield the packs in file order; a walk that stops early records why in ``findings``."""
+    def packs(self, start_offset: int = 0) -> Iterator[RawPack]:
+        """Yield the packs in file order from ``start_offset`` (a pack's first header; 0: the whole shard).
+
+        A walk that stops early records why in ``findings``.
+        """
+        assert not (self.skip and self.hash_bytes), "skipped members cannot be hashed"
         seen: set[str] = set()
-        key, start, members = "", 0, {}
+        key: str | None = None
+        start, members = 0, dict[str, bytes]()
         with open(self.path, "rb", buffering=READ_BUFFER) as handle:
-            for offset, name, data in self._members(handle):
+            handle.seek(start_offset)
+            for offset, name, data in self._members(handle, start_offset):
                 member_key, _, member = name.partition(".")
                 if member_key != key:
-                    if members:
+                    if key is not None:
                         yield RawPack(key, start, members)
                     if member_key in seen:
                         self.findings.append((Code.PACK_KEY, f"members of {member_key} are not contiguous (at {name})"))
@@ -82,12 +89,13 @@ class ShardWalk:
                     self.offsets.append(offset)
                 if member in members:
                     self.findings.append((Code.MEMBER_DUPLICATE, f"{key}: member {member} appears twice"))
-                members[member] = data
-            if members and self.last_whole:  # a walk cut short may have cut the last pack: not checked
+                if data is not None:
+                    members[member] = data
+            if key is not None and self.last_whole:  # a walk cut short may have cut the last pack: not checked
                 yield RawPack(key, start, members)
 
-    def _members(self, handle: BinaryIO) -> Iterator[tuple[int, str, bytes]]:
-        offset = 0
+    def _members(self, handle: BinaryIO, offset: int) -> Iterator[tuple[int, str, bytes | None]]:
+        """(header offset, member name, data; None when skipped) of each member from ``offset``."""
         while True:
             header = self._read(handle, BLOCK)
             if len(header) < BLOCK:
@@ -101,11 +109,16 @@ class ShardWalk:
                 self.findings.append((Code.TAR_CORRUPT, parsed))
                 return
             name, size = parsed
+            pad = -size % BLOCK
+            if self.skip and name.partition(".")[2] in self.skip:
+                handle.seek(size + pad, os.SEEK_CUR)
+                yield offset, name, None
+                offset += BLOCK + size + pad
+                continue
             data = self._read(handle, size)
             if len(data) < size:
                 self._truncated(offset, f"member {name} holds {len(data)} of {size} bytes")
                 return
-            pad = -size % BLOCK
             if pad and len(self._read(handle, pad)) < pad:
                 self._truncated(offset, f"padding of member {name} cut off")
                 return

@@ -1,0 +1,170 @@
+"""``cook inspect DIR [--pack N | --source ID] [--tokenizer PATH]``: show one pack.
+
+Prints the pack's sources (one row per sequence), a media summary (patches, media_sizes rows, audio
+clips) and each sequence's text decoded with the dataset's tokenizer, target tokens marked: bold
+green on a terminal, ``[[...]]`` otherwise. Runs of placeholders are shown collapsed
+(``<image>×256``), and control characters from the data are escaped so text cannot drive the terminal.
+
+Exit 0; 2 for a directory that is not a dataset, a pack index out of range or a source no pack holds;
+1 for a pack too broken to show (``cook validate`` says why).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from cook import format as fmt
+from cook.cli.validate_cmd import load_tokenizer
+from cook.types import Pack
+from cook.validate import NotADataset, check_is_dataset
+from cook.validate.media import VISUAL_KINDS, clip_tokens, visual_embeddings
+from cook.validate.members import parse_pack
+from cook.validate.packs import find_pack, find_source, shard_spans
+
+_ESCAPES = {c: f"\\x{c:02x}" for c in [*range(32), 127, *range(0x80, 0xA0)] if c not in (9, 10)}
+COLLAPSED = (fmt.IMAGE_TOKEN, fmt.AUDIO_TOKEN, fmt.PAD_TOKEN)
+
+
+def add_parser(sub: Any) -> None:
+    p = sub.add_parser("inspect", help="show one pack: sources, text with targets marked, media")
+    p.add_argument("dir", help="cooked dataset directory")
+    which = p.add_mutually_exclusive_group()
+    which.add_argument("--pack", type=int, default=0, help="pack index (default 0)")
+    which.add_argument("--source", help="show the pack holding this source (exact, or a unique-enough suffix)")
+    p.add_argument("--tokenizer", help="tokenizer directory (default: the manifest's tokenizer.path)")
+    p.set_defaults(handler=handle)
+
+
+def _fail(message: str) -> int:
+    print(f"cook: error: {message}", file=sys.stderr)
+    return 2
+
+
+def handle(args: argparse.Namespace) -> int:
+    try:
+        check_is_dataset(args.dir)
+    except NotADataset as err:
+        return _fail(str(err))
+    index = args.pack
+    if args.source is not None:
+        index = find_source(args.dir, args.source)
+        if index is None:
+            return _fail(f"no pack in {args.dir} holds source {args.source!r}")
+    found = find_pack(args.dir, index) if index >= 0 else None
+    if found is None:
+        total = sum(span.packs for span in shard_spans(args.dir))
+        return _fail(f"pack {index} is out of range: {args.dir} holds packs 0..{total - 1}")
+    shard, raw = found
+    pack, findings = parse_pack(raw)
+    if pack is None:
+        problems = "; ".join(f"{code.value}: {detail}" for code, detail in findings)
+        print(f"cook: error: {raw.key} in {shard} cannot be shown ({problems}); run cook validate", file=sys.stderr)
+        return 1
+    tokenizer, warnings = load_tokenizer(args.dir, args.tokenizer)
+    for warning in warnings:
+        print(f"cook inspect: warning: {warning}; showing token ids", file=sys.stderr)
+    try:
+        print(render(pack, raw.key, shard, args.source, tokenizer, sys.stdout.isatty()))
+        sys.stdout.flush()
+    except BrokenPipeError:  # a pager or `head` closed stdout: the reader has what it wanted
+        sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - keeps the interpreter's final flush quiet
+    return 0
+
+
+def render(pack: Pack, key: str, shard: str, source: str | None, tokenizer: Any, color: bool) -> str:
+    padded = pack.padded_tokens
+    lines = [
+        f"pack {int(key.removeprefix(fmt.PACK_KEY_PREFIX))} ({key}) in {shard}",
+        f"  {padded:,} tokens: {pack.tokens:,} in {len(pack.sequences)} sequences + {padded - pack.tokens:,} "
+        f"padding; {int(np.count_nonzero(pack.loss_mask)):,} targets",
+        "",
+        *source_table(pack, source),
+        "",
+        *media_summary(pack),
+        "",
+        "text (targets " + ("in bold green" if color else "in [[brackets]]") + ")",
+    ]
+    decode = _decoder(tokenizer)
+    collapse = _collapse_ids(tokenizer)
+    starts = pack.cu_seqlens_padded.astype(np.int64)
+    for i, seq in enumerate(pack.sequences):
+        lines.append(f"── sequence {i}: {seq.source} " + "─" * 8)
+        span = slice(int(starts[i]), int(starts[i]) + seq.length)
+        lines.append(marked_text(pack.input_ids[span], pack.loss_mask[span], decode, collapse, color))
+        pad = int(starts[i + 1] - starts[i]) - seq.length
+        if pad:
+            lines.append(f"(+ {pad} padding)")
+    return "\n".join(lines)
+
+
+def source_table(pack: Pack, source: str | None) -> list[str]:
+    width = max(len("source"), *(len(s.source) for s in pack.sequences))
+    rows = [f"      #  {'source':<{width}}  {'tokens':>7}  {'padded':>7}  {'targets':>7}  media"]
+    padded = np.diff(pack.cu_seqlens_padded.astype(np.int64)).tolist()
+    for i, seq in enumerate(pack.sequences):
+        mark = ">" if source is not None and seq.source.endswith(source) else " "
+        media = ", ".join(seq.media) or "-"
+        cut = " (truncated)" if seq.truncated else ""
+        rows.append(f"  {mark} {i:>3}  {seq.source:<{width}}  {seq.length:>7}  {padded[i]:>7}  {seq.targets:>7}  "
+                    f"{media}{cut}")
+    return ["sources", *rows]
+
+
+def media_summary(pack: Pack) -> list[str]:
+    if pack.media_sizes is None and pack.audio_lengths is None:
+        return ["media: none"]
+    lines = ["media"]
+    if pack.media_sizes is not None and pack.pixel_patches is not None:
+        kinds = [k for s in pack.sequences for k in s.media if k in VISUAL_KINDS]
+        lines.append(f"  pixel_patches  uint8 {list(pack.pixel_patches.shape)}")
+        lines.append(f"  media_sizes    {pack.media_sizes.shape[0]} rows (frames x height x width)")
+        for row, (kind, (frames, height, width)) in enumerate(zip(kinds, pack.media_sizes.tolist(), strict=False)):
+            patches = frames * (height // fmt.PATCH_SIZE) * (width // fmt.PATCH_SIZE)
+            lines.append(f"    {row:>3}  {kind:<6} {frames} x {height} x {width}  -> {patches:,} patches, "
+                         f"{visual_embeddings(kind, frames, height, width):,} embeddings")
+    if pack.audio_lengths is not None and pack.audio_features is not None:
+        lines.append(f"  audio          {pack.audio_lengths.shape[0]} clips, features float16 "
+                     f"{list(pack.audio_features.shape)}")
+        tokens = clip_tokens(pack.audio_lengths).tolist()
+        for clip, (frames, n) in enumerate(zip(pack.audio_lengths.tolist(), tokens, strict=True)):
+            seconds = frames * fmt.AUDIO_HOP / fmt.AUDIO_SAMPLE_RATE_HZ
+            lines.append(f"    {clip:>3}  {frames} frames ({seconds:.2f} s) -> {n} tokens")
+    return lines
+
+
+def _decoder(tokenizer: Any) -> Callable[[list[int]], str]:
+    if tokenizer is None:
+        return lambda ids: " ".join(map(str, ids)) + " "
+    return lambda ids: tokenizer.decode(ids, skip_special_tokens=False, clean_up_tokenization_spaces=False)
+
+
+def _collapse_ids(tokenizer: Any) -> dict[int, str]:
+    if tokenizer is None:
+        return {}
+    ids = {tokenizer.convert_tokens_to_ids(token): token for token in COLLAPSED}
+    return {i: token for i, token in ids.items() if isinstance(i, int) and i != tokenizer.unk_token_id}
+
+
+def marked_text(ids: np.ndarray, mask: np.ndarray, decode: Callable[[list[int]], str], collapse: dict[int, str],
+                color: bool) -> str:
+    """Decode ``ids`` run by run: a run is constant in target-ness and in which placeholder it repeats."""
+    if not ids.size:
+        return ""
+    placeholder = np.where(np.isin(ids, list(collapse)), ids, -1) if collapse else np.full(ids.shape, -1)
+    cuts = np.flatnonzero((np.diff(mask.astype(np.int64)) != 0) | (np.diff(placeholder) != 0)) + 1
+    bounds = [0, *cuts.tolist(), int(ids.size)]
+    out = []
+    for lo, hi in zip(bounds[:-1], bounds[1:], strict=True):
+        token = collapse.get(int(placeholder[lo]))
+        text = (token if hi - lo == 1 else f"{token}×{hi - lo}") if token else decode(ids[lo:hi].tolist())
+        text = text.translate(_ESCAPES)
+        if mask[lo]:
+            text = f"\x1b[1;32m{text}\x1b[0m" if color else f"[[{text}]]"
+        out.append(text)
+    return "".join(out)

@@ -1,0 +1,117 @@
+"""``cook stats DIR [--plot FILE.png] [--json]``: packing efficiency, pack fill and sequence-length
+histograms, sources per pack, media-token share and reject reasons.
+
+A text table on stdout, or one JSON object with ``--json`` (``cook.validate.stats.summarize``).
+``--plot`` writes a 2x2 PNG (matplotlib, Agg): fill histogram, sequence lengths, sources per pack,
+reject reasons. Exit 0; 2 for a directory that is not a dataset.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+from cook.validate import NotADataset, check_is_dataset
+from cook.validate.stats import compute_stats, summarize
+
+
+def add_parser(sub: Any) -> None:
+    p = sub.add_parser("stats", help="packing efficiency, fill and length histograms, media share, rejects")
+    p.add_argument("dir", help="cooked dataset directory")
+    p.add_argument("--plot", metavar="FILE.png", help="write a 2x2 PNG of the histograms")
+    p.add_argument("--json", action="store_true", help="print one JSON object on stdout")
+    p.set_defaults(handler=handle)
+
+
+def handle(args: argparse.Namespace) -> int:
+    try:
+        check_is_dataset(args.dir)
+    except NotADataset as err:
+        print(f"cook: error: {err}", file=sys.stderr)
+        return 2
+    summary = summarize(compute_stats(args.dir))
+    if args.plot:
+        plot(summary, args.plot, args.dir)
+        print(f"cook stats: wrote {args.plot}", file=sys.stderr)
+    print(json.dumps(summary) if args.json else table(summary))
+    return 0
+
+
+def _bar(count: int, most: int, width: int = 30) -> str:
+    return "█" * round(width * count / most) if most else ""
+
+
+def _histogram_rows(histogram: dict[str, list[Any]], label: str) -> list[str]:
+    edges, counts = histogram["edges"], histogram["counts"]
+    most = max(counts, default=0)
+    return [f"  {label.format(lo=lo, hi=hi):>16}  {n:>8,}  {_bar(n, most)}"
+            for lo, hi, n in zip(edges[:-1], edges[1:], counts, strict=True)]
+
+
+def _distribution(d: dict[str, float], fmt_value: str = "{:,.0f}") -> str:
+    return "  ".join(f"{key} {fmt_value.format(d[key])}" for key in ("min", "median", "p90", "max"))
+
+
+def table(s: dict[str, Any]) -> str:
+    media = s["media_tokens"]
+    lines = [
+        f"packs               {s['packs']:,}  (seq_len {s['seq_len']})",
+        f"sources             {s['sources']:,}" + (f" of {s['records_in']:,} records" if s["records_in"] else ""),
+        f"tokens              {s['tokens']:,} + {s['padding_tokens']:,} padding",
+        f"packing efficiency  {s['packing_efficiency']:.2%}  (tokens / (packs * seq_len))",
+        f"media tokens        image {media['image']:,} ({media['image_share']:.1%}), "
+        f"audio {media['audio']:,} ({media['audio_share']:.1%})",
+        "",
+        f"pack fill (T / seq_len)      {_distribution(s['fill'], '{:.2f}')}",
+        *_histogram_rows(s["fill"]["histogram"], "{lo:.1f}-{hi:.1f}"),
+        "",
+        f"sequence length (tokens)     {_distribution(s['sequence_length'])}",
+        *_histogram_rows(s["sequence_length"]["histogram"], "{lo:,.0f}-{hi:,.0f}"),
+        "",
+        f"sources per pack             {_distribution(s['sources_per_pack'])}",
+        *_histogram_rows(s["sources_per_pack"]["histogram"], "{hi:.0f}"),
+        "",
+        "rejects" + ("" if s["rejects"] else "             none"),
+        *(f"  {reason:<16}  {n:>8,}" for reason, n in s["rejects"].items()),
+    ]
+    return "\n".join(lines)
+
+
+def plot(s: dict[str, Any], path: str, title: str) -> None:
+    """The 2x2 PNG: fill, sequence lengths, sources per pack, reject reasons."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(2, 2, figsize=(12, 8.5), constrained_layout=True)
+    fig.suptitle(f"cook stats: {title}  ({s['packs']:,} packs, {s['sources']:,} sources, "
+                 f"packing efficiency {s['packing_efficiency']:.1%})", fontsize=13)
+    panels = [
+        (axes[0, 0], s["fill"]["histogram"], "Pack fill (T / seq_len)", "fill", "packs"),
+        (axes[0, 1], s["sequence_length"]["histogram"], "Sequence length", "tokens", "sequences"),
+        (axes[1, 0], s["sources_per_pack"]["histogram"], "Sources per pack", "sources in the pack", "packs"),
+    ]
+    for ax, histogram, name, xlabel, ylabel in panels:
+        edges, counts = histogram["edges"], histogram["counts"]
+        ax.bar(edges[:-1], counts, width=[hi - lo for lo, hi in zip(edges[:-1], edges[1:], strict=True)],
+               align="edge", color="#4c72b0", edgecolor="white")
+        ax.set(title=name, xlabel=xlabel, ylabel=ylabel)
+        ax.grid(axis="y", alpha=0.3)
+    axes[0, 0].axvline(s["fill"]["median"], color="#c44e52", linestyle="--", label=f"median {s['fill']['median']:.2f}")
+    axes[0, 0].legend(loc="upper left")
+    axes[0, 1].axvline(s["sequence_length"]["median"], color="#c44e52", linestyle="--",
+                       label=f"median {s['sequence_length']['median']:,.0f}")
+    axes[0, 1].legend(loc="upper right")
+    ax = axes[1, 1]
+    reasons = list(s["rejects"].items())
+    if reasons:
+        ax.barh([r for r, _ in reasons][::-1], [n for _, n in reasons][::-1], color="#dd8452")
+    else:
+        ax.text(0.5, 0.5, "no rejects", ha="center", va="center", transform=ax.transAxes, fontsize=12)
+    ax.set(title="Reject reasons", xlabel="records", ylabel="reason")
+    ax.grid(axis="x", alpha=0.3)
+    fig.savefig(path, dpi=100)
+    plt.close(fig)

@@ -1,0 +1,169 @@
+"""A cooked dataset directory -> ``Report``: every invariant of SPEC §9.
+
+    DIR -read_manifest-> rules, shard entries -scan_shard (one process per shard)-> ShardScan
+        -> per-shard manifest entries, totals vs counts, rejects.jsonl, sources, .nv-meta
+        -> (--deep) every pack loaded through megatron.energon
+        -> Report(valid, packs, sources, problems)
+
+A directory without ``cook_manifest.json`` or ``.nv-meta/`` is not a dataset (``NotADataset``); anything
+else that is wrong is a ``Problem`` in the report, never an exception.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures as futures
+import multiprocessing
+import os
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from cook import format as fmt
+from cook.validate.manifest import (
+    ShardEntry,
+    Totals,
+    check_counts,
+    check_shard_entry,
+    pack_rules,
+    read_manifest,
+    shard_entries,
+)
+from cook.validate.nv_meta import check_nv_meta
+from cook.validate.problems import Code, PackRules, Problem, TokenInfo
+from cook.validate.rejects import check_by_reason, check_sources, read_rejects
+from cook.validate.scan import ShardScan, scan_shard
+
+
+class NotADataset(Exception):
+    """The path is not a cooked dataset directory; the message is one line saying why."""
+
+
+@dataclass(frozen=True)
+class ValidateOptions:
+    deep: bool = False
+    jobs: int = 1  # shard scans in parallel; 1 runs them in this process
+    tokens: TokenInfo | None = None  # from the tokenizer: control ids, and vocab/pad when the manifest lacks them
+    verify_sha256: bool = True
+    max_problems: int = 1000  # kept in the report; problems_total counts all
+    on_shard: Callable[[int, int], None] | None = None  # (shards done, shards total), for progress
+
+
+@dataclass
+class Report:
+    shards: int = 0
+    packs: int = 0
+    sources: int = 0
+    bytes: int = 0
+    problems: list[Problem] = field(default_factory=list)
+    problems_total: int = 0
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def valid(self) -> bool:
+        return self.problems_total == 0
+
+    def as_json(self) -> dict[str, Any]:
+        """The ``cook validate --json`` object."""
+        return {"valid": self.valid, "packs": self.packs, "sources": self.sources, "shards": self.shards,
+                "bytes": self.bytes, "errors": [p.as_dict() for p in self.problems],
+                "errors_total": self.problems_total, "warnings": self.warnings}
+
+
+def check_is_dataset(path: str) -> None:
+    """Raise ``NotADataset`` unless ``path`` is a directory with a manifest and ``.nv-meta/``."""
+    if not os.path.isdir(path):
+        raise NotADataset(f"{path} is not a directory")
+    if not os.path.isfile(os.path.join(path, fmt.MANIFEST_NAME)):
+        raise NotADataset(f"{path} has no {fmt.MANIFEST_NAME} (not a cooked dataset, or an unfinished run)")
+    if not os.path.isdir(os.path.join(path, fmt.NV_META_DIR)):
+        raise NotADataset(f"{path} has no {fmt.NV_META_DIR}/ (not an Energon dataset)")
+
+
+def validate_dataset(path: str, options: ValidateOptions | None = None) -> Report:
+    """Check every SPEC §9 invariant of the dataset at ``path`` (raises only ``NotADataset``)."""
+    options = options or ValidateOptions()
+    check_is_dataset(path)
+    manifest, problems = read_manifest(path)
+    rules = pack_rules(manifest, options.tokens, options.deep)
+    entries, more = shard_entries(path, manifest)
+    problems += more
+    scans = _scan_all(path, entries, rules, options)
+    report = Report(shards=len(scans), warnings=_warnings(rules))
+    first = 0
+    for entry, scan in zip(entries, scans, strict=True):
+        problems += check_shard_entry(entry, scan.packs, scan.bytes, scan.sha256, first)
+        first += scan.packs
+        report.packs, report.sources, report.bytes = report.packs + scan.packs, report.sources + scan.sources, \
+            report.bytes + scan.bytes
+    comparable = all(s.complete and not s.unparsed for s in scans) and not any(
+        p.code == Code.SHARD_MISSING for p in problems)
+    problems += _dataset_checks(path, manifest, scans, comparable)
+    if options.deep:
+        from cook.validate.deep import check_energon_load
+
+        expected = {key: digest for scan in scans for key, digest in scan.pack_digests.items()}
+        problems += check_energon_load(path, expected)
+    _collect(report, problems, scans, options.max_problems)
+    return report
+
+
+def _dataset_checks(path: str, manifest: dict[str, Any] | None, scans: list[ShardScan],
+                    comparable: bool) -> list[Problem]:
+    rejects = read_rejects(path)
+    problems = list(rejects.problems)
+    if manifest is not None:
+        totals = Totals(packs=sum(s.packs for s in scans), sources=sum(s.sources for s in scans),
+                        tokens=sum(s.tokens for s in scans), targets=sum(s.targets for s in scans),
+                        padded=sum(s.padded for s in scans))
+        problems += check_counts(manifest, totals if comparable else None, rejects.lines)
+        problems += check_by_reason(manifest, rejects)
+    digests = np.array([d for s in scans for d in s.source_digests], dtype=np.uint64)
+    packs = np.array([p for s in scans for p in s.source_packs], dtype=np.int64)
+    problems += check_sources(digests, packs, rejects.sources)
+    problems += check_nv_meta(path, {s.name: s.packs for s in scans}, comparable)
+    return problems
+
+
+def _collect(report: Report, problems: list[Problem], scans: list[ShardScan], limit: int) -> None:
+    shard_problems = [p for scan in scans for p in scan.problems]
+    report.problems_total = len(problems) + sum(scan.problems_total for scan in scans)
+    report.problems = (problems + shard_problems)[:limit]
+
+
+def _warnings(rules: PackRules) -> list[str]:
+    skipped = []
+    if rules.tokens.vocab_size is None:
+        skipped.append("token_range (vocab size unknown)")
+    if rules.tokens.image_id is None or rules.tokens.audio_id is None:
+        skipped.append("placeholder_count (placeholder token ids unknown: tokenizer not loadable)")
+    if rules.deep and len(rules.tokens.control_ids) < len(fmt.CONTROL_TOKENS):
+        skipped.append("placeholder_block and target_span (control token ids unknown)")
+    return [f"not checked: {what}" for what in skipped]
+
+
+def _scan_all(path: str, entries: list[ShardEntry], rules: PackRules, options: ValidateOptions) -> list[ShardScan]:
+    """One ``scan_shard`` per entry, in entry order; in parallel processes when ``options.jobs > 1``."""
+    jobs = max(1, min(options.jobs, len(entries)))
+    results: list[ShardScan | None] = [None] * len(entries)
+    done = 0
+    if jobs == 1:
+        for i, entry in enumerate(entries):
+            results[i] = scan_shard(path, entry.name, entry.first_pack, rules, options.verify_sha256)
+            done += 1
+            if options.on_shard:
+                options.on_shard(done, len(entries))
+        return [r for r in results if r is not None]
+    context = multiprocessing.get_context("spawn")  # no fork of a process that may hold threads
+    with futures.ProcessPoolExecutor(max_workers=jobs, mp_context=context) as pool:
+        pending = {
+            pool.submit(scan_shard, path, entry.name, entry.first_pack, rules, options.verify_sha256): i
+            for i, entry in enumerate(entries)
+        }
+        for future in futures.as_completed(pending):
+            results[pending[future]] = future.result()
+            done += 1
+            if options.on_shard:
+                options.on_shard(done, len(entries))
+    return [r for r in results if r is not None]

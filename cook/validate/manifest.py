@@ -1,0 +1,183 @@
+"""``cook_manifest.json`` (SPEC §8, §9): its structure, the rules it promises for every pack, and whether
+its counts and per-shard entries equal what the shards hold.
+
+Counts are compared only when every shard was walked to its end and every pack parsed; otherwise the
+broken shard or pack is the error, and comparing totals would only repeat it.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Final
+
+from cook import format as fmt
+from cook.validate.problems import Code, PackRules, Problem, TokenInfo
+
+MANIFEST_SCHEMA_VERSION: Final = 1
+COUNT_KEYS: Final = ("records_in", "sources_packed", "records_rejected", "packs", "tokens", "target_tokens",
+                     "padding_tokens")
+_SHARD_KEYS: Final = {"name": str, "packs": int, "first_pack": int, "bytes": int, "sha256": str}
+
+
+@dataclass(frozen=True, slots=True)
+class ShardEntry:
+    """A shard to scan: its file name and, when the manifest lists it, what the manifest says."""
+
+    name: str
+    packs: int | None = None
+    first_pack: int | None = None
+    bytes: int | None = None
+    sha256: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Totals:
+    """What the shards hold, summed over every scanned pack."""
+
+    packs: int
+    sources: int
+    tokens: int
+    targets: int
+    padded: int
+
+
+def _problem(code: Code, detail: str, shard: str = "") -> Problem:
+    return Problem(code.value, shard, "", detail)
+
+
+def lookup(manifest: Mapping[str, Any], path: str, kind: type | tuple[type, ...]) -> Any:
+    """``manifest["a"]["b"]`` for ``path == "a.b"`` if it has type ``kind`` (bool is not an int), else None."""
+    value: Any = manifest
+    for part in path.split("."):
+        if not isinstance(value, Mapping) or part not in value:
+            return None
+        value = value[part]
+    if isinstance(value, bool) and bool not in (kind if isinstance(kind, tuple) else (kind,)):
+        return None
+    return value if isinstance(value, kind) else None
+
+
+def read_manifest(root: str) -> tuple[dict[str, Any] | None, list[Problem]]:
+    """The parsed manifest (None when unreadable) and its structural problems."""
+    try:
+        with open(os.path.join(root, fmt.MANIFEST_NAME), encoding="utf-8") as handle:
+            manifest = json.load(handle)
+    except (UnicodeDecodeError, ValueError) as err:
+        return None, [_problem(Code.MANIFEST_INVALID, f"{fmt.MANIFEST_NAME} is not JSON: {err}")]
+    if not isinstance(manifest, dict):
+        return None, [_problem(Code.MANIFEST_INVALID, f"{fmt.MANIFEST_NAME} is not a JSON object")]
+    required: list[tuple[str, type | tuple[type, ...]]] = [
+        ("schema_version", int), ("pack_schema_version", int), ("pipeline.packing.seq_len", int),
+        ("pipeline.packing.pad_multiple", int), ("tokenizer.path", str), ("tokenizer.vocab_size", int),
+        ("tokenizer.pad_id", int), ("packing_efficiency", (int, float)), ("rejects_by_reason", dict),
+        ("shards", list), *((f"counts.{key}", int) for key in COUNT_KEYS),
+    ]
+    problems = [
+        _problem(Code.MANIFEST_INVALID, f"{fmt.MANIFEST_NAME}: {path} is missing or not {_kind_name(kind)}")
+        for path, kind in required
+        if lookup(manifest, path, kind) is None
+    ]
+    for key, want in (("schema_version", MANIFEST_SCHEMA_VERSION), ("pack_schema_version", fmt.SCHEMA_VERSION)):
+        if lookup(manifest, key, int) not in (None, want):
+            problems.append(_problem(Code.MANIFEST_INVALID, f"{fmt.MANIFEST_NAME}: {key} is {manifest[key]}, "
+                                                            f"this validator reads {want}"))
+    return manifest, problems
+
+
+def _kind_name(kind: type | tuple[type, ...]) -> str:
+    kinds = kind if isinstance(kind, tuple) else (kind,)
+    return " or ".join({"int": "an integer", "float": "a number", "str": "a string", "dict": "an object",
+                        "list": "a list"}[k.__name__] for k in kinds)
+
+
+def pack_rules(manifest: Mapping[str, Any] | None, tokens: TokenInfo | None, deep: bool) -> PackRules:
+    """The per-pack rules; ``tokens`` (from the tokenizer) wins over nothing, the manifest over ``tokens``."""
+    m = manifest or {}
+    given = tokens or TokenInfo()
+    vocab_size = lookup(m, "tokenizer.vocab_size", int)
+    pad_id = lookup(m, "tokenizer.pad_id", int)
+    return PackRules(
+        seq_len=lookup(m, "pipeline.packing.seq_len", int),
+        pad_multiple=lookup(m, "pipeline.packing.pad_multiple", int),
+        image_mode=lookup(m, "pipeline.media.image.mode", str),
+        tokens=TokenInfo(
+            vocab_size=vocab_size if vocab_size is not None else given.vocab_size,
+            pad_id=pad_id if pad_id is not None else given.pad_id,
+            control_ids=dict(given.control_ids),
+        ),
+        deep=deep,
+    )
+
+
+def shard_entries(root: str, manifest: Mapping[str, Any] | None) -> tuple[list[ShardEntry], list[Problem]]:
+    """The manifest's shards that exist (or every ``*.tar`` when it lists none), missing and unlisted ones."""
+    on_disk = sorted(name for name in os.listdir(root) if name.endswith(".tar"))
+    listed = lookup(manifest or {}, "shards", list)
+    if listed is None:
+        return [ShardEntry(name) for name in on_disk], []
+    entries, problems = [], []
+    for i, item in enumerate(listed):
+        if not isinstance(item, dict) or any(lookup(item, k, t) is None for k, t in _SHARD_KEYS.items()):
+            problems.append(_problem(Code.MANIFEST_INVALID, f"{fmt.MANIFEST_NAME}: shards[{i}] needs "
+                                                            f"{sorted(_SHARD_KEYS)}"))
+            continue
+        if not os.path.isfile(os.path.join(root, item["name"])):
+            problems.append(_problem(Code.SHARD_MISSING, f"{item['name']} is listed in the manifest but absent",
+                                     item["name"]))
+            continue
+        entries.append(ShardEntry(item["name"], item["packs"], item["first_pack"], item["bytes"], item["sha256"]))
+    names = {item.get("name") for item in listed if isinstance(item, dict)}
+    problems += [_problem(Code.SHARD_UNLISTED, f"{name} is not listed in the manifest", name)
+                 for name in on_disk if name not in names]
+    return entries, problems
+
+
+def check_shard_entry(entry: ShardEntry, packs: int, size: int, sha256: str | None, expected_first: int) -> list[Problem]:
+    """A manifest shard entry vs the shard: sha256 (None: not computed), bytes, packs, first pack index."""
+    problems = []
+    if sha256 is not None and entry.sha256 is not None and sha256 != entry.sha256:
+        problems.append(_problem(Code.SHA256, f"sha256 {sha256[:16]}... != manifest {entry.sha256[:16]}...",
+                                 entry.name))
+    for what, stored, actual in (("bytes", entry.bytes, size), ("packs", entry.packs, packs),
+                                 ("first_pack", entry.first_pack, expected_first)):
+        if stored is not None and stored != actual:
+            problems.append(_problem(Code.MANIFEST_SHARD, f"manifest shards entry says {what} {stored}, "
+                                                          f"the shard holds {actual}", entry.name))
+    return problems
+
+
+def check_counts(manifest: Mapping[str, Any], totals: Totals | None, rejected: int | None) -> list[Problem]:
+    """Manifest counts == the shards' totals (None: not comparable); records_in == packed + rejected;
+    records_rejected == the lines of rejects.jsonl (None: the file is absent)."""
+    counts = lookup(manifest, "counts", dict) or {}
+    problems = [] if totals is None else _compare_totals(manifest, counts, totals)
+    stored = [lookup(counts, key, int) for key in ("records_in", "sources_packed", "records_rejected")]
+    if None not in stored and stored[0] != stored[1] + stored[2]:
+        problems.append(_problem(Code.RECORDS_IN, f"counts.records_in {stored[0]} != sources_packed {stored[1]} + "
+                                                  f"records_rejected {stored[2]}"))
+    if rejected is not None and stored[2] is not None and stored[2] != rejected:
+        problems.append(_problem(Code.REJECTS_COUNT, f"counts.records_rejected is {stored[2]}, {fmt.REJECTS_NAME} "
+                                                     f"has {rejected} lines"))
+    return problems
+
+
+def _compare_totals(manifest: Mapping[str, Any], counts: Mapping[str, Any], totals: Totals) -> list[Problem]:
+    actual = {"packs": totals.packs, "sources_packed": totals.sources, "tokens": totals.tokens,
+              "target_tokens": totals.targets, "padding_tokens": totals.padded - totals.tokens}
+    problems = [
+        _problem(Code.MANIFEST_COUNT, f"counts.{key} is {counts[key]}, the shards hold {value}")
+        for key, value in actual.items()
+        if lookup(counts, key, int) is not None and counts[key] != value
+    ]
+    seq_len = lookup(manifest, "pipeline.packing.seq_len", int)
+    efficiency = lookup(manifest, "packing_efficiency", (int, float))
+    if seq_len and efficiency is not None:
+        want = totals.tokens / (totals.packs * seq_len) if totals.packs else 0.0
+        if not math.isclose(efficiency, want, rel_tol=1e-9, abs_tol=1e-12):
+            problems.append(_problem(Code.MANIFEST_COUNT, f"packing_efficiency {efficiency} != tokens / (packs * "
+                                                          f"seq_len) = {want}"))
+    return problems

@@ -1,0 +1,104 @@
+"""``rejects.jsonl`` and source accounting (SPEC §4, §8): one well-formed line per rejected record, the
+manifest's ``rejects_by_reason`` equal to the file, and every input record exactly once: no source is
+packed twice or both packed and rejected.
+
+Packed sources travel from the shard scans as 8-byte blake2b digests (``source_digest``), with the
+index of the pack that holds each, so a dataset of millions of sources stays small in memory.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections import Counter
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from cook import format as fmt
+from cook.validate.problems import Code, Problem
+
+
+def source_digest(source: str) -> int:
+    return int.from_bytes(hashlib.blake2b(source.encode("utf-8"), digest_size=8).digest(), "little")
+
+
+@dataclass(slots=True)
+class Rejects:
+    """What ``rejects.jsonl`` holds: its line count (None when absent), sources, reasons, problems."""
+
+    lines: int | None = None
+    sources: list[str] = field(default_factory=list)
+    by_reason: Counter[str] = field(default_factory=Counter)
+    problems: list[Problem] = field(default_factory=list)
+
+
+def read_rejects(root: str, max_problems: int = 20) -> Rejects:
+    """Parse ``rejects.jsonl``: every line an object with string ``source``, ``reason``, ``detail``."""
+    path = os.path.join(root, fmt.REJECTS_NAME)
+    out = Rejects()
+    if not os.path.isfile(path):
+        out.problems.append(Problem(Code.REJECTS_INVALID.value, "", "", f"{fmt.REJECTS_NAME} does not exist"))
+        return out
+    out.lines = 0
+    with open(path, "rb") as handle:
+        for number, line in enumerate(handle, start=1):
+            out.lines += 1
+            problem = _line_problem(line)
+            if problem:
+                if len(out.problems) < max_problems:
+                    out.problems.append(Problem(Code.REJECTS_INVALID.value, "", "",
+                                                f"{fmt.REJECTS_NAME} line {number}: {problem}"))
+                continue
+            body = json.loads(line)
+            out.sources.append(body["source"])
+            out.by_reason[body["reason"]] += 1
+    return out
+
+
+def _line_problem(line: bytes) -> str:
+    try:
+        body = json.loads(line.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError) as err:
+        return f"not JSON ({err})"
+    if not isinstance(body, dict) or set(body) != {"source", "reason", "detail"}:
+        return "must be an object with exactly source, reason, detail"
+    if not all(isinstance(body[key], str) for key in body):
+        return "source, reason and detail must be strings"
+    return ""
+
+
+def check_by_reason(manifest: Mapping[str, Any], rejects: Rejects) -> list[Problem]:
+    """The manifest's ``rejects_by_reason`` equals the reasons counted in the file."""
+    stored = manifest.get("rejects_by_reason")
+    if rejects.lines is None or not isinstance(stored, dict) or rejects.problems:
+        return []
+    if dict(sorted(stored.items())) == dict(sorted(rejects.by_reason.items())):
+        return []
+    return [Problem(Code.REJECTS_COUNT.value, "", "", f"rejects_by_reason {dict(sorted(stored.items()))} != "
+                                                      f"{fmt.REJECTS_NAME} {dict(sorted(rejects.by_reason.items()))}")]
+
+
+def check_sources(digests: np.ndarray, packs: np.ndarray, rejected: list[str], limit: int = 20) -> list[Problem]:
+    """No source digest twice. ``digests``: uint64 [S] of packed sources; ``packs``: int64 [S] pack index."""
+    problems: list[Problem] = []
+    rejected_digests = np.array([source_digest(s) for s in rejected], dtype=np.uint64)
+    everything = np.concatenate([digests, rejected_digests])
+    values, counts = np.unique(everything, return_counts=True)
+    repeated = values[counts > 1]
+    if not repeated.size:
+        return problems
+    by_digest = {source_digest(s): s for s in rejected}
+    for digest in repeated[:limit].tolist():
+        where = sorted(fmt.pack_key(int(p)) for p in packs[digests == digest].tolist())
+        name = by_digest.get(digest)
+        what = f"rejected source {name!r}" if name else "a source"
+        problems.append(Problem(Code.SOURCE_DUPLICATE.value, "", where[0] if where else "",
+                                f"{what} appears {int(counts[values == digest][0])} times; packed in "
+                                f"{', '.join(where) or 'no pack'}"))
+    if repeated.size > limit:
+        problems.append(Problem(Code.SOURCE_DUPLICATE.value, "", "", f"... {repeated.size - limit} more repeated"))
+    return problems

@@ -1,0 +1,112 @@
+"""A cooked dataset -> ``DatasetStats`` (``cook stats``): packing efficiency, pack fill, sequence lengths,
+sources per pack, media-token share and reject reasons.
+
+Only the small members are read (cu_seqlens*, meta.json, media_sizes, audio_lengths); the large ones
+are seeked over. Media tokens are the embeddings that ``media_sizes``/``audio_lengths`` imply, which
+``cook validate`` proves equal to the ``<image>``/``<so_embedding>`` placeholders, so no tokenizer is needed.
+
+    fill of a pack        = T / seq_len                        (padding included)
+    packing efficiency    = true tokens / (packs * seq_len)    (as in the manifest)
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+import numpy as np
+
+from cook import format as fmt
+from cook.validate.media import VISUAL_KINDS, clip_tokens, visual_embeddings
+from cook.validate.packs import iter_packs
+
+READ_ONLY: Final = frozenset({fmt.INPUT_IDS, fmt.LOSS_MASK, fmt.PIXEL_PATCHES, fmt.AUDIO_FEATURES})
+FILL_BINS: Final = 10
+LENGTH_BINS: Final = 16
+
+
+@dataclass
+class DatasetStats:
+    seq_len: int | None
+    pack_tokens: list[int] = field(default_factory=list)  # T of each pack
+    true_tokens: list[int] = field(default_factory=list)  # cu_seqlens[-1] of each pack
+    sources_per_pack: list[int] = field(default_factory=list)
+    seq_lengths: list[int] = field(default_factory=list)
+    image_tokens: int = 0
+    audio_tokens: int = 0
+    rejects: Counter[str] = field(default_factory=Counter)
+    records_in: int | None = None
+
+
+def _pack_media_tokens(members: dict[str, bytes], media: list[str]) -> tuple[int, int]:
+    visual = [kind for kind in media if kind in VISUAL_KINDS]
+    image = audio = 0
+    if fmt.MEDIA_SIZES in members:
+        sizes = fmt.load_npy(members[fmt.MEDIA_SIZES]).tolist()
+        image = sum(visual_embeddings(k, *row) for k, row in zip(visual, sizes, strict=False))
+    if fmt.AUDIO_LENGTHS in members:
+        audio = int(clip_tokens(fmt.load_npy(members[fmt.AUDIO_LENGTHS])).sum())
+    return image, audio
+
+
+def compute_stats(root: str) -> DatasetStats:
+    """Stream every pack's small members once."""
+    with open(os.path.join(root, fmt.MANIFEST_NAME), encoding="utf-8") as handle:
+        manifest = json.load(handle)
+    seq_len = manifest.get("pipeline", {}).get("packing", {}).get("seq_len")
+    stats = DatasetStats(seq_len=seq_len, records_in=manifest.get("counts", {}).get("records_in"))
+    for _, raw in iter_packs(root, skip=READ_ONLY):
+        cu = fmt.load_npy(raw.members[fmt.CU_SEQLENS])
+        padded_cu = fmt.load_npy(raw.members[fmt.CU_SEQLENS_PADDED])
+        sequences = json.loads(raw.members[fmt.META])["sequences"]
+        stats.pack_tokens.append(int(padded_cu[-1]))
+        stats.true_tokens.append(int(cu[-1]))
+        stats.sources_per_pack.append(len(sequences))
+        stats.seq_lengths.extend(np.diff(cu).tolist())
+        image, audio = _pack_media_tokens(raw.members, [k for s in sequences for k in s["media"]])
+        stats.image_tokens += image
+        stats.audio_tokens += audio
+    rejects = os.path.join(root, fmt.REJECTS_NAME)
+    if os.path.isfile(rejects):
+        with open(rejects, encoding="utf-8") as handle:
+            stats.rejects.update(json.loads(line)["reason"] for line in handle if line.strip())
+    return stats
+
+
+def histogram(values: list[int] | list[float], edges: np.ndarray) -> dict[str, list[Any]]:
+    counts, _ = np.histogram(np.asarray(values, dtype=np.float64), bins=edges)
+    return {"edges": [round(float(e), 6) for e in edges], "counts": counts.tolist()}
+
+
+def distribution(values: list[int]) -> dict[str, float]:
+    if not values:
+        return {"min": 0, "median": 0, "p90": 0, "max": 0, "mean": 0}
+    array = np.asarray(values, dtype=np.float64)
+    return {"min": float(array.min()), "median": float(np.median(array)), "p90": float(np.percentile(array, 90)),
+            "max": float(array.max()), "mean": float(array.mean())}
+
+
+def summarize(stats: DatasetStats) -> dict[str, Any]:
+    """The ``cook stats --json`` object."""
+    packs, tokens, padded = len(stats.pack_tokens), sum(stats.true_tokens), sum(stats.pack_tokens)
+    capacity = stats.seq_len or max(stats.pack_tokens, default=1)
+    fills = [t / capacity for t in stats.pack_tokens]
+    spp_edges = np.arange(0.5, max(stats.sources_per_pack, default=1) + 1.5)
+    return {
+        "packs": packs, "sources": len(stats.seq_lengths), "seq_len": stats.seq_len,
+        "records_in": stats.records_in, "tokens": tokens, "padded_tokens": padded,
+        "padding_tokens": padded - tokens,
+        "packing_efficiency": tokens / (packs * capacity) if packs else 0.0,
+        "fill": {**distribution(fills), "histogram": histogram(fills, np.linspace(0.0, 1.0, FILL_BINS + 1))},  # type: ignore[arg-type]
+        "sequence_length": {**distribution(stats.seq_lengths),
+                            "histogram": histogram(stats.seq_lengths, np.linspace(0, capacity, LENGTH_BINS + 1))},
+        "sources_per_pack": {**distribution(stats.sources_per_pack),
+                             "histogram": histogram(stats.sources_per_pack, spp_edges)},
+        "media_tokens": {"image": stats.image_tokens, "audio": stats.audio_tokens,
+                         "image_share": stats.image_tokens / tokens if tokens else 0.0,
+                         "audio_share": stats.audio_tokens / tokens if tokens else 0.0},
+        "rejects": dict(sorted(stats.rejects.items(), key=lambda item: (-item[1], item[0]))),
+    }
