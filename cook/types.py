@@ -88,6 +88,9 @@ class Turn:
 
 @dataclass(frozen=True, slots=True)
 class Conversation:
+    """One canonical conversation. ``media`` is numbered in placeholder order: the i-th ``MediaPart``
+    met when reading the turns in order has ``index == i``."""
+
     source: str
     turns: tuple[Turn, ...]
     media: tuple[MediaRef, ...] = ()

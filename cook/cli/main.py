@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Callable
+from typing import Any
 
 from cook.errors import ConfigError
 
@@ -31,7 +32,7 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _optional_command(name: str):  # noqa: ANN202 - module or None
+def _optional_command(name: str) -> Any:
     import importlib
 
     try:

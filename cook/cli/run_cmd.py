@@ -23,8 +23,8 @@ def add_parser(sub: Any) -> None:
     p.set_defaults(handler=handle)
 
 
-def executor_factory(address: str | None, workers: int):  # noqa: ANN201
-    def make(config: PipelineConfig):  # noqa: ANN202
+def executor_factory(address: str | None, workers: int):
+    def make(config: PipelineConfig):
         if workers == 0:
             from cook.runner.local import LocalExecutor
 

@@ -34,7 +34,7 @@ TOKENIZE_BATCH = 256
 # Fault injection for tests of crash handling: a record whose JSON contains this env var's value
 # makes the worker process exit, as a segfault in a decoder would. Unset in normal runs.
 FAULT_ENV = "COOK_FAULT_INJECT_EXIT"
-Cooked = tuple[Conversation, tuple[MediaItem, ...]]
+Cooked = tuple[Conversation, tuple[tuple[MediaItem, ...], ...]]  # media items grouped per MediaRef
 
 
 def _reject(source: str, rejected: Rejected) -> RejectRecord:
@@ -75,7 +75,7 @@ class CookWorker:
         self._media_store: Any = None
         self._fault_marker = os.environ.get(FAULT_ENV)
 
-    def _media(self, raw: RawRecord, conv: Conversation) -> tuple[MediaItem, ...]:
+    def _media(self, raw: RawRecord, conv: Conversation) -> tuple[tuple[MediaItem, ...], ...]:
         if not conv.media:
             return ()
         from cook.media import process_media
@@ -88,11 +88,11 @@ class CookWorker:
                 stores=list(cfg.input.media_stores),
                 max_media_bytes=cfg.media.max_media_bytes,
             )
-        items: list[MediaItem] = []
+        groups = []
         for ref in conv.media:
             data = self._media_store.resolve(ref.ref, raw.members, os.path.dirname(raw.origin))
-            items.extend(process_media(ref, data, self.config.media))
-        return tuple(items)
+            groups.append(process_media(ref, data, self.config.media))
+        return tuple(groups)
 
     def _cook_one(self, raw: RawRecord) -> Cooked:
         if self._fault_marker and self._fault_marker in json.dumps(raw.fields):

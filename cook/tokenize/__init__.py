@@ -18,9 +18,9 @@ import numpy as np
 from cook.config import TokenizerConfig
 from cook.errors import Rejected, RejectReason
 from cook.format import AUDIO_END, IMG_END
-from cook.tokenize.chat_format import Control, Text, render
+from cook.tokenize.chat_format import Control, MediaGroups, Text, render
 from cook.tokenize.tokenizer import ChatTokenizer
-from cook.types import Conversation, MediaItem, TokenizedSample
+from cook.types import Conversation, TokenizedSample
 
 MEDIA_END_TOKENS = (IMG_END, AUDIO_END)
 CACHED_MAX_CHARS = 16  # role headers and newlines: encoded once per worker
@@ -34,7 +34,7 @@ def _control_id(tokenizer: ChatTokenizer, name: str) -> int:
 
 
 def _assemble(
-    tokenizer: ChatTokenizer, conv: Conversation, media: tuple[MediaItem, ...], pieces: list, encoded: list
+    tokenizer: ChatTokenizer, conv: Conversation, media: MediaGroups, pieces: list, encoded: list
 ) -> TokenizedSample:
     """Concatenate the pieces' ids; target pieces become ``[start, stop)`` spans of the mask."""
     ids: list[int] = []
@@ -62,16 +62,20 @@ def _assemble(
         loss_mask[start:stop] = 1
     if not loss_mask.any():
         raise Rejected(RejectReason.NO_TARGET, "no assistant target tokens")
-    return TokenizedSample(conv.source, input_ids, loss_mask, media=media, media_end=media_end)
+    items = tuple(item for group in media for item in group)  # cookers number media in placeholder order
+    return TokenizedSample(conv.source, input_ids, loss_mask, media=items, media_end=media_end)
 
 
 def tokenize_batch(
     tokenizer: ChatTokenizer,
     conversations: Sequence[Conversation],
-    media: Sequence[tuple[MediaItem, ...]],
+    media: Sequence[MediaGroups],
     config: TokenizerConfig,
 ) -> list[TokenizedSample | Rejected]:
-    """Tokenize a batch; a conversation that cannot be tokenized becomes a ``Rejected`` in place."""
+    """Tokenize a batch; a conversation that cannot be tokenized becomes a ``Rejected`` in place.
+
+    ``media[k][i]`` holds the processed items of ``conversations[k].media[i]``.
+    """
     rendered = [
         render(c, m, config.train_on, config.normalize_thinking) for c, m in zip(conversations, media, strict=True)
     ]

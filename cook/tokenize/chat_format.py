@@ -41,6 +41,7 @@ class Repeat(NamedTuple):
 
 
 Piece = Text | Control | Repeat
+MediaGroups = Sequence[tuple[MediaItem, ...]]
 
 
 def merge_text(parts: Sequence[Part]) -> tuple[Part, ...]:
@@ -83,12 +84,12 @@ def with_tools(turns: tuple[Turn, ...], tools: str | None) -> tuple[Turn, ...]:
     return (Turn("system", (TextPart(f"# Tools\n{tools}"),)), *turns)
 
 
-def _parts(parts: Sequence[Part], media: Sequence[MediaItem], target: bool, out: list[Piece]) -> None:
+def _parts(parts: Sequence[Part], media: MediaGroups, target: bool, out: list[Piece]) -> None:
     for part in merge_text(parts):
         if isinstance(part, TextPart):
             out.append(Text(part.text, target))
             continue
-        for block in media[part.index].blocks:
+        for block in (block for item in media[part.index] for block in item.blocks):
             if block.prefix:
                 out.append(Text(block.prefix, target))
             out.append(Control(block.start, target))
@@ -96,8 +97,9 @@ def _parts(parts: Sequence[Part], media: Sequence[MediaItem], target: bool, out:
             out.append(Control(block.end, target))
 
 
-def render(conv: Conversation, media: Sequence[MediaItem], train_on: str, normalize_thinking: bool) -> list[Piece]:
-    """Pieces of one conversation; ``media[i]`` is the processed item of ``conv.media[i]``."""
+def render(conv: Conversation, media: MediaGroups, train_on: str, normalize_thinking: bool) -> list[Piece]:
+    """Pieces of one conversation; ``media[i]`` holds the processed items of ``conv.media[i]`` (one, or
+    two for a video cooked with its sound track: frames, then audio, both at that media slot)."""
     turns = with_tools(conv.turns, conv.tools)
     out: list[Piece] = []
     normalize = normalize_thinking and not conv.template_applied

@@ -94,7 +94,7 @@ def test_placeholders_expand_to_exact_counts(chat_tokenizer) -> None:  # noqa: A
                       patches=np.zeros((16, 768), np.uint8), size=(1, 64, 64), visual_kind="image")
     audio = MediaItem("audio", (PlaceholderBlock("<so_start>", "<so_embedding>", 3, "<so_end>"),))
     c = conv(Turn("user", (MediaPart(0), TextPart("Hi"), MediaPart(1))), assistant("Yo"))
-    sample = tok(chat_tokenizer, c, media=(image, audio))
+    sample = tok(chat_tokenizer, c, media=((image,), (audio,)))
     expected_user = [1, 2012, 209, 6, 5, 5, 5, 5, 7, *HI, 8, 9, 9, 9, 10, 2, 209]
     assert sample.input_ids.tolist()[: len(expected_user)] == expected_user
     assert sample.media_end == len(expected_user) - 2
@@ -105,7 +105,7 @@ def test_video_blocks_carry_frame_lines(chat_tokenizer) -> None:  # noqa: ANN001
     blocks = tuple(PlaceholderBlock("<img>", "<image>", 2, "</img>", prefix=f"Frame {i + 1} sampled at {i:.2f} seconds: ")
                    for i in range(2))
     video = MediaItem("video", blocks, patches=np.zeros((16, 768), np.uint8), size=(4, 32, 32), visual_kind="video")
-    sample = tok(chat_tokenizer, conv(Turn("user", (MediaPart(0),)), assistant("Yo")), media=(video,))
+    sample = tok(chat_tokenizer, conv(Turn("user", (MediaPart(0),)), assistant("Yo")), media=((video,),))
     ids = sample.input_ids.tolist()
     assert ids.count(5) == 4 and ids.count(6) == 2 and ids.count(7) == 2
     frame_line = chat_tokenizer.encode_texts(["Frame 1 sampled at 0.00 seconds: "])[0]
