@@ -1,0 +1,57 @@
+"""One cook job for bench_scale, run in its own process so its memory is its own.
+
+    python -m bench.scale_job CORPUS OUT WORKERS UNIT_BYTES   -> one JSON line on stdout
+
+WORKERS=0 cooks in-process; otherwise a local Ray with WORKERS actors, warmed up (tokenizer loaded)
+before the clock starts, so the figure is the steady-state rate and not Ray's or transformers'
+start-up.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import sys
+import time
+
+
+def main(corpus: str, out: str, workers: int, unit_bytes: int) -> None:
+    os.environ["TOKENIZERS_PARALLELISM"] = "false"
+    from cook.config import load_config
+    from cook.runner.local import LocalExecutor
+    from cook.runner.pipeline import run_pipeline
+    from cook.writer.energon_meta import write_energon_meta
+
+    overrides = [f"input.path={corpus}", f"output.dir={out}", f"input.unit_bytes={unit_bytes}",
+                 "packing.buffer_size=2000", "output.shard_size=64", "ray.cpus_per_actor=1"]
+    config = load_config("pipelines/demo.yaml", overrides)
+    if workers == 0:
+        executor = LocalExecutor(config)
+    else:
+        import ray
+
+        from cook.runner.ray import RayExecutor
+
+        executor = RayExecutor(config, None, workers)
+        ray.get([a.__ray_ready__.remote() for a in executor.actors])
+    start = time.perf_counter()
+    summary = run_pipeline(config, lambda _config: executor, overwrite=True, progress=False)
+    seconds = time.perf_counter() - start
+    index_start = time.perf_counter()
+    shards = sorted(n for n in os.listdir(out) if n.endswith(".tar"))
+    write_energon_meta(out, shards)
+    index_s = time.perf_counter() - index_start
+    result = {
+        "workers": workers,
+        "seconds": seconds,
+        "records": summary.counts["records_in"],
+        "tokens": summary.counts["tokens"],
+        "index_s": index_s,
+        "driver_max_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+    }
+    print(json.dumps(result), flush=True)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]))
