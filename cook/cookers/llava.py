@@ -35,16 +35,16 @@ MEDIA_FIELDS: tuple[tuple[MediaKind, str, str], ...] = (
 )
 
 
-def _split(value: str, pending: dict[str, list[str]], media: list[MediaRef], where: str) -> list[Part]:
+def _split(value: str, pending: dict[MediaKind, list[str]], media: list[MediaRef], where: str) -> list[Part]:
     parts: list[Part] = []
     position = 0
     for match in TAG.finditer(value):
         if match.start() > position:
             parts.append(TextPart(value[position : match.start()]))
-        kind = match.group(1)
+        kind: MediaKind = match.group(1)  # type: ignore[assignment]
         if not pending[kind]:
             raise Rejected(RejectReason.MEDIA_COUNT_MISMATCH, f"{where}: more <{kind}> tags than {kind}s")
-        media.append(MediaRef(kind=kind, ref=pending[kind].pop(0)))  # type: ignore[arg-type]
+        media.append(MediaRef(kind=kind, ref=pending[kind].pop(0)))
         parts.append(MediaPart(len(media) - 1))
         position = match.end()
     if position < len(value):

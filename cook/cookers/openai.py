@@ -34,7 +34,7 @@ def _media_ref(part: dict[str, Any], where: str) -> MediaRef:
         raise Rejected(RejectReason.MISSING_FIELD, f"{where}: {kind} part has no reference")
     start = optional(part, "start", (int, float), where + ".")
     end = optional(part, "end", (int, float), where + ".")
-    return MediaRef(kind=kind, ref=value, start_s=start, end_s=end)  # type: ignore[arg-type]
+    return MediaRef(kind=kind, ref=value, start_s=start, end_s=end)
 
 
 def _content(value: Any, where: str, media: list[MediaRef]) -> list[Part]:

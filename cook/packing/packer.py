@@ -25,7 +25,7 @@ import numpy as np
 from cook.config import PackingConfig
 from cook.errors import Rejected, RejectReason
 from cook.packing.algorithms import pack
-from cook.types import Pack, SequenceMeta, TokenizedSample
+from cook.types import MediaItem, Pack, SequenceMeta, TokenizedSample
 
 
 def fit_sample(sample: TokenizedSample, config: PackingConfig) -> TokenizedSample:
@@ -56,8 +56,9 @@ def fit_sample(sample: TokenizedSample, config: PackingConfig) -> TokenizedSampl
     return replace(sample, input_ids=sample.input_ids[:seq_len], loss_mask=sample.loss_mask[:seq_len], truncated=True)
 
 
-def _media_label(item: object) -> str:
-    return getattr(item, "visual_kind", None) or getattr(item, "kind", "media")
+def _media_label(item: MediaItem) -> str:
+    """``meta.json``'s name for a media item: image, video, tiles or audio."""
+    return item.visual_kind or item.kind
 
 
 def build_pack(samples: Sequence[TokenizedSample], pad_id: int, pad_multiple: int) -> Pack:
@@ -73,8 +74,10 @@ def build_pack(samples: Sequence[TokenizedSample], pad_id: int, pad_multiple: in
         loss_mask[start : start + sample.length] = sample.loss_mask
     loss_mask[cu_padded[:-1]] = 0
     media = [item for s in samples for item in s.media]
-    visual = [m for m in media if m.patches is not None]
-    audio = [m for m in media if m.audio_features is not None]
+    patches = [m.patches for m in media if m.patches is not None]
+    sizes = [m.size for m in media if m.patches is not None]
+    features = [m.audio_features for m in media if m.audio_features is not None]
+    clip_lengths = [m.audio_lengths for m in media if m.audio_lengths is not None]
     return Pack(
         input_ids=input_ids,
         loss_mask=loss_mask,
@@ -90,10 +93,10 @@ def build_pack(samples: Sequence[TokenizedSample], pad_id: int, pad_multiple: in
             )
             for s in samples
         ),
-        pixel_patches=np.concatenate([m.patches for m in visual]) if visual else None,  # type: ignore[misc]
-        media_sizes=np.array([m.size for m in visual], dtype=np.int32) if visual else None,
-        audio_features=_stack_audio([m.audio_features for m in audio]) if audio else None,  # type: ignore[misc]
-        audio_lengths=np.concatenate([m.audio_lengths for m in audio]).astype(np.int32) if audio else None,  # type: ignore[misc]
+        pixel_patches=np.concatenate(patches) if patches else None,
+        media_sizes=np.array(sizes, dtype=np.int32) if sizes else None,
+        audio_features=_stack_audio(features) if features else None,
+        audio_lengths=np.concatenate(clip_lengths).astype(np.int32) if clip_lengths else None,
     )
 
 

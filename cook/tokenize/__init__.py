@@ -50,7 +50,7 @@ def _assemble(
             if piece.name in MEDIA_END_TOKENS:
                 media_end = len(ids)
         else:
-            ids += [_control_id(tokenizer, piece.name)] * piece.count
+            ids += [_control_id(tokenizer, piece.name)] * piece.times
         if piece.target:
             if spans and spans[-1][1] == start:
                 spans[-1] = (spans[-1][0], len(ids))

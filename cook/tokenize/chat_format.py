@@ -7,7 +7,7 @@ assistant turn starts with exactly one think block (``normalize_thinking``)::
     assistant "Answer"                               ->  <think> </think> "Answer"
 
 Pieces are ``Text`` (data text, encoded with control tokens disabled), ``Control`` (one control
-token by name) and ``Repeat`` (a placeholder token ``count`` times). ``target`` marks the pieces that
+token by name) and ``Repeat`` (a placeholder token ``times`` times). ``target`` marks the pieces that
 are trained on: a target turn's body and its ``<|im_end|>``.
 
 Tool definitions (``Conversation.tools``) are appended to the first system turn as
@@ -36,7 +36,7 @@ class Control(NamedTuple):
 
 class Repeat(NamedTuple):
     name: str
-    count: int
+    times: int
     target: bool
 
 

@@ -35,7 +35,7 @@ def pack_members(pack: Pack) -> list[tuple[str, bytes]]:
         fmt.AUDIO_FEATURES: pack.audio_features,
         fmt.AUDIO_LENGTHS: pack.audio_lengths,
     }
-    out = []
+    out: list[tuple[str, bytes]] = []
     for name in fmt.MEMBERS:
         if name == fmt.META:
             out.append((name, meta_json(pack)))
