@@ -51,7 +51,8 @@ class PackedBatch(Batch):
     """A micro-batch: the packs of ``__key__`` as one THD stream of ``T`` tokens, batch dim 1.
 
     ``pixel_patches`` stay uint8 until ``to_device`` has copied them; ``pixel_values`` (float32,
-    CLIP-normalized, ``[P, 3, 16, 16]``) is filled on the device by ``to_device``.
+    CLIP-normalized, ``[P, 3, 16, 16]``) is filled on the device by ``to_device``. Not frozen: Energon
+    sets ``__restore_key__`` after batching.
     """
 
     input_ids: torch.Tensor  # int64 [1, T]

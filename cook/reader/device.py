@@ -43,7 +43,7 @@ def to_device(batch: PackedBatch, device: torch.device | str) -> PackedBatch:
     """Copy every tensor of ``batch`` to ``device`` (pinned, non-blocking), then normalize pixels there."""
     device = torch.device(device)
     pin = device.type == "cuda" and torch.cuda.is_available()
-    moved = {
+    moved: dict[str, torch.Tensor | None] = {
         field.name: _move(value, device, pin)
         for field in dataclasses.fields(batch)
         if isinstance(value := getattr(batch, field.name), torch.Tensor)

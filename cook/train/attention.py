@@ -22,12 +22,18 @@ own slice — the same result without a ``T x T`` mask (``T`` is ~8k for a micro
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from itertools import pairwise
+from typing import Any
+
 import torch
 import torch.nn.functional as F
 from torch import nn
 
 try:  # torch >= 2.9 on CUDA: flash attention over cu_seqlens
-    from torch.nn.attention.varlen import varlen_attn
+    from torch.nn.attention.varlen import varlen_attn as _varlen_attn
+
+    varlen_attn: Callable[..., Any] | None = _varlen_attn
 except ImportError:  # pragma: no cover - depends on the torch build
     varlen_attn = None
 
@@ -62,7 +68,7 @@ class PackedAttention(nn.Module):
             assert isinstance(out, torch.Tensor)
         else:
             bounds = cu_seqlens_padded.tolist()
-            out = torch.cat([_causal(q[s:e], k[s:e], v[s:e]) for s, e in zip(bounds[:-1], bounds[1:], strict=True)])
+            out = torch.cat([_causal(q[s:e], k[s:e], v[s:e]) for s, e in pairwise(bounds)])
         return self.out(out.reshape(tokens, hidden))
 
 

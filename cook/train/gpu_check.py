@@ -61,6 +61,10 @@ def _model_config(dataset: Path, hidden: int, layers: int) -> ModelConfig:
     )
 
 
+def _ratio(numerator: float, denominator: float) -> float | None:
+    return numerator / denominator if denominator else None
+
+
 def _figures(device: torch.device, times: list[float], tokens: list[int], last: StepResult) -> dict[str, object]:
     return {
         "device": torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu",
@@ -70,7 +74,7 @@ def _figures(device: torch.device, times: list[float], tokens: list[int], last: 
         "loss": round(last.lm_loss, 5),
         "aux_loss_supervised": last.aux_loss_supervised,
         "aux_loss_legacy": last.aux_loss_legacy,
-        "aux_legacy_over_supervised": last.aux_loss_legacy / last.aux_loss_supervised if last.aux_loss_supervised else None,
+        "aux_legacy_over_supervised": _ratio(last.aux_loss_legacy, last.aux_loss_supervised),
         "global_target_tokens": last.global_target_tokens,
         "tokens": last.tokens,
         "routed_tokens": list(last.routed_tokens),

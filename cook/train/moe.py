@@ -17,7 +17,8 @@ Routing follows Megatron's defaults: top-k on the logits, softmax over the chose
 aux-loss scores are a softmax over all experts, as in ``compute_routing_scores_for_aux_loss`` but in
 the logits' dtype (that helper forces float32; the gradient checks run in float64). With a padding
 mask, pad tokens are left out of the scores, of ``tokens_per_expert`` and of ``P`` — they are still
-dispatched to experts, as in Megatron.
+dispatched to experts, as in Megatron. In eval mode (or without grad) the aux loss is computed and
+returned but not attached, as in Megatron's router.
 """
 
 from __future__ import annotations
@@ -60,7 +61,7 @@ class MoEMLP(nn.Module):
         aux = switch_load_balancing_loss_func(
             probs=scores,
             tokens_per_expert=routing_map.sum(dim=0),
-            total_num_tokens=routed.clamp(min=1),  # type: ignore[arg-type]  # Megatron passes tensors here too
+            total_num_tokens=routed.clamp(min=1),  # a tensor, as Megatron passes it
             topk=self.topk,
             num_experts=self.num_experts,
             moe_aux_loss_coeff=self.aux_loss_coeff,
@@ -70,7 +71,8 @@ class MoEMLP(nn.Module):
     def forward(self, x: torch.Tensor, padding_mask: torch.Tensor | None = None) -> MoEOutput:
         logits = self.router(x)  # [N, E]
         top_logits, top_experts = logits.topk(self.topk, dim=1)  # [N, k]
-        probs = torch.zeros_like(logits).scatter(1, top_experts, torch.softmax(top_logits, dim=-1))  # [N, E]
+        gates = torch.softmax(top_logits, dim=-1)  # [N, k]; float32 under autocast
+        probs = gates.new_zeros(logits.shape).scatter(1, top_experts, gates)  # [N, E]
         aux: torch.Tensor | None = None
         routed = torch.tensor(x.shape[0], device=x.device) if padding_mask is None else (~padding_mask).sum()
         if self.aux_loss_coeff > 0:
@@ -81,5 +83,5 @@ class MoEMLP(nn.Module):
         out = torch.zeros_like(x)
         for expert_index, expert in enumerate(self.experts):
             rows = (top_experts == expert_index).any(dim=1).nonzero(as_tuple=True)[0]
-            out = out.index_add(0, rows, probs[rows, expert_index, None] * expert(x[rows]))
+            out = out.index_add(0, rows, (probs[rows, expert_index, None] * expert(x[rows])).to(out.dtype))
         return MoEOutput(hidden=out, aux_loss=aux, routed_tokens=routed)
