@@ -16,10 +16,11 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Protocol
 
 from cook.config import PipelineConfig
+from cook.packing.metrics import PackingStats, stats_for
 from cook.packing.packer import pack_window
 from cook.runner.output_dir import prepare_output
 from cook.runner.plan import plan_units
@@ -69,6 +70,8 @@ class WindowedWriter:
         size = config.packing.buffer_size
         self.size: int | None = None if size == "all" else int(size)
         self.window: list[TokenizedSample] = []
+        self.stats = _restore_stats(state.packing, config.packing.seq_len, config.packing.pad_multiple)
+        self.unmet_multiple = int(state.packing.get("windows_short_of_pack_count_multiple", 0))
         self._resume_unit, self._resume_skip = (state.next_unit, state.skip) if state.skip else (-1, 0)
 
     def consume(self, result: UnitResult) -> None:
@@ -97,8 +100,16 @@ class WindowedWriter:
 
     def _close_window(self, samples: list[TokenizedSample]) -> None:
         packs = pack_window(samples, self.config.packing, self.pad_id)
+        lengths = [seq.length for pack in packs for seq in pack.sequences]
+        groups, start = [], 0
         for pack in packs:
             self._count(pack)
+            groups.append(range(start, start + len(pack.sequences)))
+            start += len(pack.sequences)
+        self.stats = self.stats.merge(stats_for(lengths, groups, self.stats.capacity, self.stats.pad_multiple))
+        multiple = self.config.packing.pack_count_multiple
+        if multiple and len(packs) % multiple:
+            self.unmet_multiple += 1
         size = self.config.output.shard_size
         for start in range(0, len(packs), size):
             shard = write_shard(self.out_dir, len(self.state.shards), self.state.packs, packs[start : start + size])
@@ -117,7 +128,17 @@ class WindowedWriter:
         self.state.rejects_bytes = self.rejects.sync()
         self.state.rejects_by_reason = dict(self.rejects.by_reason)
         self.state.counts = {**self.counts, "records_rejected": self.rejects.count}
+        self.state.packing = {**asdict(self.stats), "windows_short_of_pack_count_multiple": self.unmet_multiple}
         save_state(self.out_dir, self.state)
+
+
+def _restore_stats(saved: dict, capacity: int, pad_multiple: int) -> PackingStats:
+    if not saved:
+        return PackingStats(capacity, pad_multiple)
+    fields = {k: v for k, v in saved.items() if k != "windows_short_of_pack_count_multiple"}
+    fields["sequences_per_pack"] = tuple(tuple(pair) for pair in fields["sequences_per_pack"])
+    fields["fill_histogram"] = tuple(fields["fill_histogram"])
+    return PackingStats(**fields)
 
 
 def _finalize(config: PipelineConfig, writer: WindowedWriter, tokenizer: ChatTokenizer) -> dict:
@@ -133,7 +154,12 @@ def _finalize(config: PipelineConfig, writer: WindowedWriter, tokenizer: ChatTok
         vocab_size=tokenizer.vocab_size,
         pad_id=tokenizer.pad_id,
         counts=counts,
-        packing=writer.state.packing,
+        packing={
+            **writer.stats.to_dict(),
+            "algorithm": config.packing.algorithm,
+            "windows": writer.state.windows,
+            "windows_short_of_pack_count_multiple": writer.unmet_multiple,
+        },
         rejects_by_reason=dict(writer.rejects.by_reason),
         shards=writer.state.shards,
         seq_len=config.packing.seq_len,

@@ -194,7 +194,7 @@ def naive_pack(case: Case, name: str) -> list[list[int]]:
 
 @st.composite
 def cases(draw: st.DrawFn, max_n: int = 40, constrained: bool = True) -> Case:
-    capacity = draw(st.integers(1, 64))
+    capacity = draw(st.integers(1, 64) | st.integers(65, 3000))  # > 64: bucket search widens
     pad = draw(st.sampled_from([1, 1, 2, 4, 8])) if constrained else 1
     pad = pad if capacity >= pad else 1
     top = capacity // pad * pad
@@ -316,3 +316,124 @@ def brute_force_opt(cost: list[int], capacity: int) -> int:
 def test_within_11_9_of_brute_force_opt(name: str, case: Case) -> None:
     opt = brute_force_opt(case.cost, case.capacity)
     assert len(pack(case.lengths, case.capacity, name)) <= 11 / 9 * opt + 6 / 9
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["first_fit_decreasing", "best_fit_decreasing", "modified_first_fit_decreasing", "balanced_greedy_knapsack"],
+)
+@settings(max_examples=150, deadline=None)
+@given(case=cases(max_n=16, constrained=False))
+def test_matches_naive_reference_plain(name: str, case: Case) -> None:
+    """Many small unconstrained inputs: where tie-breaking among equally good bins shows."""
+    assert pack(case.lengths, case.capacity, name) == naive_pack(case, name)
+
+
+# ---------------------------------------------------------------------------------------------------
+# Exact small cases (worked by hand)
+# ---------------------------------------------------------------------------------------------------
+
+# capacity 12; costs by index 1, 5, 9, 2, 11, 5; decreasing order: 4, 2, 1, 5, 3, 0
+SMALL = [1, 5, 9, 2, 11, 5]
+EXPECTED = {
+    # 1+5 | 9+2 | 11 | 5
+    "concatenative": [[0, 1], [2, 3], [4], [5]],
+    # 11->b0, 9->b1, 5->b2, 5->b2, 2->b1 (first with >= 2 free), 1->b0
+    "first_fit_decreasing": [[0, 4], [1, 5], [2, 3]],
+    # ... 2->b2 (2 free beats b1's 3), 1->b0
+    "best_fit_decreasing": [[0, 4], [1, 3, 5], [2]],
+    # large 11, 9 open b0, b1; no medium fits, no small items; step 4: 1->b0, 2->b1; FFD: 5, 5 -> b2
+    "modified_first_fit_decreasing": [[0, 4], [1, 5], [2, 3]],
+    "greedy_knapsack": [[0, 4], [1, 5], [2, 3]],
+    # 3 packs open; 11->b0, 9->b1, 5->b2, 5->b2 (7 free), 2->b1 (3 free), 1->b2 (2 free)
+    "balanced_greedy_knapsack": [[0, 1, 5], [2, 3], [4]],
+    # PCG64(0) order 3, 2, 5, 4, 0, 1: 2->b0, 9->b0, 5->b1, 11->b2, 1->b0, 5->b1
+    "first_fit_shuffle": [[0, 2, 3], [1, 5], [4]],
+}
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_exact_small_case(name: str) -> None:
+    assert pack(SMALL, 12, name) == EXPECTED[name]
+
+
+def test_exact_textbook_cases() -> None:
+    assert pack([5, 4, 3, 2, 1], 6, "first_fit_decreasing") == [[0, 4], [1, 3], [2]]
+    # MFFD beats FFD: large 11, 9; step 3 pairs small items 3+4 into b1 (8 free), 3+3 into b0 (6 free)
+    lengths = [3, 3, 3, 4, 9, 11]
+    assert pack(lengths, 17, "first_fit_decreasing") == [[0, 1, 4], [2], [3, 5]]
+    assert pack(lengths, 17, "modified_first_fit_decreasing") == [[0, 1, 5], [2, 3, 4]]
+    # BFD tie-breaking: 6 goes to the first of two bins with 6 free; 1 to the first with 1 free
+    assert pack([5, 6, 8, 11, 7, 8, 2, 14, 1], 14, "best_fit_decreasing") == [[0, 5], [1, 2], [3, 6, 8], [4], [7]]
+    # delta=1 opens 4 packs: 11, 9, 5, 5 one each; 2 -> b2 (7 free, lowest id), 1 -> b3
+    assert pack(SMALL, 12, "balanced_greedy_knapsack", delta=1) == [[0, 5], [1, 3], [2], [4]]
+
+
+def test_constraints_exact() -> None:
+    # pad_multiple 4: costs 8, 4, 4 (without padding 5 + 3 would share)
+    assert pack([5, 3, 4], 8, "first_fit_decreasing", pad_multiple=4) == [[0], [1, 2]]
+    assert pack([5, 3, 4], 8, "first_fit_decreasing") == [[0, 1], [2]]
+    assert pack([1] * 5, 10, "best_fit_decreasing", max_sequences_per_pack=2) == [[0, 1], [2, 3], [4]]
+    # bin 0 (5 + 3) is full by count with 2 tokens free: the 2 must go to bin 1 (3, 7 free)
+    for name in ("first_fit_decreasing", "best_fit_decreasing", "modified_first_fit_decreasing"):
+        assert pack([5, 3, 3, 2], 10, name, max_sequences_per_pack=2) == [[0, 1], [2, 3]]
+    # media budget 4: item 0 (3 patches) leaves 1, so items 1 and 2 (2 each) share the next pack
+    kwargs = dict(media=[3, 2, 2], media_budget=4)
+    for name in NAMES:
+        assert pack([1, 1, 1], 10, name, **kwargs) in ([[0], [1, 2]], [[0, 1], [2]], [[0, 2], [1]])
+    assert pack([1, 1, 1], 10, "first_fit_decreasing", **kwargs) == [[0], [1, 2]]
+    assert pack([1, 1, 1], 10, "first_fit_decreasing", media=[3, 2, 2]) == [[0, 1, 2]]  # no budget
+
+
+def test_pack_count_multiple() -> None:
+    # FFD gives [[0, 1], [2, 3, 4]] (6 tokens each); the 3-item pack splits first, into [3] and [2, 4]
+    assert pack([5, 1, 1, 3, 2], 6, "first_fit_decreasing") == [[0, 1], [2, 3, 4]]
+    assert pack([5, 1, 1, 3, 2], 6, "first_fit_decreasing", pack_count_multiple=4) == [[0], [1], [2, 4], [3]]
+    assert pack([5, 1, 1, 3, 2], 6, "first_fit_decreasing", pack_count_multiple=2) == [[0, 1], [2, 3, 4]]
+    # 2 items cannot make 4 packs: returned as is, for the caller to report
+    assert pack([6, 6], 6, "first_fit_decreasing", pack_count_multiple=4) == [[0], [1]]
+
+
+# ---------------------------------------------------------------------------------------------------
+# Edge cases and errors
+# ---------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_edges(name: str) -> None:
+    assert pack([], 8, name) == []
+    assert pack([], 8, name, pack_count_multiple=4) == []
+    assert pack([3], 8, name) == [[0]]
+    assert pack([8] * 5, 8, name) == [[i] for i in range(5)]
+    ones = pack([1] * 20, 8, name)
+    assert len(ones) == 3 and sorted(len(q) for q in ones) == (
+        [4, 8, 8] if name != "balanced_greedy_knapsack" else [6, 7, 7]
+    )
+    assert pack([1] * 20, 8, name, max_sequences_per_pack=1) == [[i] for i in range(20)]
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_errors(name: str) -> None:
+    with pytest.raises(ValueError, match="item 2 costs 10 tokens"):
+        pack([3, 4, 9, 1], 8, name, pad_multiple=2)
+    with pytest.raises(ValueError, match="item 1 has 5 media patches"):
+        pack([3, 4], 8, name, media=[0, 5], media_budget=4)
+    with pytest.raises(ValueError, match="item 0 has length 0"):
+        pack([0, 4], 8, name)
+    with pytest.raises(ValueError, match="media has 1 entries"):
+        pack([3, 4], 8, name, media=[0], media_budget=4)
+    for bad in (dict(pad_multiple=0), dict(max_sequences_per_pack=0), dict(pack_count_multiple=0)):
+        with pytest.raises(ValueError, match="must be >= 1"):
+            pack([3], 8, name, **bad)
+
+
+def test_unknown_algorithm() -> None:
+    with pytest.raises(ValueError, match=r"unknown packing algorithm 'bfd'; valid: balanced_greedy_knapsack, "):
+        pack([1], 8, "bfd")
+
+
+def test_shuffle_seed() -> None:
+    lengths = list(range(1, 40))
+    runs = {str(pack(lengths, 40, "first_fit_shuffle", seed=s)) for s in range(8)}
+    assert len(runs) > 1
+    assert pack(lengths, 40, "first_fit_shuffle", seed=3) == pack(lengths, 40, "first_fit_shuffle", seed=3)
