@@ -1,0 +1,78 @@
+"""The packing problem after validation: padded item costs and the limits every pack obeys.
+
+``make_problem`` checks the knobs of ``pack`` and turns lengths into costs (``ceil(length /
+pad_multiple) * pad_multiple``); it raises ValueError for a bad knob or an item that cannot fit even
+alone. ``Problem`` is what the placement routines and algorithms read.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import NDArray
+
+__all__ = ["I64", "INF", "Problem", "make_problem"]
+
+I64 = NDArray[np.int64]
+INF = 1 << 62  # "no limit" / "removed" in budgets and min trees
+
+
+@dataclass(frozen=True)
+class Problem:
+    cost: I64  # int64 [n] padded lengths
+    capacity: int
+    max_items: int  # per pack; n when unlimited
+    media: I64 | None  # int64 [n]; None without a media budget
+    budget: int  # media budget; INF without one
+    seed: int
+    delta: int
+
+    def decreasing(self) -> I64:
+        """Item indices by decreasing cost, ties by ascending index."""
+        return np.argsort(-self.cost, kind="stable")
+
+    def media_of(self, items: I64) -> list[int]:
+        return [0] * len(items) if self.media is None else self.media[items].tolist()
+
+
+def make_problem(
+    lengths: Sequence[int],
+    capacity: int,
+    pad_multiple: int,
+    max_items: int | None,
+    media: Sequence[int] | None,
+    budget: int | None,
+    seed: int,
+    delta: int,
+) -> Problem:
+    raw = np.asarray(lengths, dtype=np.int64).reshape(-1)
+    for name, value in (("capacity", capacity), ("pad_multiple", pad_multiple), ("max_sequences_per_pack", max_items)):
+        if value is not None and value < 1:
+            raise ValueError(f"{name} must be >= 1, got {value}")
+    if len(raw) and raw.min() < 1:
+        raise ValueError(f"item {int(np.argmin(raw))} has length {raw.min()}; lengths must be >= 1")
+    cost = -(-raw // pad_multiple) * pad_multiple
+    big = np.flatnonzero(cost > capacity)
+    if len(big):
+        i = int(big[0])
+        raise ValueError(f"item {i} costs {cost[i]} tokens (pad_multiple={pad_multiple}) > capacity {capacity}")
+    patches = None
+    if media is not None and budget is not None:
+        patches = np.asarray(media, dtype=np.int64).reshape(-1)
+        if len(patches) != len(raw):
+            raise ValueError(f"media has {len(patches)} entries for {len(raw)} lengths")
+        bad = np.flatnonzero((patches < 0) | (patches > budget))
+        if len(bad):
+            i = int(bad[0])
+            raise ValueError(f"item {i} has {patches[i]} media patches; must be in [0, media_budget={budget}]")
+    return Problem(
+        cost=cost,
+        capacity=capacity,
+        max_items=max_items or max(len(raw), 1),
+        media=patches,
+        budget=budget if patches is not None and budget is not None else INF,
+        seed=seed,
+        delta=delta,
+    )
