@@ -12,6 +12,7 @@ Exit 0; 2 for a directory that is not a dataset, a pack index out of range or a 
 from __future__ import annotations
 
 import argparse
+import itertools
 import os
 import sys
 from collections.abc import Callable
@@ -59,7 +60,8 @@ def handle(args: argparse.Namespace) -> int:
     found = find_pack(args.dir, index) if index >= 0 else None
     if found is None:
         total = sum(span.packs for span in shard_spans(args.dir))
-        return _fail(f"pack {index} is out of range: {args.dir} holds packs 0..{total - 1}")
+        held = f"packs 0..{total - 1}" if total else "no packs"
+        return _fail(f"pack {index} is out of range: {args.dir} holds {held}")
     shard, raw = found
     pack, findings = parse_pack(raw)
     if pack is None:
@@ -111,8 +113,9 @@ def source_table(pack: Pack, source: str | None) -> list[str]:
         mark = ">" if source is not None and seq.source.endswith(source) else " "
         media = ", ".join(seq.media) or "-"
         cut = " (truncated)" if seq.truncated else ""
-        rows.append(f"  {mark} {i:>3}  {seq.source:<{width}}  {seq.length:>7}  {padded[i]:>7}  {seq.targets:>7}  "
-                    f"{media}{cut}")
+        rows.append(
+            f"  {mark} {i:>3}  {seq.source:<{width}}  {seq.length:>7}  {padded[i]:>7}  {seq.targets:>7}  {media}{cut}"
+        )
     return ["sources", *rows]
 
 
@@ -126,11 +129,14 @@ def media_summary(pack: Pack) -> list[str]:
         lines.append(f"  media_sizes    {pack.media_sizes.shape[0]} rows (frames x height x width)")
         for row, (kind, (frames, height, width)) in enumerate(zip(kinds, pack.media_sizes.tolist(), strict=False)):
             patches = frames * (height // fmt.PATCH_SIZE) * (width // fmt.PATCH_SIZE)
-            lines.append(f"    {row:>3}  {kind:<6} {frames} x {height} x {width}  -> {patches:,} patches, "
-                         f"{visual_embeddings(kind, frames, height, width):,} embeddings")
+            lines.append(
+                f"    {row:>3}  {kind:<6} {frames} x {height} x {width}  -> {patches:,} patches, "
+                f"{visual_embeddings(kind, frames, height, width):,} embeddings"
+            )
     if pack.audio_lengths is not None and pack.audio_features is not None:
-        lines.append(f"  audio          {pack.audio_lengths.shape[0]} clips, features float16 "
-                     f"{list(pack.audio_features.shape)}")
+        lines.append(
+            f"  audio          {pack.audio_lengths.shape[0]} clips, features float16 {list(pack.audio_features.shape)}"
+        )
         tokens = clip_tokens(pack.audio_lengths).tolist()
         for clip, (frames, n) in enumerate(zip(pack.audio_lengths.tolist(), tokens, strict=True)):
             seconds = frames * fmt.AUDIO_HOP / fmt.AUDIO_SAMPLE_RATE_HZ
@@ -151,8 +157,9 @@ def _collapse_ids(tokenizer: Any) -> dict[int, str]:
     return {i: token for i, token in ids.items() if isinstance(i, int) and i != tokenizer.unk_token_id}
 
 
-def marked_text(ids: np.ndarray, mask: np.ndarray, decode: Callable[[list[int]], str], collapse: dict[int, str],
-                color: bool) -> str:
+def marked_text(
+    ids: np.ndarray, mask: np.ndarray, decode: Callable[[list[int]], str], collapse: dict[int, str], color: bool
+) -> str:
     """Decode ``ids`` run by run: a run is constant in target-ness and in which placeholder it repeats."""
     if not ids.size:
         return ""
@@ -160,7 +167,7 @@ def marked_text(ids: np.ndarray, mask: np.ndarray, decode: Callable[[list[int]],
     cuts = np.flatnonzero((np.diff(mask.astype(np.int64)) != 0) | (np.diff(placeholder) != 0)) + 1
     bounds = [0, *cuts.tolist(), int(ids.size)]
     out = []
-    for lo, hi in zip(bounds[:-1], bounds[1:], strict=True):
+    for lo, hi in itertools.pairwise(bounds):
         token = collapse.get(int(placeholder[lo]))
         text = (token if hi - lo == 1 else f"{token}×{hi - lo}") if token else decode(ids[lo:hi].tolist())
         text = text.translate(_ESCAPES)

@@ -9,7 +9,9 @@ reject reasons. Exit 0; 2 for a directory that is not a dataset.
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
+import os
 import sys
 from typing import Any
 
@@ -35,7 +37,11 @@ def handle(args: argparse.Namespace) -> int:
     if args.plot:
         plot(summary, args.plot, args.dir)
         print(f"cook stats: wrote {args.plot}", file=sys.stderr)
-    print(json.dumps(summary) if args.json else table(summary))
+    try:
+        print(json.dumps(summary) if args.json else table(summary))
+        sys.stdout.flush()
+    except BrokenPipeError:  # a pager or `head` closed stdout
+        sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - keeps the interpreter's final flush quiet
     return 0
 
 
@@ -43,11 +49,18 @@ def _bar(count: int, most: int, width: int = 30) -> str:
     return "█" * round(width * count / most) if most else ""
 
 
-def _histogram_rows(histogram: dict[str, list[Any]], label: str) -> list[str]:
+def _histogram_rows(histogram: dict[str, list[Any]], label: str, whole: bool = False) -> list[str]:
+    """One row per bin; ``whole``: bins of whole numbers (edges at .5), labelled by their first and last."""
     edges, counts = histogram["edges"], histogram["counts"]
     most = max(counts, default=0)
-    return [f"  {label.format(lo=lo, hi=hi):>16}  {n:>8,}  {_bar(n, most)}"
-            for lo, hi, n in zip(edges[:-1], edges[1:], counts, strict=True)]
+    rows = []
+    for lo, hi, n in zip(edges[:-1], edges[1:], counts, strict=True):
+        name = label.format(lo=lo, hi=hi)
+        if whole:
+            first, last = round(lo + 0.5), round(hi - 0.5)
+            name = str(first) if first == last else f"{first}-{last}"
+        rows.append(f"  {name:>16}  {n:>8,}  {_bar(n, most)}")
+    return rows
 
 
 def _distribution(d: dict[str, float], fmt_value: str = "{:,.0f}") -> str:
@@ -71,7 +84,7 @@ def table(s: dict[str, Any]) -> str:
         *_histogram_rows(s["sequence_length"]["histogram"], "{lo:,.0f}-{hi:,.0f}"),
         "",
         f"sources per pack             {_distribution(s['sources_per_pack'])}",
-        *_histogram_rows(s["sources_per_pack"]["histogram"], "{hi:.0f}"),
+        *_histogram_rows(s["sources_per_pack"]["histogram"], "", whole=True),
         "",
         "rejects" + ("" if s["rejects"] else "             none"),
         *(f"  {reason:<16}  {n:>8,}" for reason, n in s["rejects"].items()),
@@ -85,10 +98,16 @@ def plot(s: dict[str, Any], path: str, title: str) -> None:
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import MaxNLocator
 
+    media = s["media_tokens"]
     fig, axes = plt.subplots(2, 2, figsize=(12, 8.5), constrained_layout=True)
-    fig.suptitle(f"cook stats: {title}  ({s['packs']:,} packs, {s['sources']:,} sources, "
-                 f"packing efficiency {s['packing_efficiency']:.1%})", fontsize=13)
+    fig.suptitle(
+        f"cook stats: {title}\n{s['packs']:,} packs, {s['sources']:,} sources, packing efficiency "
+        f"{s['packing_efficiency']:.1%}, media tokens: image {media['image_share']:.1%}, "
+        f"audio {media['audio_share']:.1%}",
+        fontsize=13,
+    )
     panels = [
         (axes[0, 0], s["fill"]["histogram"], "Pack fill (T / seq_len)", "fill", "packs"),
         (axes[0, 1], s["sequence_length"]["histogram"], "Sequence length", "tokens", "sequences"),
@@ -96,14 +115,26 @@ def plot(s: dict[str, Any], path: str, title: str) -> None:
     ]
     for ax, histogram, name, xlabel, ylabel in panels:
         edges, counts = histogram["edges"], histogram["counts"]
-        ax.bar(edges[:-1], counts, width=[hi - lo for lo, hi in zip(edges[:-1], edges[1:], strict=True)],
-               align="edge", color="#4c72b0", edgecolor="white")
+        ax.bar(
+            edges[:-1],
+            counts,
+            width=[hi - lo for lo, hi in itertools.pairwise(edges)],
+            align="edge",
+            color="#4c72b0",
+            edgecolor="white",
+        )
         ax.set(title=name, xlabel=xlabel, ylabel=ylabel)
+        ax.yaxis.set_major_locator(MaxNLocator(integer=True))
         ax.grid(axis="y", alpha=0.3)
+    axes[1, 0].xaxis.set_major_locator(MaxNLocator(integer=True))
     axes[0, 0].axvline(s["fill"]["median"], color="#c44e52", linestyle="--", label=f"median {s['fill']['median']:.2f}")
     axes[0, 0].legend(loc="upper left")
-    axes[0, 1].axvline(s["sequence_length"]["median"], color="#c44e52", linestyle="--",
-                       label=f"median {s['sequence_length']['median']:,.0f}")
+    axes[0, 1].axvline(
+        s["sequence_length"]["median"],
+        color="#c44e52",
+        linestyle="--",
+        label=f"median {s['sequence_length']['median']:,.0f}",
+    )
     axes[0, 1].legend(loc="upper right")
     ax = axes[1, 1]
     reasons = list(s["rejects"].items())
@@ -111,7 +142,10 @@ def plot(s: dict[str, Any], path: str, title: str) -> None:
         ax.barh([r for r, _ in reasons][::-1], [n for _, n in reasons][::-1], color="#dd8452")
     else:
         ax.text(0.5, 0.5, "no rejects", ha="center", va="center", transform=ax.transAxes, fontsize=12)
+        ax.set_xticks([])
+        ax.set_yticks([])
     ax.set(title="Reject reasons", xlabel="records", ylabel="reason")
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.grid(axis="x", alpha=0.3)
     fig.savefig(path, dpi=100)
     plt.close(fig)

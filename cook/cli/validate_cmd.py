@@ -29,8 +29,11 @@ def add_parser(sub: Any) -> None:
     p = sub.add_parser("validate", help="check a cooked dataset against every invariant (SPEC §9)")
     p.add_argument("dir", help="cooked dataset directory")
     p.add_argument("--json", action="store_true", help="print one JSON object on stdout")
-    p.add_argument("--deep", action="store_true",
-                   help="also decode placeholder blocks per sequence and load every pack through megatron.energon")
+    p.add_argument(
+        "--deep",
+        action="store_true",
+        help="also decode placeholder blocks per sequence and load every pack through megatron.energon",
+    )
     p.add_argument("--jobs", type=int, default=None, help="shards checked in parallel (default min(4, cpus))")
     p.add_argument("--tokenizer", help="tokenizer directory (default: the manifest's tokenizer.path)")
     p.add_argument("--max-errors", type=int, default=1000, help="errors listed in the report (all are counted)")
@@ -78,7 +81,12 @@ def load_tokenizer(root: str, override: str | None) -> tuple[Any, list[str]]:
 
 def load_token_info(root: str, override: str | None) -> tuple[TokenInfo | None, list[str]]:
     """Control token ids and vocab size: from ``tokenizer.json`` with the light ``tokenizers`` library when
-    the directory has one (no ``transformers`` import), else through ``load_tokenizer``."""
+    the directory has one (no ``transformers`` import), else through ``load_tokenizer``. A manifest that
+    records ``tokenizer.control_ids`` and ``vocab_size`` needs no tokenizer at all (unless overridden)."""
+    if override is None:
+        recorded = _recorded_token_info(root)
+        if recorded is not None:
+            return recorded, []
     path, warnings = tokenizer_path(root, override)
     if path is None:
         return None, warnings
@@ -87,13 +95,25 @@ def load_token_info(root: str, override: str | None) -> tuple[TokenInfo | None, 
 
         try:
             fast = Tokenizer.from_file(os.path.join(path, "tokenizer.json"))
-        except Exception as err:  # noqa: BLE001 - tokenizers raises plain Exception; reported as a warning
+        except Exception as err:  # tokenizers raises plain Exception; reported as a warning, not a failure
             return None, [*warnings, f"tokenizer {path} cannot be loaded ({err}); pass --tokenizer"]
         ids = {token: fast.token_to_id(token) for token in fmt.CONTROL_TOKENS}
         found = {token: i for token, i in ids.items() if i is not None}
         return TokenInfo(vocab_size=fast.get_vocab_size(with_added_tokens=True), control_ids=found), warnings
     tokenizer, more = load_tokenizer(root, override)
     return (token_info(tokenizer) if tokenizer is not None else None), more
+
+
+def _recorded_token_info(root: str) -> TokenInfo | None:
+    try:
+        with open(os.path.join(root, fmt.MANIFEST_NAME), encoding="utf-8") as handle:
+            entry = json.load(handle).get("tokenizer", {})
+    except (OSError, ValueError, AttributeError):
+        return None
+    ids, vocab = entry.get("control_ids"), entry.get("vocab_size")
+    if not isinstance(ids, dict) or not isinstance(vocab, int):
+        return None
+    return TokenInfo(vocab_size=vocab, pad_id=entry.get("pad_id"), control_ids={k: int(v) for k, v in ids.items()})
 
 
 def _sha256(path: str) -> str | None:
@@ -124,8 +144,12 @@ class _Progress:
         if not self.enabled:
             return
         if self.tty:
-            print(f"\rcook validate: {done}/{total} shards", end="\n" if done == total else "", file=sys.stderr,
-                  flush=True)
+            print(
+                f"\rcook validate: {done}/{total} shards",
+                end="\n" if done == total else "",
+                file=sys.stderr,
+                flush=True,
+            )
         elif time.monotonic() - self.last >= 10 or done == total:
             self.last = time.monotonic()
             print(f"cook validate: {done}/{total} shards", file=sys.stderr, flush=True)
@@ -134,8 +158,10 @@ class _Progress:
 def render(report: Report, root: str) -> str:
     """The human report: one verdict line, then up to ``TEXT_ERRORS`` errors."""
     verdict = "VALID" if report.valid else f"INVALID ({report.problems_total} errors)"
-    lines = [f"{verdict}  {root}: {report.shards} shards, {report.packs:,} packs, {report.sources:,} sources, "
-             f"{report.bytes / 1e6:,.1f} MB"]
+    lines = [
+        f"{verdict}  {root}: {report.shards} shards, {report.packs:,} packs, {report.sources:,} sources, "
+        f"{report.bytes / 1e6:,.1f} MB"
+    ]
     for problem in report.problems[:TEXT_ERRORS]:
         where = " ".join(part for part in (problem.shard, problem.key) if part) or "dataset"
         lines.append(f"  {problem.code:<18} {where}: {problem.detail}")
@@ -155,8 +181,11 @@ def handle(args: argparse.Namespace) -> int:
         return 2
     tokens, warnings = load_token_info(args.dir, args.tokenizer)
     options = ValidateOptions(
-        deep=args.deep, jobs=jobs, tokens=tokens,
-        max_problems=args.max_errors, on_shard=_Progress(not args.quiet),
+        deep=args.deep,
+        jobs=jobs,
+        tokens=tokens,
+        max_problems=args.max_errors,
+        on_shard=_Progress(not args.quiet),
     )
     report = validate_dataset(args.dir, options)
     report.warnings = warnings + report.warnings

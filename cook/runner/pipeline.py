@@ -14,6 +14,7 @@ actors, any schedule, and across a kill and resume (``cook.runner.resume``).
 from __future__ import annotations
 
 import os
+import shutil
 import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import asdict, dataclass
@@ -25,7 +26,7 @@ from cook.packing.packer import pack_window
 from cook.runner.output_dir import prepare_output
 from cook.runner.plan import plan_units
 from cook.runner.progress import Progress
-from cook.runner.resume import RunState, fingerprint, save_state
+from cook.runner.resume import RunState, fingerprint, progress_dir, save_state
 from cook.runner.units import Unit, UnitResult
 from cook.tokenize.tokenizer import ChatTokenizer, tokenizer_files_sha256
 from cook.types import Pack, TokenizedSample
@@ -153,6 +154,7 @@ def _finalize(config: PipelineConfig, writer: WindowedWriter, tokenizer: ChatTok
         tokenizer_sha256=tokenizer_files_sha256(config.tokenizer.path),
         vocab_size=tokenizer.vocab_size,
         pad_id=tokenizer.pad_id,
+        control_ids=tokenizer.control_ids,
         counts=counts,
         packing={
             **writer.stats.to_dict(),
@@ -165,6 +167,7 @@ def _finalize(config: PipelineConfig, writer: WindowedWriter, tokenizer: ChatTok
         seq_len=config.packing.seq_len,
     )
     write_manifest(out_dir, manifest)
+    shutil.rmtree(progress_dir(out_dir), ignore_errors=True)  # finished: nothing left to resume
     return manifest
 
 

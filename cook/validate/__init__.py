@@ -5,5 +5,13 @@ errors), numpy and the standard library, so a writer bug cannot hide in shared c
 from cook.validate.dataset import NotADataset, Report, ValidateOptions, check_is_dataset, validate_dataset
 from cook.validate.problems import Code, Problem, TokenInfo
 
-__all__ = ["Code", "NotADataset", "Problem", "Report", "TokenInfo", "ValidateOptions", "check_is_dataset",
-           "validate_dataset"]
+__all__ = [
+    "Code",
+    "NotADataset",
+    "Problem",
+    "Report",
+    "TokenInfo",
+    "ValidateOptions",
+    "check_is_dataset",
+    "validate_dataset",
+]

@@ -30,8 +30,9 @@ def check_boundaries(pack: Pack, rules: PackRules) -> list[Finding]:
         steps = np.diff(bounds)
         if (steps <= 0).any():
             i = int(np.flatnonzero(steps <= 0)[0])
-            findings.append((Code.CU_SEQLENS, f"{name} does not strictly increase: [{i}]={bounds[i]}, "
-                                              f"[{i + 1}]={bounds[i + 1]}"))
+            findings.append(
+                (Code.CU_SEQLENS, f"{name} does not strictly increase: [{i}]={bounds[i]}, [{i + 1}]={bounds[i + 1]}")
+            )
     if padded_cu[-1] != tokens:
         findings.append((Code.CU_SEQLENS, f"{fmt.CU_SEQLENS_PADDED} ends at {padded_cu[-1]}, input_ids has {tokens}"))
     if findings:
@@ -50,8 +51,13 @@ def _meta_lengths(pack: Pack, lengths: np.ndarray) -> list[Finding]:
     if not wrong.size:
         return []
     i = int(wrong[0])
-    return [(Code.META_LENGTH, f"{fmt.META} sequences[{i}] ({pack.sequences[i].source}) has length {meta[i]}, "
-                               f"{fmt.CU_SEQLENS} says {lengths[i]} ({wrong.size} sequences disagree)")]
+    return [
+        (
+            Code.META_LENGTH,
+            f"{fmt.META} sequences[{i}] ({pack.sequences[i].source}) has length {meta[i]}, "
+            f"{fmt.CU_SEQLENS} says {lengths[i]} ({wrong.size} sequences disagree)",
+        )
+    ]
 
 
 def _padding(padded: np.ndarray, lengths: np.ndarray, tokens: int, rules: PackRules) -> list[Finding]:
@@ -62,8 +68,13 @@ def _padding(padded: np.ndarray, lengths: np.ndarray, tokens: int, rules: PackRu
         wrong = np.flatnonzero(padded != expected)
         if wrong.size:
             i = int(wrong[0])
-            findings.append((Code.PAD_MULTIPLE, f"sequence {i}: padded length {padded[i]} for {lengths[i]} tokens, "
-                                                f"expected {expected[i]} (packing.pad_multiple={multiple})"))
+            findings.append(
+                (
+                    Code.PAD_MULTIPLE,
+                    f"sequence {i}: padded length {padded[i]} for {lengths[i]} tokens, "
+                    f"expected {expected[i]} (packing.pad_multiple={multiple})",
+                )
+            )
     if rules.seq_len is not None and tokens > rules.seq_len:
         findings.append((Code.PACK_LENGTH, f"{fmt.INPUT_IDS} holds {tokens} tokens > packing.seq_len={rules.seq_len}"))
     return findings

@@ -66,9 +66,16 @@ class Report:
 
     def as_json(self) -> dict[str, Any]:
         """The ``cook validate --json`` object."""
-        return {"valid": self.valid, "packs": self.packs, "sources": self.sources, "shards": self.shards,
-                "bytes": self.bytes, "errors": [p.as_dict() for p in self.problems],
-                "errors_total": self.problems_total, "warnings": self.warnings}
+        return {
+            "valid": self.valid,
+            "packs": self.packs,
+            "sources": self.sources,
+            "shards": self.shards,
+            "bytes": self.bytes,
+            "errors": [p.as_dict() for p in self.problems],
+            "errors_total": self.problems_total,
+            "warnings": self.warnings,
+        }
 
 
 def check_is_dataset(path: str) -> None:
@@ -95,12 +102,14 @@ def validate_dataset(path: str, options: ValidateOptions | None = None) -> Repor
     for entry, scan in zip(entries, scans, strict=True):
         problems += check_shard_entry(entry, scan.packs, scan.bytes, scan.sha256, first)
         first += scan.packs
-        report.packs, report.sources, report.bytes = report.packs + scan.packs, report.sources + scan.sources, \
-            report.bytes + scan.bytes
+        report.packs += scan.packs
+        report.sources += scan.sources
+        report.bytes += scan.bytes
     comparable = all(s.complete and not s.unparsed for s in scans) and not any(
-        p.code == Code.SHARD_MISSING for p in problems)
+        p.code == Code.SHARD_MISSING for p in problems
+    )
     problems += _dataset_checks(path, manifest, scans, comparable)
-    if options.deep:
+    if options.deep and report.packs:
         from cook.validate.deep import check_energon_load
 
         expected = {key: digest for scan in scans for key, digest in scan.pack_digests.items()}
@@ -109,14 +118,19 @@ def validate_dataset(path: str, options: ValidateOptions | None = None) -> Repor
     return report
 
 
-def _dataset_checks(path: str, manifest: dict[str, Any] | None, scans: list[ShardScan],
-                    comparable: bool) -> list[Problem]:
+def _dataset_checks(
+    path: str, manifest: dict[str, Any] | None, scans: list[ShardScan], comparable: bool
+) -> list[Problem]:
     rejects = read_rejects(path)
     problems = list(rejects.problems)
     if manifest is not None:
-        totals = Totals(packs=sum(s.packs for s in scans), sources=sum(s.sources for s in scans),
-                        tokens=sum(s.tokens for s in scans), targets=sum(s.targets for s in scans),
-                        padded=sum(s.padded for s in scans))
+        totals = Totals(
+            packs=sum(s.packs for s in scans),
+            sources=sum(s.sources for s in scans),
+            tokens=sum(s.tokens for s in scans),
+            targets=sum(s.targets for s in scans),
+            padded=sum(s.padded for s in scans),
+        )
         problems += check_counts(manifest, totals if comparable else None, rejects.lines)
         problems += check_by_reason(manifest, rejects)
     digests = np.array([d for s in scans for d in s.source_digests], dtype=np.uint64)

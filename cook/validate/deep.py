@@ -39,7 +39,7 @@ def _task_encoder() -> Any:
     def raw_pack(sample: dict[str, Any]) -> dict[str, Any]:
         return {"__key__": sample["__key__"], **_raw_members(sample)}
 
-    class RawPackEncoder(DefaultTaskEncoder):  # type: ignore[misc]
+    class RawPackEncoder(DefaultTaskEncoder):
         decoder = None
         cookers = [Cooker(raw_pack, has_subflavors=dict(fmt.SUBFLAVOR))]  # noqa: RUF012
 
@@ -59,8 +59,13 @@ def load_digests(root: str) -> Counter[tuple[str, str]]:
     seen: Counter[tuple[str, str]] = Counter()
     with contextlib.redirect_stdout(sys.stderr):  # Energon may print; stdout is reserved for --json
         dataset = get_train_dataset(
-            root, batch_size=1, shuffle_buffer_size=None, max_samples_per_sequence=None, repeat=False,
-            worker_config=WorkerConfig(rank=0, world_size=1, num_workers=0), task_encoder=_task_encoder(),
+            root,
+            batch_size=1,
+            shuffle_buffer_size=None,
+            max_samples_per_sequence=None,
+            repeat=False,
+            worker_config=WorkerConfig(rank=0, world_size=1, num_workers=0),
+            task_encoder=_task_encoder(),
         )
         for batch in get_loader(dataset):
             for sample in batch:
@@ -73,7 +78,7 @@ def check_energon_load(root: str, expected: dict[str, str]) -> list[Problem]:
     """Energon yields exactly the packs of ``expected`` (key -> members digest), each once, unchanged."""
     try:
         seen = load_digests(root)
-    except Exception as err:  # noqa: BLE001 - any failure to load is the finding itself, reported in full
+    except Exception as err:  # any failure to load is the finding itself, reported in full
         return [_problem(f"megatron.energon failed to load the dataset: {type(err).__name__}: {err}")]
     problems = []
     keys = Counter(key for key, _ in seen.elements())
@@ -81,8 +86,12 @@ def check_energon_load(root: str, expected: dict[str, str]) -> list[Problem]:
     missing = sorted(set(expected) - set(keys))
     unknown = sorted(set(keys) - set(expected))
     changed = sorted(key for key, digest in seen if key in expected and expected[key] != digest)
-    for what, found in (("yielded more than once", twice), ("not yielded", missing),
-                        ("yielded but not in the shards", unknown), ("yielded with different members", changed)):
+    for what, found in (
+        ("yielded more than once", twice),
+        ("not yielded", missing),
+        ("yielded but not in the shards", unknown),
+        ("yielded with different members", changed),
+    ):
         if found:
             listed = ", ".join(found[:MAX_LISTED]) + (" ..." if len(found) > MAX_LISTED else "")
             problems.append(_problem(f"{len(found)} packs {what} by Energon: {listed}", found[0]))

@@ -18,8 +18,15 @@ from cook import format as fmt
 from cook.validate.problems import Code, PackRules, Problem, TokenInfo
 
 MANIFEST_SCHEMA_VERSION: Final = 1
-COUNT_KEYS: Final = ("records_in", "sources_packed", "records_rejected", "packs", "tokens", "target_tokens",
-                     "padding_tokens")
+COUNT_KEYS: Final = (
+    "records_in",
+    "sources_packed",
+    "records_rejected",
+    "packs",
+    "tokens",
+    "target_tokens",
+    "padding_tokens",
+)
 _SHARD_KEYS: Final = {"name": str, "packs": int, "first_pack": int, "bytes": int, "sha256": str}
 
 
@@ -71,10 +78,17 @@ def read_manifest(root: str) -> tuple[dict[str, Any] | None, list[Problem]]:
     if not isinstance(manifest, dict):
         return None, [_problem(Code.MANIFEST_INVALID, f"{fmt.MANIFEST_NAME} is not a JSON object")]
     required: list[tuple[str, type | tuple[type, ...]]] = [
-        ("schema_version", int), ("pack_schema_version", int), ("pipeline.packing.seq_len", int),
-        ("pipeline.packing.pad_multiple", int), ("tokenizer.path", str), ("tokenizer.vocab_size", int),
-        ("tokenizer.pad_id", int), ("packing_efficiency", (int, float)), ("rejects_by_reason", dict),
-        ("shards", list), *((f"counts.{key}", int) for key in COUNT_KEYS),
+        ("schema_version", int),
+        ("pack_schema_version", int),
+        ("pipeline.packing.seq_len", int),
+        ("pipeline.packing.pad_multiple", int),
+        ("tokenizer.path", str),
+        ("tokenizer.vocab_size", int),
+        ("tokenizer.pad_id", int),
+        ("packing_efficiency", (int, float)),
+        ("rejects_by_reason", dict),
+        ("shards", list),
+        *((f"counts.{key}", int) for key in COUNT_KEYS),
     ]
     problems = [
         _problem(Code.MANIFEST_INVALID, f"{fmt.MANIFEST_NAME}: {path} is missing or not {_kind_name(kind)}")
@@ -83,15 +97,20 @@ def read_manifest(root: str) -> tuple[dict[str, Any] | None, list[Problem]]:
     ]
     for key, want in (("schema_version", MANIFEST_SCHEMA_VERSION), ("pack_schema_version", fmt.SCHEMA_VERSION)):
         if lookup(manifest, key, int) not in (None, want):
-            problems.append(_problem(Code.MANIFEST_INVALID, f"{fmt.MANIFEST_NAME}: {key} is {manifest[key]}, "
-                                                            f"this validator reads {want}"))
+            problems.append(
+                _problem(
+                    Code.MANIFEST_INVALID, f"{fmt.MANIFEST_NAME}: {key} is {manifest[key]}, this validator reads {want}"
+                )
+            )
     return manifest, problems
 
 
 def _kind_name(kind: type | tuple[type, ...]) -> str:
     kinds = kind if isinstance(kind, tuple) else (kind,)
-    return " or ".join({"int": "an integer", "float": "a number", "str": "a string", "dict": "an object",
-                        "list": "a list"}[k.__name__] for k in kinds)
+    return " or ".join(
+        {"int": "an integer", "float": "a number", "str": "a string", "dict": "an object", "list": "a list"}[k.__name__]
+        for k in kinds
+    )
 
 
 def pack_rules(manifest: Mapping[str, Any] | None, tokens: TokenInfo | None, deep: bool) -> PackRules:
@@ -122,31 +141,55 @@ def shard_entries(root: str, manifest: Mapping[str, Any] | None) -> tuple[list[S
     entries, problems = [], []
     for i, item in enumerate(listed):
         if not isinstance(item, dict) or any(lookup(item, k, t) is None for k, t in _SHARD_KEYS.items()):
-            problems.append(_problem(Code.MANIFEST_INVALID, f"{fmt.MANIFEST_NAME}: shards[{i}] needs "
-                                                            f"{sorted(_SHARD_KEYS)}"))
+            problems.append(
+                _problem(Code.MANIFEST_INVALID, f"{fmt.MANIFEST_NAME}: shards[{i}] needs {sorted(_SHARD_KEYS)}")
+            )
+            continue
+        if item["name"] != os.path.basename(item["name"]) or not item["name"].endswith(".tar"):
+            problems.append(
+                _problem(
+                    Code.MANIFEST_INVALID,
+                    f"shards[{i}].name {item['name']!r} is not a .tar file name inside the dataset directory",
+                )
+            )
             continue
         if not os.path.isfile(os.path.join(root, item["name"])):
-            problems.append(_problem(Code.SHARD_MISSING, f"{item['name']} is listed in the manifest but absent",
-                                     item["name"]))
+            problems.append(
+                _problem(Code.SHARD_MISSING, f"{item['name']} is listed in the manifest but absent", item["name"])
+            )
             continue
         entries.append(ShardEntry(item["name"], item["packs"], item["first_pack"], item["bytes"], item["sha256"]))
     names = {item.get("name") for item in listed if isinstance(item, dict)}
-    problems += [_problem(Code.SHARD_UNLISTED, f"{name} is not listed in the manifest", name)
-                 for name in on_disk if name not in names]
+    problems += [
+        _problem(Code.SHARD_UNLISTED, f"{name} is not listed in the manifest", name)
+        for name in on_disk
+        if name not in names
+    ]
     return entries, problems
 
 
-def check_shard_entry(entry: ShardEntry, packs: int, size: int, sha256: str | None, expected_first: int) -> list[Problem]:
+def check_shard_entry(
+    entry: ShardEntry, packs: int, size: int, sha256: str | None, expected_first: int
+) -> list[Problem]:
     """A manifest shard entry vs the shard: sha256 (None: not computed), bytes, packs, first pack index."""
     problems = []
     if sha256 is not None and entry.sha256 is not None and sha256 != entry.sha256:
-        problems.append(_problem(Code.SHA256, f"sha256 {sha256[:16]}... != manifest {entry.sha256[:16]}...",
-                                 entry.name))
-    for what, stored, actual in (("bytes", entry.bytes, size), ("packs", entry.packs, packs),
-                                 ("first_pack", entry.first_pack, expected_first)):
+        problems.append(
+            _problem(Code.SHA256, f"sha256 {sha256[:16]}... != manifest {entry.sha256[:16]}...", entry.name)
+        )
+    for what, stored, actual in (
+        ("bytes", entry.bytes, size),
+        ("packs", entry.packs, packs),
+        ("first_pack", entry.first_pack, expected_first),
+    ):
         if stored is not None and stored != actual:
-            problems.append(_problem(Code.MANIFEST_SHARD, f"manifest shards entry says {what} {stored}, "
-                                                          f"the shard holds {actual}", entry.name))
+            problems.append(
+                _problem(
+                    Code.MANIFEST_SHARD,
+                    f"manifest shards entry says {what} {stored}, the shard holds {actual}",
+                    entry.name,
+                )
+            )
     return problems
 
 
@@ -157,17 +200,29 @@ def check_counts(manifest: Mapping[str, Any], totals: Totals | None, rejected: i
     problems = [] if totals is None else _compare_totals(manifest, counts, totals)
     stored = [lookup(counts, key, int) for key in ("records_in", "sources_packed", "records_rejected")]
     if None not in stored and stored[0] != stored[1] + stored[2]:
-        problems.append(_problem(Code.RECORDS_IN, f"counts.records_in {stored[0]} != sources_packed {stored[1]} + "
-                                                  f"records_rejected {stored[2]}"))
+        problems.append(
+            _problem(
+                Code.RECORDS_IN,
+                f"counts.records_in {stored[0]} != sources_packed {stored[1]} + records_rejected {stored[2]}",
+            )
+        )
     if rejected is not None and stored[2] is not None and stored[2] != rejected:
-        problems.append(_problem(Code.REJECTS_COUNT, f"counts.records_rejected is {stored[2]}, {fmt.REJECTS_NAME} "
-                                                     f"has {rejected} lines"))
+        problems.append(
+            _problem(
+                Code.REJECTS_COUNT, f"counts.records_rejected is {stored[2]}, {fmt.REJECTS_NAME} has {rejected} lines"
+            )
+        )
     return problems
 
 
 def _compare_totals(manifest: Mapping[str, Any], counts: Mapping[str, Any], totals: Totals) -> list[Problem]:
-    actual = {"packs": totals.packs, "sources_packed": totals.sources, "tokens": totals.tokens,
-              "target_tokens": totals.targets, "padding_tokens": totals.padded - totals.tokens}
+    actual = {
+        "packs": totals.packs,
+        "sources_packed": totals.sources,
+        "tokens": totals.tokens,
+        "target_tokens": totals.targets,
+        "padding_tokens": totals.padded - totals.tokens,
+    }
     problems = [
         _problem(Code.MANIFEST_COUNT, f"counts.{key} is {counts[key]}, the shards hold {value}")
         for key, value in actual.items()
@@ -178,6 +233,7 @@ def _compare_totals(manifest: Mapping[str, Any], counts: Mapping[str, Any], tota
     if seq_len and efficiency is not None:
         want = totals.tokens / (totals.packs * seq_len) if totals.packs else 0.0
         if not math.isclose(efficiency, want, rel_tol=1e-9, abs_tol=1e-12):
-            problems.append(_problem(Code.MANIFEST_COUNT, f"packing_efficiency {efficiency} != tokens / (packs * "
-                                                          f"seq_len) = {want}"))
+            problems.append(
+                _problem(Code.MANIFEST_COUNT, f"packing_efficiency {efficiency} != tokens / (packs * seq_len) = {want}")
+            )
     return problems

@@ -52,6 +52,19 @@ def per_sequence_counts(pack: Pack, token_id: int) -> np.ndarray:
     return np.diff(np.searchsorted(positions, pack.cu_seqlens_padded.astype(np.int64)))
 
 
+def check_no_media(pack: Pack, rules: PackRules) -> list[Finding] | None:
+    """For a pack without media (no media members, no media in meta.json): no placeholder token may
+    appear. None when the pack has media (the full checks apply)."""
+    if pack.media_sizes is not None or pack.audio_lengths is not None or any(s.media for s in pack.sequences):
+        return None
+    findings: list[Finding] = []
+    for token_id, token in ((rules.tokens.image_id, fmt.IMAGE_TOKEN), (rules.tokens.audio_id, fmt.AUDIO_TOKEN)):
+        count = 0 if token_id is None else int(np.count_nonzero(pack.input_ids == token_id))
+        if count:
+            findings.append((Code.PLACEHOLDER_COUNT, f"{count} {token} tokens in a pack without media"))
+    return findings
+
+
 def _row_problem(kind: str, frames: int, height_px: int, width_px: int, mode: str | None) -> tuple[Code, str] | None:
     if frames < 1 or height_px < fmt.PATCH_SIZE or width_px < fmt.PATCH_SIZE:
         return Code.MEDIA_SIZES, "frames, height and width must be positive (at least one patch)"
@@ -79,8 +92,12 @@ def check_visual(pack: Pack, rules: PackRules, usable: bool) -> list[Finding]:
     kinds = [(i, kind) for i, s in enumerate(pack.sequences) for kind in s.media if kind in VISUAL_KINDS]
     sizes = pack.media_sizes if pack.media_sizes is not None else np.zeros((0, 3), np.int32)  # int32 [M, 3]
     if len(kinds) != sizes.shape[0]:
-        return [(Code.MEDIA_COUNT, f"{fmt.META} lists {len(kinds)} visual items, {fmt.MEDIA_SIZES} has "
-                                   f"{sizes.shape[0]} rows")]
+        return [
+            (
+                Code.MEDIA_COUNT,
+                f"{fmt.META} lists {len(kinds)} visual items, {fmt.MEDIA_SIZES} has {sizes.shape[0]} rows",
+            )
+        ]
     embeddings = np.zeros(len(pack.sequences), dtype=np.int64)  # int64 [n]
     patches = 0
     for row, ((seq, kind), (frames, height_px, width_px)) in enumerate(zip(kinds, sizes.tolist(), strict=True)):
@@ -92,8 +109,13 @@ def check_visual(pack: Pack, rules: PackRules, usable: bool) -> list[Finding]:
     findings: list[Finding] = []
     stored = 0 if pack.pixel_patches is None else pack.pixel_patches.shape[0]
     if stored != patches:
-        findings.append((Code.PATCH_COUNT, f"{fmt.PIXEL_PATCHES} has {stored} patches, {fmt.MEDIA_SIZES} implies "
-                                           f"{patches} (sum of frames * H/16 * W/16)"))
+        findings.append(
+            (
+                Code.PATCH_COUNT,
+                f"{fmt.PIXEL_PATCHES} has {stored} patches, {fmt.MEDIA_SIZES} implies "
+                f"{patches} (sum of frames * H/16 * W/16)",
+            )
+        )
     if rules.tokens.image_id is not None:
         findings += _compare_counts(pack, rules.tokens.image_id, embeddings, fmt.IMAGE_TOKEN, usable)
     return findings
@@ -104,22 +126,37 @@ def check_audio(pack: Pack, rules: PackRules, usable: bool) -> list[Finding]:
     items = [sum(kind == "audio" for kind in s.media) for s in pack.sequences]
     lengths = pack.audio_lengths if pack.audio_lengths is not None else np.zeros(0, np.int32)  # int32 [C]
     if sum(items) > lengths.shape[0] or (sum(items) == 0) != (lengths.shape[0] == 0):
-        return [(Code.MEDIA_COUNT, f"{fmt.META} lists {sum(items)} audio items, {fmt.AUDIO_LENGTHS} has "
-                                   f"{lengths.shape[0]} clips (each item has at least one)")]
+        return [
+            (
+                Code.MEDIA_COUNT,
+                f"{fmt.META} lists {sum(items)} audio items, {fmt.AUDIO_LENGTHS} has "
+                f"{lengths.shape[0]} clips (each item has at least one)",
+            )
+        ]
     frames = 0 if pack.audio_features is None else pack.audio_features.shape[1]
     bad = np.flatnonzero((lengths < MIN_CLIP_FRAMES) | (lengths > MAX_CLIP_FRAMES) | (lengths > frames))
     if bad.size:
         c = int(bad[0])
-        return [(Code.AUDIO_LENGTHS, f"{fmt.AUDIO_LENGTHS}[{c}] = {lengths[c]} frames, outside "
-                                     f"[{MIN_CLIP_FRAMES}, min({MAX_CLIP_FRAMES}, F={frames})]")]
+        return [
+            (
+                Code.AUDIO_LENGTHS,
+                f"{fmt.AUDIO_LENGTHS}[{c}] = {lengths[c]} frames, outside "
+                f"[{MIN_CLIP_FRAMES}, min({MAX_CLIP_FRAMES}, F={frames})]",
+            )
+        ]
     audio_id = rules.tokens.audio_id
     if audio_id is None:
         return []
     tokens = clip_tokens(lengths)
     total = int(np.count_nonzero(pack.input_ids == audio_id))
     if total != int(tokens.sum()):
-        return [(Code.PLACEHOLDER_COUNT, f"{total} {fmt.AUDIO_TOKEN} tokens, {fmt.AUDIO_LENGTHS} implies "
-                                         f"{int(tokens.sum())} (sum of audio_clip_tokens per clip)")]
+        return [
+            (
+                Code.PLACEHOLDER_COUNT,
+                f"{total} {fmt.AUDIO_TOKEN} tokens, {fmt.AUDIO_LENGTHS} implies "
+                f"{int(tokens.sum())} (sum of audio_clip_tokens per clip)",
+            )
+        ]
     if not usable:
         return []
     return _assign_clips(pack, per_sequence_counts(pack, audio_id), items, tokens)
@@ -133,9 +170,14 @@ def _assign_clips(pack: Pack, counts: np.ndarray, items: list[int], tokens: np.n
         while taken < count and clip < tokens.shape[0]:
             taken, used, clip = taken + int(tokens[clip]), used + 1, clip + 1
         if taken != count or used < n_items:
-            return [(Code.PLACEHOLDER_COUNT, f"sequence {i} ({pack.sequences[i].source}): {count} "
-                                             f"{fmt.AUDIO_TOKEN} tokens for {n_items} audio items do not match "
-                                             f"its clips' tokens in {fmt.AUDIO_LENGTHS}")]
+            return [
+                (
+                    Code.PLACEHOLDER_COUNT,
+                    f"sequence {i} ({pack.sequences[i].source}): {count} "
+                    f"{fmt.AUDIO_TOKEN} tokens for {n_items} audio items do not match "
+                    f"its clips' tokens in {fmt.AUDIO_LENGTHS}",
+                )
+            ]
     return []
 
 
@@ -150,5 +192,9 @@ def _compare_counts(pack: Pack, token_id: int, expected: np.ndarray, token: str,
     if not wrong.size:
         return []
     i = int(wrong[0])
-    return [(Code.PLACEHOLDER_COUNT, f"sequence {i} ({pack.sequences[i].source}) has {counts[i]} {token} tokens, "
-                                     f"its media imply {expected[i]}")]
+    return [
+        (
+            Code.PLACEHOLDER_COUNT,
+            f"sequence {i} ({pack.sequences[i].source}) has {counts[i]} {token} tokens, its media imply {expected[i]}",
+        )
+    ]

@@ -1,8 +1,9 @@
 """``RawPack`` -> ``Pack``: every pack has the schema-v1 members with the right dtypes and shapes (SPEC §8,
 §9), no unknown member and nothing pickled.
 
-Nothing is ever unpickled: ``.npy`` members are parsed with ``format.load_npy`` (``allow_pickle=False``;
-an object array is reported as ``pickle_member``), and members named like pickles (``.pyd``,
+Nothing is ever unpickled: ``.npy`` members are parsed by ``npy.read_npy`` (a zero-copy view of the
+canonical headers ``np.save`` writes, else ``format.load_npy`` with ``allow_pickle=False``; an object
+array is reported as ``pickle_member``), and members named like pickles (``.pyd``,
 ``.pickle``, ``.pkl``, ...) are reported without being read. A member with the wrong dtype whose values
 survive the cast is reported (``dtype``) and then checked further as if cast, so one wrong dtype does
 not hide or fake the other invariants. A pack whose required members are missing, unparseable or of
@@ -18,13 +19,15 @@ import numpy as np
 
 from cook import format as fmt
 from cook.types import Pack, SequenceMeta
+from cook.validate.npy import read_npy
 from cook.validate.problems import Code, Finding
-from cook.validate.shards import RawPack
+from cook.validate.shards import MemberData, RawPack
 
 PICKLE_SUFFIXES: Final = (".pyd", ".pickle", ".pkl", ".pth", ".pt")
 MEDIA_KINDS: Final = ("image", "video", "tiles", "audio")
 _SEQUENCE_KEYS: Final = frozenset({"source", "length", "targets", "media", "truncated"})
 _SEQUENCE_REQUIRED: Final = ("source", "length", "targets", "media")
+_REQUIRED_SET: Final = frozenset(_SEQUENCE_REQUIRED)
 _PAIRS: Final = (fmt.VISUAL_MEMBERS, fmt.AUDIO_MEMBERS)
 
 
@@ -76,11 +79,11 @@ def _member_names(raw: RawPack) -> list[Finding]:
 
 
 def _load_member(
-    name: str, data: bytes, dtype: np.dtype, ndim: int, trailing: tuple[int, ...], findings: list[Finding]
+    name: str, data: MemberData, dtype: np.dtype, ndim: int, trailing: tuple[int, ...], findings: list[Finding]
 ) -> np.ndarray | None:
     """Parse one ``.npy`` member and check its dtype and rank; None when it cannot be used."""
     try:
-        array = fmt.load_npy(data)
+        array = read_npy(data)
     except ValueError as err:
         if "allow_pickle" in str(err) or "Object arrays" in str(err):
             findings.append((Code.PICKLE_MEMBER, f"{name} holds an object (pickled) array; not loaded"))
@@ -127,10 +130,10 @@ def _shapes_agree(arrays: dict[str, np.ndarray], n_sequences: int, findings: lis
     return ok
 
 
-def parse_meta(data: bytes, findings: list[Finding]) -> tuple[SequenceMeta, ...] | None:
+def parse_meta(data: MemberData, findings: list[Finding]) -> tuple[SequenceMeta, ...] | None:
     """``meta.json`` (schemas/packed_sample.v1.schema.json) -> its sequences, or None if it is not v1."""
     try:
-        body = json.loads(data.decode("utf-8"))
+        body = json.loads(bytes(data).decode("utf-8"))
     except (UnicodeDecodeError, ValueError) as err:
         findings.append((Code.META_INVALID, f"{fmt.META} is not JSON: {err}"))
         return None
@@ -147,7 +150,7 @@ def parse_meta(data: bytes, findings: list[Finding]) -> tuple[SequenceMeta, ...]
         return None
     sequences = []
     for i, entry in enumerate(entries):
-        problem = _sequence_problem(entry)
+        problem = "" if _sequence_ok(entry) else _sequence_problem(entry)
         if problem:
             findings.append((Code.META_INVALID, f"{fmt.META} sequences[{i}]: {problem}"))
             return None
@@ -161,6 +164,23 @@ def parse_meta(data: bytes, findings: list[Finding]) -> tuple[SequenceMeta, ...]
             )
         )
     return tuple(sequences)
+
+
+def _sequence_ok(entry: Any) -> bool:
+    """The fast path of ``_sequence_problem`` for a well-formed entry (the common case)."""
+    return (
+        type(entry) is dict
+        and _REQUIRED_SET <= entry.keys() <= _SEQUENCE_KEYS
+        and type(entry["source"]) is str
+        and bool(entry["source"])
+        and type(entry["length"]) is int
+        and entry["length"] >= 1
+        and type(entry["targets"]) is int
+        and entry["targets"] >= 1
+        and type(entry["media"]) is list
+        and all(type(kind) is str and kind in MEDIA_KINDS for kind in entry["media"])
+        and entry.get("truncated", True) is True
+    )
 
 
 def _is_int(value: Any) -> bool:

@@ -62,21 +62,29 @@ def check_nv_meta(root: str, shard_packs: dict[str, int], counts_known: bool) ->
     problems = []
     dataset = _read(os.path.join(meta, fmt.DATASET_YAML))
     if dataset != fmt.dataset_yaml():
-        problems.append(_problem(f"{fmt.NV_META_DIR}/{fmt.DATASET_YAML} is missing or not cook's crude dataset "
-                                 f"with subflavor {fmt.SUBFLAVOR}"))
+        problems.append(
+            _problem(
+                f"{fmt.NV_META_DIR}/{fmt.DATASET_YAML} is missing or not cook's crude dataset "
+                f"with subflavor {fmt.SUBFLAVOR}"
+            )
+        )
+    if not shard_packs:
+        return problems  # an empty dataset: Energon writes no split or index for it
     split = _read(os.path.join(meta, fmt.SPLIT_YAML))
     named = split_shards(split or "")
     if split is None or named != set(shard_packs):
-        problems.append(_problem(f"{fmt.NV_META_DIR}/{fmt.SPLIT_YAML} names {sorted(named)}, the shards are "
-                                 f"{sorted(shard_packs)}"))
+        problems.append(
+            _problem(f"{fmt.NV_META_DIR}/{fmt.SPLIT_YAML} names {sorted(named)}, the shards are {sorted(shard_packs)}")
+        )
     info = _read(os.path.join(meta, fmt.INFO_JSON))
     try:
         counts = json.loads(info)["shard_counts"] if info is not None else None
     except (ValueError, KeyError, TypeError):
         counts = None
     if counts_known and counts != shard_packs:
-        problems.append(_problem(f"{fmt.NV_META_DIR}/{fmt.INFO_JSON} shard_counts {counts} != the shards' packs "
-                                 f"{shard_packs}"))
+        problems.append(
+            _problem(f"{fmt.NV_META_DIR}/{fmt.INFO_JSON} shard_counts {counts} != the shards' packs {shard_packs}")
+        )
     if not os.path.isfile(os.path.join(meta, "index.sqlite")):
         problems.append(_problem(f"{fmt.NV_META_DIR}/index.sqlite is missing (run energon prepare)"))
     return problems

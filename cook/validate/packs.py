@@ -73,7 +73,7 @@ def find_source(root: str, source: str) -> int | None:
     suffix_match: int | None = None
     for _, raw in iter_packs(root, skip=ONLY_META):
         try:
-            body = json.loads(raw.members.get(fmt.META, b"{}"))
+            body = json.loads(bytes(raw.members.get(fmt.META, b"{}")))
         except ValueError:
             continue  # an unreadable meta.json holds no findable source; cook validate reports it
         sequences = body.get("sequences", []) if isinstance(body, dict) else []

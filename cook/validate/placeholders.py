@@ -31,10 +31,13 @@ Block = tuple[str, int]  # ("visual" | "audio", placeholder count)
 
 def parse_blocks(span: np.ndarray, ids: dict[str, int]) -> list[Block] | str:
     """int32 [L] token ids -> its placeholder blocks in order, or what is malformed."""
-    delimiters = {ids[fmt.IMG_START]: ("visual", ids[fmt.IMG_END], ids[fmt.IMAGE_TOKEN]),
-                  ids[fmt.AUDIO_START]: ("audio", ids[fmt.AUDIO_END], ids[fmt.AUDIO_TOKEN])}
-    marks = np.flatnonzero(np.isin(span, [ids[fmt.IMG_START], ids[fmt.IMG_END], ids[fmt.AUDIO_START],
-                                          ids[fmt.AUDIO_END]]))
+    delimiters = {
+        ids[fmt.IMG_START]: ("visual", ids[fmt.IMG_END], ids[fmt.IMAGE_TOKEN]),
+        ids[fmt.AUDIO_START]: ("audio", ids[fmt.AUDIO_END], ids[fmt.AUDIO_TOKEN]),
+    }
+    marks = np.flatnonzero(
+        np.isin(span, [ids[fmt.IMG_START], ids[fmt.IMG_END], ids[fmt.AUDIO_START], ids[fmt.AUDIO_END]])
+    )
     if marks.size % 2:
         return "an unpaired block delimiter"
     blocks: list[Block] = []
@@ -121,6 +124,11 @@ def check_target_spans(pack: Pack, tokens: TokenInfo) -> list[Finding]:
         seq = pack.sequences[i]
         if seq.truncated and t == starts[i] + seq.length - 1:
             continue
-        return [(Code.TARGET_SPAN, f"sequence {i} ({seq.source}): a target span ends at token {t} with id "
-                                   f"{pack.input_ids[t]}, not {fmt.IM_END}")]
+        return [
+            (
+                Code.TARGET_SPAN,
+                f"sequence {i} ({seq.source}): a target span ends at token {t} with id "
+                f"{pack.input_ids[t]}, not {fmt.IM_END}",
+            )
+        ]
     return []

@@ -18,6 +18,7 @@ class Code(StrEnum):
     # shards (tar + .tar.idx)
     SHARD_MISSING = "shard_missing"  # listed in the manifest, not on disk
     SHARD_UNLISTED = "shard_unlisted"  # a .tar on disk the manifest does not list
+    SHARD_UNREADABLE = "shard_unreadable"  # the file cannot be opened or read
     TAR_TRUNCATED = "tar_truncated"  # a member or the end-of-archive marker is cut off
     TAR_CORRUPT = "tar_corrupt"  # bad header checksum, unsupported member type, trailing data
     IDX_MISSING = "idx_missing"

@@ -50,8 +50,9 @@ def read_rejects(root: str, max_problems: int = 20) -> Rejects:
             problem = _line_problem(line)
             if problem:
                 if len(out.problems) < max_problems:
-                    out.problems.append(Problem(Code.REJECTS_INVALID.value, "", "",
-                                                f"{fmt.REJECTS_NAME} line {number}: {problem}"))
+                    out.problems.append(
+                        Problem(Code.REJECTS_INVALID.value, "", "", f"{fmt.REJECTS_NAME} line {number}: {problem}")
+                    )
                 continue
             body = json.loads(line)
             out.sources.append(body["source"])
@@ -78,8 +79,15 @@ def check_by_reason(manifest: Mapping[str, Any], rejects: Rejects) -> list[Probl
         return []
     if dict(sorted(stored.items())) == dict(sorted(rejects.by_reason.items())):
         return []
-    return [Problem(Code.REJECTS_COUNT.value, "", "", f"rejects_by_reason {dict(sorted(stored.items()))} != "
-                                                      f"{fmt.REJECTS_NAME} {dict(sorted(rejects.by_reason.items()))}")]
+    return [
+        Problem(
+            Code.REJECTS_COUNT.value,
+            "",
+            "",
+            f"rejects_by_reason {dict(sorted(stored.items()))} != "
+            f"{fmt.REJECTS_NAME} {dict(sorted(rejects.by_reason.items()))}",
+        )
+    ]
 
 
 def check_sources(digests: np.ndarray, packs: np.ndarray, rejected: list[str], limit: int = 20) -> list[Problem]:
@@ -96,9 +104,14 @@ def check_sources(digests: np.ndarray, packs: np.ndarray, rejected: list[str], l
         where = sorted(fmt.pack_key(int(p)) for p in packs[digests == digest].tolist())
         name = by_digest.get(digest)
         what = f"rejected source {name!r}" if name else "a source"
-        problems.append(Problem(Code.SOURCE_DUPLICATE.value, "", where[0] if where else "",
-                                f"{what} appears {int(counts[values == digest][0])} times; packed in "
-                                f"{', '.join(where) or 'no pack'}"))
+        problems.append(
+            Problem(
+                Code.SOURCE_DUPLICATE.value,
+                "",
+                where[0] if where else "",
+                f"{what} appears {int(counts[values == digest][0])} times; packed in {', '.join(where) or 'no pack'}",
+            )
+        )
     if repeated.size > limit:
         problems.append(Problem(Code.SOURCE_DUPLICATE.value, "", "", f"... {repeated.size - limit} more repeated"))
     return problems

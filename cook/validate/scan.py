@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Final
 
@@ -54,7 +55,7 @@ class ShardScan:
                 self.problems.append(Problem(code.value, self.name, key, detail))
 
 
-def pack_digest(members: dict[str, bytes]) -> str:
+def pack_digest(members: Mapping[str, bytes | memoryview]) -> str:
     """A digest of a pack's members (names and bytes), to compare with what Energon hands out."""
     hasher = hashlib.blake2b(digest_size=16)
     for name in sorted(members):
@@ -72,7 +73,9 @@ def check_pack(pack: Pack, rules: PackRules) -> list[Finding]:
     if usable:
         padding = boundaries.padding_positions(pack)
         findings += masks.check_mask(pack, padding) + tokens.check_padding(pack, rules.tokens, padding)
-    media_findings = media.check_visual(pack, rules, usable) + media.check_audio(pack, rules, usable)
+    media_findings = media.check_no_media(pack, rules)
+    if media_findings is None:
+        media_findings = media.check_visual(pack, rules, usable) + media.check_audio(pack, rules, usable)
     findings += media_findings
     if rules.deep and usable:
         if not media_findings:
@@ -85,13 +88,17 @@ def scan_shard(root: str, name: str, first_pack: int | None, rules: PackRules, v
     """Walk ``root/name`` once: tar structure, .tar.idx, pack keys, and every pack's invariants."""
     path = os.path.join(root, name)
     scan = ShardScan(name)
-    walk = ShardWalk(path, hash_bytes=verify_sha256)
+    walk = ShardWalk(path, hash_bytes=verify_sha256, reuse_buffers=True)  # each pack is done before the next
     misplaced: list[str] = []
-    for index, raw in enumerate(walk.packs()):
-        scan.packs += 1
-        if first_pack is not None and raw.key != fmt.pack_key(first_pack + index):
-            misplaced.append(f"{raw.key} (expected {fmt.pack_key(first_pack + index)})")
-        _scan_pack(scan, raw, rules)
+    try:
+        for index, raw in enumerate(walk.packs()):
+            scan.packs += 1
+            if first_pack is not None and raw.key != fmt.pack_key(first_pack + index):
+                misplaced.append(f"{raw.key} (expected {fmt.pack_key(first_pack + index)})")
+            _scan_pack(scan, raw, rules)
+    except OSError as err:
+        scan.add([(Code.SHARD_UNREADABLE, f"{name}: {type(err).__name__}: {err.strerror or err}")])
+        return scan  # complete stays False: the totals are not compared
     scan.add(walk.findings)
     if misplaced:
         scan.add([(Code.PACK_KEY, f"{len(misplaced)} packs out of sequence, first {misplaced[0]}")])

@@ -21,7 +21,9 @@ import numpy as np
 
 from cook import format as fmt
 from cook.validate.media import VISUAL_KINDS, clip_tokens, visual_embeddings
+from cook.validate.npy import read_npy
 from cook.validate.packs import iter_packs
+from cook.validate.shards import MemberData
 
 READ_ONLY: Final = frozenset({fmt.INPUT_IDS, fmt.LOSS_MASK, fmt.PIXEL_PATCHES, fmt.AUDIO_FEATURES})
 FILL_BINS: Final = 10
@@ -41,14 +43,14 @@ class DatasetStats:
     records_in: int | None = None
 
 
-def _pack_media_tokens(members: dict[str, bytes], media: list[str]) -> tuple[int, int]:
+def _pack_media_tokens(members: dict[str, MemberData], media: list[str]) -> tuple[int, int]:
     visual = [kind for kind in media if kind in VISUAL_KINDS]
     image = audio = 0
     if fmt.MEDIA_SIZES in members:
-        sizes = fmt.load_npy(members[fmt.MEDIA_SIZES]).tolist()
+        sizes = read_npy(members[fmt.MEDIA_SIZES]).tolist()
         image = sum(visual_embeddings(k, *row) for k, row in zip(visual, sizes, strict=False))
     if fmt.AUDIO_LENGTHS in members:
-        audio = int(clip_tokens(fmt.load_npy(members[fmt.AUDIO_LENGTHS])).sum())
+        audio = int(clip_tokens(read_npy(members[fmt.AUDIO_LENGTHS])).sum())
     return image, audio
 
 
@@ -59,9 +61,9 @@ def compute_stats(root: str) -> DatasetStats:
     seq_len = manifest.get("pipeline", {}).get("packing", {}).get("seq_len")
     stats = DatasetStats(seq_len=seq_len, records_in=manifest.get("counts", {}).get("records_in"))
     for _, raw in iter_packs(root, skip=READ_ONLY):
-        cu = fmt.load_npy(raw.members[fmt.CU_SEQLENS])
-        padded_cu = fmt.load_npy(raw.members[fmt.CU_SEQLENS_PADDED])
-        sequences = json.loads(raw.members[fmt.META])["sequences"]
+        cu = read_npy(raw.members[fmt.CU_SEQLENS])
+        padded_cu = read_npy(raw.members[fmt.CU_SEQLENS_PADDED])
+        sequences = json.loads(bytes(raw.members[fmt.META]))["sequences"]
         stats.pack_tokens.append(int(padded_cu[-1]))
         stats.true_tokens.append(int(cu[-1]))
         stats.sources_per_pack.append(len(sequences))
@@ -85,8 +87,13 @@ def distribution(values: list[int]) -> dict[str, float]:
     if not values:
         return {"min": 0, "median": 0, "p90": 0, "max": 0, "mean": 0}
     array = np.asarray(values, dtype=np.float64)
-    return {"min": float(array.min()), "median": float(np.median(array)), "p90": float(np.percentile(array, 90)),
-            "max": float(array.max()), "mean": float(array.mean())}
+    return {
+        "min": float(array.min()),
+        "median": float(np.median(array)),
+        "p90": float(np.percentile(array, 90)),
+        "max": float(array.max()),
+        "mean": float(array.mean()),
+    }
 
 
 def summarize(stats: DatasetStats) -> dict[str, Any]:
@@ -94,19 +101,32 @@ def summarize(stats: DatasetStats) -> dict[str, Any]:
     packs, tokens, padded = len(stats.pack_tokens), sum(stats.true_tokens), sum(stats.pack_tokens)
     capacity = stats.seq_len or max(stats.pack_tokens, default=1)
     fills = [t / capacity for t in stats.pack_tokens]
-    spp_edges = np.arange(0.5, max(stats.sources_per_pack, default=1) + 1.5)
+    most = max(stats.sources_per_pack, default=1)
+    width = -(-most // LENGTH_BINS)  # integer-wide bins centred on whole source counts
+    spp_edges = np.arange(0.5, most + width + 0.5, width)
     return {
-        "packs": packs, "sources": len(stats.seq_lengths), "seq_len": stats.seq_len,
-        "records_in": stats.records_in, "tokens": tokens, "padded_tokens": padded,
+        "packs": packs,
+        "sources": len(stats.seq_lengths),
+        "seq_len": stats.seq_len,
+        "records_in": stats.records_in,
+        "tokens": tokens,
+        "padded_tokens": padded,
         "padding_tokens": padded - tokens,
         "packing_efficiency": tokens / (packs * capacity) if packs else 0.0,
         "fill": {**distribution(fills), "histogram": histogram(fills, np.linspace(0.0, 1.0, FILL_BINS + 1))},  # type: ignore[arg-type]
-        "sequence_length": {**distribution(stats.seq_lengths),
-                            "histogram": histogram(stats.seq_lengths, np.linspace(0, capacity, LENGTH_BINS + 1))},
-        "sources_per_pack": {**distribution(stats.sources_per_pack),
-                             "histogram": histogram(stats.sources_per_pack, spp_edges)},
-        "media_tokens": {"image": stats.image_tokens, "audio": stats.audio_tokens,
-                         "image_share": stats.image_tokens / tokens if tokens else 0.0,
-                         "audio_share": stats.audio_tokens / tokens if tokens else 0.0},
+        "sequence_length": {
+            **distribution(stats.seq_lengths),
+            "histogram": histogram(stats.seq_lengths, np.linspace(0, capacity, LENGTH_BINS + 1)),
+        },
+        "sources_per_pack": {
+            **distribution(stats.sources_per_pack),
+            "histogram": histogram(stats.sources_per_pack, spp_edges),
+        },
+        "media_tokens": {
+            "image": stats.image_tokens,
+            "audio": stats.audio_tokens,
+            "image_share": stats.image_tokens / tokens if tokens else 0.0,
+            "audio_share": stats.audio_tokens / tokens if tokens else 0.0,
+        },
         "rejects": dict(sorted(stats.rejects.items(), key=lambda item: (-item[1], item[0]))),
     }

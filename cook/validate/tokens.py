@@ -18,12 +18,16 @@ def check_range(pack: Pack, tokens: TokenInfo) -> list[Finding]:
     if tokens.vocab_size is None or not pack.input_ids.size:
         return []
     ids = pack.input_ids
-    if 0 <= int(ids.min()) and int(ids.max()) < tokens.vocab_size:
+    if int(ids.min()) >= 0 and int(ids.max()) < tokens.vocab_size:
         return []
     bad = np.flatnonzero((ids < 0) | (ids >= tokens.vocab_size))
     t = int(bad[0])
-    return [(Code.TOKEN_RANGE, f"{fmt.INPUT_IDS} has {bad.size} ids outside [0, {tokens.vocab_size}) "
-                               f"(token {t}: id {ids[t]})")]
+    return [
+        (
+            Code.TOKEN_RANGE,
+            f"{fmt.INPUT_IDS} has {bad.size} ids outside [0, {tokens.vocab_size}) (token {t}: id {ids[t]})",
+        )
+    ]
 
 
 def check_padding(pack: Pack, tokens: TokenInfo, padding: np.ndarray) -> list[Finding]:
@@ -34,5 +38,10 @@ def check_padding(pack: Pack, tokens: TokenInfo, padding: np.ndarray) -> list[Fi
     if not wrong.size:
         return []
     t = int(wrong[0])
-    return [(Code.PADDING_TOKEN, f"{fmt.INPUT_IDS} has {wrong.size} padding tokens that are not the pad id "
-                                 f"{tokens.pad_id} (token {t}: id {pack.input_ids[t]})")]
+    return [
+        (
+            Code.PADDING_TOKEN,
+            f"{fmt.INPUT_IDS} has {wrong.size} padding tokens that are not the pad id "
+            f"{tokens.pad_id} (token {t}: id {pack.input_ids[t]})",
+        )
+    ]

@@ -1,0 +1,152 @@
+"""`cook inspect` and `cook stats` on a small cooked dataset (one pack given crafted media): what they show,
+their exit codes, --json, and the --plot PNG."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+import yaml
+
+from cook import format as fmt
+from cook.cli.inspect_cmd import marked_text
+from cook.cli.main import main
+from tests.conftest import pipeline_dict, write_jsonl
+from tests.unit.validate.dataset_edits import add_media, free_prompt_span, load, rewrite_pack, save
+from tests.unit.validate.packs_data import IDS
+
+RECORDS = [
+    {
+        "messages": [
+            {"role": "user", "content": f"Question {i}: " + "tell me more " * (5 + i % 30)},
+            {"role": "assistant", "content": f"Answer {i}. " + "indeed. " * (i % 40)},
+        ]
+    }
+    for i in range(30)
+] + [
+    {
+        "messages": [
+            {"role": "user", "content": "colour \x1b[31mred\x1b[0m please"},
+            {"role": "assistant", "content": "done"},
+        ]
+    },
+    b"{broken",
+    {"messages": [{"role": "robot", "content": "x"}]},
+]
+
+
+@pytest.fixture(scope="module")
+def cooked(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    tmp = tmp_path_factory.mktemp("inspect")
+    write_jsonl(tmp / "raw.jsonl", RECORDS)
+    data = pipeline_dict(
+        str(tmp / "raw.jsonl"), str(tmp / "out"), packing={"seq_len": 1024, "pad_multiple": 8}, output={"shard_size": 2}
+    )
+    (tmp / "p.yaml").write_text(yaml.safe_dump(data))
+    assert main(["run", str(tmp / "p.yaml"), "--quiet", "--workers", "0"]) == 0
+    return tmp / "out"
+
+
+@pytest.fixture(scope="module")
+def with_media(cooked: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Pack 1 gets one 32x32 image (1 embedding) and one 1 s audio clip (13 tokens), placeholders included."""
+    out = tmp_path_factory.mktemp("media") / "ds"
+    shutil.copytree(cooked, out)
+
+    def change(members: dict[str, bytes]) -> None:
+        ids = load(members, fmt.INPUT_IDS)
+        seq, start = free_prompt_span(members, 18)
+        ids[start : start + 18] = [
+            IDS[fmt.IMG_START],
+            IDS[fmt.IMAGE_TOKEN],
+            IDS[fmt.IMG_END],
+            IDS[fmt.AUDIO_START],
+            *[IDS[fmt.AUDIO_TOKEN]] * 13,
+            IDS[fmt.AUDIO_END],
+        ]
+        save(members, fmt.INPUT_IDS, ids)
+        add_media(members, seq, image_size=(1, 32, 32), audio_frames=100)
+
+    rewrite_pack(out, 1, change)
+    return out
+
+
+def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def test_inspect_shows_sources_text_and_targets(cooked: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = _run(capsys, "inspect", str(cooked), "--pack", "0")
+    assert code == 0
+    assert out.startswith("pack 0 (pack-000000000) in shard-000000.tar") and "media: none" in out
+    shard = cooked / fmt.shard_name(0)
+    import tarfile
+
+    with tarfile.open(shard) as tar:
+        handle = tar.extractfile(f"{fmt.pack_key(0)}.{fmt.META}")
+        assert handle is not None
+        sources = [s["source"] for s in json.loads(handle.read())["sequences"]]
+    assert all(source in out for source in sources)
+    assert "<|im_start|>assistant\n[[<think></think>Answer" in out and "<|im_end|>]]" in out
+    assert "\x1b" not in out  # not a terminal: brackets, no colour
+
+
+def test_inspect_escapes_control_characters(cooked: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = _run(capsys, "inspect", str(cooked), "--source", "raw.jsonl#31")
+    assert code == 0 and "colour \\x1b[31mred\\x1b[0m please" in out and "\x1b" not in out
+    assert ">" in out.split("text (targets")[0]
+
+
+def test_inspect_media_summary(with_media: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = _run(capsys, "inspect", str(with_media), "--pack", "1")
+    assert code == 0
+    assert "pixel_patches  uint8 [4, 768]" in out and "image  1 x 32 x 32  -> 4 patches, 1 embeddings" in out
+    assert "100 frames (1.00 s) -> 13 tokens" in out
+    assert "<img><image></img><so_start><so_embedding>×13<so_end>" in out
+
+
+def test_inspect_exit_codes(cooked: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert _run(capsys, "inspect", str(cooked), "--pack", "999")[0] == 2
+    assert _run(capsys, "inspect", str(cooked), "--pack", "-1")[0] == 2
+    assert _run(capsys, "inspect", str(cooked), "--source", "nowhere.jsonl#1")[0] == 2
+    code, out, err = _run(capsys, "inspect", str(tmp_path))
+    assert code == 2 and out == "" and err.count("\n") == 1
+
+
+def test_marked_text_in_colour() -> None:
+    import numpy as np
+
+    ids, mask = np.array([1, 2, 3, 5, 5, 5]), np.array([0, 1, 1, 0, 0, 0])
+    text = marked_text(ids, mask, lambda t: "".join(f"<{i}>" for i in t), {5: "<image>"}, color=True)
+    assert text == "<1>\x1b[1;32m<2><3>\x1b[0m<image>×3"
+
+
+def test_stats_json_matches_the_manifest(cooked: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = _run(capsys, "stats", str(cooked), "--json")
+    stats, manifest = json.loads(out), json.loads((cooked / fmt.MANIFEST_NAME).read_text())
+    assert code == 0 and out.count("\n") == 1
+    assert stats["packs"] == manifest["counts"]["packs"] and stats["sources"] == manifest["counts"]["sources_packed"]
+    assert stats["packing_efficiency"] == pytest.approx(manifest["packing_efficiency"])
+    assert stats["padding_tokens"] == manifest["counts"]["padding_tokens"]
+    assert stats["rejects"] == manifest["rejects_by_reason"] == {"bad_json": 1, "bad_role": 1}
+    assert sum(stats["fill"]["histogram"]["counts"]) == stats["packs"]
+    assert sum(stats["sources_per_pack"]["histogram"]["counts"]) == stats["packs"]
+    assert sum(stats["sequence_length"]["histogram"]["counts"]) == stats["sources"]
+    lengths = stats["sequence_length"]
+    assert lengths["min"] <= lengths["median"] <= lengths["p90"] <= lengths["max"] <= 1024
+    assert stats["media_tokens"] == {"image": 0, "audio": 0, "image_share": 0.0, "audio_share": 0.0}
+
+
+def test_stats_media_share_table_and_plot(with_media: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = _run(capsys, "stats", str(with_media), "--json")
+    media = json.loads(out)["media_tokens"]
+    assert code == 0 and (media["image"], media["audio"]) == (1, 13) and media["audio_share"] > 0
+    png = tmp_path / "stats.png"
+    code, out, _ = _run(capsys, "stats", str(with_media), "--plot", str(png))
+    assert code == 0 and "packing efficiency" in out and "sources per pack" in out and "bad_json" in out
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 20_000
+    assert _run(capsys, "stats", str(tmp_path))[0] == 2

@@ -1,0 +1,139 @@
+"""The streaming tar walk: packs grouped by key with exact offsets, every way a tar can be incomplete or
+corrupt, the .tar.idx comparison, and Energon's collapsed split names."""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import tarfile
+from pathlib import Path
+
+import pytest
+
+from cook import format as fmt
+from cook.validate.nv_meta import expand_braces, split_shards
+from cook.validate.packs import find_pack
+from cook.validate.shards import ShardWalk, check_index
+from tests.unit.validate.packs_data import build, members, multimodal_members, sequence, write_tar
+
+
+def _shard(tmp_path: Path, n: int = 3) -> tuple[Path, list[int]]:
+    packs = [(fmt.pack_key(i), members(build([sequence([20 + i], 3 + i)]))) for i in range(n - 1)]
+    packs.append((fmt.pack_key(n - 1), multimodal_members()))
+    path = tmp_path / fmt.shard_name(0)
+    return path, write_tar(path, packs)
+
+
+def _walk(path: Path) -> tuple[ShardWalk, list[str]]:
+    walk = ShardWalk(str(path))
+    keys = [raw.key for raw in walk.packs()]
+    return walk, keys
+
+
+def _codes(walk: ShardWalk, path: Path) -> set[str]:
+    return {code.value for code, _ in walk.findings + check_index(str(path), walk)}
+
+
+def test_walk_groups_members_and_matches_the_index(tmp_path: Path) -> None:
+    path, offsets = _shard(tmp_path)
+    walk = ShardWalk(str(path))
+    packs = list(walk.packs())
+    assert [p.key for p in packs] == [fmt.pack_key(i) for i in range(3)]
+    assert [p.offset for p in packs] == offsets[:-1] and walk.offsets == offsets
+    assert set(packs[2].members) == set(multimodal_members())
+    assert walk.complete and _codes(walk, path) == set()
+    assert walk.sha256 == hashlib.sha256(path.read_bytes()).hexdigest()
+    assert walk.bytes_read == path.stat().st_size
+
+
+def test_skipped_members_are_not_read(tmp_path: Path) -> None:
+    path, _ = _shard(tmp_path)
+    walk = ShardWalk(str(path), hash_bytes=False, skip=frozenset({fmt.PIXEL_PATCHES, fmt.INPUT_IDS}))
+    last = list(walk.packs())[-1]
+    assert fmt.PIXEL_PATCHES not in last.members and fmt.MEDIA_SIZES in last.members
+
+
+@pytest.mark.parametrize("cut", [1, 512, 700, 1024 + 3])
+def test_truncation_anywhere_is_found(tmp_path: Path, cut: int) -> None:
+    path, offsets = _shard(tmp_path)
+    data = path.read_bytes()
+    path.write_bytes(data[: offsets[-1] + 1024 - cut] if cut <= 1024 else data[: offsets[1] + cut])
+    walk, keys = _walk(path)
+    assert "tar_truncated" in _codes(walk, path) and not walk.complete
+    assert len(keys) < 3  # the pack that may be cut is not handed out
+
+
+def test_end_marker_missing_exactly_at_a_pack_boundary(tmp_path: Path) -> None:
+    path, offsets = _shard(tmp_path)
+    path.write_bytes(path.read_bytes()[: offsets[-1]])
+    walk, keys = _walk(path)
+    assert _codes(walk, path) == {"tar_truncated"} and len(keys) == 2
+
+
+def test_corrupt_headers_and_trailing_bytes(tmp_path: Path) -> None:
+    path, offsets = _shard(tmp_path)
+    data = bytearray(path.read_bytes())
+    data[offsets[1] + 3] ^= 0x20  # a name byte of pack 1's first header: the checksum no longer matches
+    path.write_bytes(bytes(data))
+    assert "tar_corrupt" in _codes(*(_walk(path)[0], path))
+    path, offsets = _shard(tmp_path)
+    path.write_bytes(path.read_bytes() + b"\x01" * 10)
+    walk, keys = _walk(path)
+    assert _codes(walk, path) == {"tar_corrupt"} and len(keys) == 3
+
+
+def test_non_regular_members_are_refused(tmp_path: Path) -> None:
+    path = tmp_path / "pax.tar"
+    with tarfile.open(path, "w", format=tarfile.PAX_FORMAT) as tar:
+        info = tarfile.TarInfo("pack-000000000." + "x" * 120)
+        data = b"1"
+        info.size = len(data)
+        tar.addfile(info, io.BytesIO(data))
+    walk, _ = _walk(path)
+    assert {code.value for code, _ in walk.findings} == {"tar_corrupt"}
+    assert "pax header" in walk.findings[0][1]
+
+
+def test_interleaved_and_duplicate_members(tmp_path: Path) -> None:
+    a, b = members(build([sequence([20], 3)])), members(build([sequence([21], 3)]))
+    path = tmp_path / "x.tar"
+    with tarfile.open(path, "w", format=tarfile.USTAR_FORMAT) as tar:
+        for key, name, data in [
+            ("pack-000000000", fmt.INPUT_IDS, a[fmt.INPUT_IDS]),
+            ("pack-000000001", fmt.INPUT_IDS, b[fmt.INPUT_IDS]),
+            ("pack-000000000", fmt.LOSS_MASK, a[fmt.LOSS_MASK]),
+            ("pack-000000000", fmt.LOSS_MASK, a[fmt.LOSS_MASK]),
+        ]:
+            info = tarfile.TarInfo(f"{key}.{name}")
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    walk, _ = _walk(path)
+    assert {code.value for code, _ in walk.findings} == {"pack_key", "member_duplicate"}
+
+
+def test_index_missing_or_wrong(tmp_path: Path) -> None:
+    path, _ = _shard(tmp_path)
+    idx = Path(str(path) + fmt.INDEX_SUFFIX)
+    idx.write_bytes(idx.read_bytes()[:-8])
+    assert _codes(_walk(path)[0], path) == {"idx_mismatch"}
+    idx.write_bytes(b"\0" * 7)
+    assert _codes(_walk(path)[0], path) == {"idx_mismatch"}
+    idx.unlink()
+    assert _codes(_walk(path)[0], path) == {"idx_missing"}
+
+
+def test_find_pack_seeks_through_the_index(tmp_path: Path) -> None:
+    _shard(tmp_path)
+    shards = [{"name": fmt.shard_name(0), "first_pack": 0, "packs": 3}]
+    (tmp_path / fmt.MANIFEST_NAME).write_text(json.dumps({"shards": shards}))
+    found = find_pack(str(tmp_path), 2)
+    assert found is not None and found[1].key == fmt.pack_key(2)
+    assert find_pack(str(tmp_path), 3) is None
+
+
+def test_collapsed_split_names() -> None:
+    assert expand_braces("shard-{000008..000010}.tar") == ["shard-000008.tar", "shard-000009.tar", "shard-000010.tar"]
+    assert expand_braces("{a,b}-{1..2}.tar") == ["a-1.tar", "a-2.tar", "b-1.tar", "b-2.tar"]
+    text = "split_parts:\n  train:\n  - shard-{000000..000001}.tar\n  - shard-000005.tar\nexclude: []\n"
+    assert split_shards(text) == {"shard-000000.tar", "shard-000001.tar", "shard-000005.tar"}
