@@ -1,8 +1,9 @@
 """Image bytes -> one dynamic-resolution ``MediaItem`` (SPEC §6, Nemotron Omni style).
 
-    bytes -> header check (limits) -> Pillow decode -> EXIF orientation -> RGB uint8
-          -> patch grid (choose_grid) -> BICUBIC resize to (grid_w*16, grid_h*16)
-          -> patches uint8 [P, 768] -> one block <img><image>xN</img>, N = P / 4
+    bytes -> header check (limits) -> patch grid (choose_grid, from the upright header size)
+          -> Pillow decode (JPEG draft when shrinking >= 2x) -> EXIF orientation -> RGB uint8
+          -> BICUBIC resize to (grid_w*16, grid_h*16) -> patches uint8 [P, 768]
+          -> one block <img><image>xN</img>, N = P / 4
 
 **Colour.** Every Pillow mode becomes 8-bit RGB (``to_rgb``). Transparency (RGBA, LA, PA, RGBa, La,
 P with a ``transparency`` entry) is composited over **white**: documents, logos and diagrams with a
@@ -38,11 +39,20 @@ Worked examples (default ``[1024, 13312]``)::
 
 **Patch layout.** Patch ``k = row * grid_w + col`` (raster order) holds the 16x16 block at
 ``(row*16, col*16)``, flattened channel-major: ``patch[c*256 + y*16 + x] = pixel[row*16+y, col*16+x, c]``.
+
+**Speed.** The grid is chosen from the header (EXIF orientation included) before any pixel is decoded,
+so a JPEG that shrinks by 2x or more is decoded in draft mode (``Image.draft``: libjpeg scales by 1/2,
+1/4 or 1/8 inside the IDCT, keeping the image at least as large as the target), then resized once.
+Draft mode changes pixel values slightly against a full decode + resize: the stored patches are the
+draft decode resized (tests/unit/media/test_table.py pins it).
+Patches are cut from Pillow's own channel split (``Image.split``, read zero-copy) with one copy of
+16-byte runs (``patchify_planes``), instead of de-interleaving RGB pixels in NumPy (2x slower).
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from typing import Final
 
 import numpy as np
@@ -57,32 +67,60 @@ from cook.types import MediaItem, MediaRef, PlaceholderBlock
 RESAMPLE: Final = Image.Resampling.BICUBIC
 BACKGROUND: Final = (255, 255, 255)  # transparency is composited over white
 _ALPHA_MODES: Final = frozenset({"RGBA", "RGBa", "LA", "La", "PA"})
+_EXIF_ORIENTATION: Final = 0x0112
+_TRANSPOSED: Final = frozenset({5, 6, 7, 8})  # EXIF orientations that swap width and height
+_RUN: Final = np.dtype((np.void, fmt.PATCH_SIZE))  # 16 bytes: one row of one channel of one patch
 
 
 def process_image(ref: MediaRef, data: bytes, config: MediaConfig) -> tuple[MediaItem, ...]:
     """Image bytes -> ``(MediaItem,)`` with ``visual_kind="image"``, size ``(1, H, W)``, N = P / 4."""
-    image = decode_image(data, config.image.max_pixels)
-    grid_h, grid_w = choose_grid(image.height, image.width, config.image.min_patches, config.image.max_patches)
-    pixels = resize_rgb(image, grid_h, grid_w)  # uint8 [H, W, 3]
-    patches = patchify(pixels)  # uint8 [grid_h*grid_w, 768]
-    height_px, width_px = pixels.shape[:2]
-    count = fmt.image_embeddings(height_px, width_px)
+    header = open_image_header(data, config.image.max_pixels)
+    width_px, height_px = upright_size(header)
+    grid_h, grid_w = choose_grid(height_px, width_px, config.image.min_patches, config.image.max_patches)
+    size = (grid_w * fmt.PATCH_SIZE, grid_h * fmt.PATCH_SIZE)  # (W, H)
+    image = load_rgb(header, draft_to=size)
+    if image.size != size:
+        image = image.resize(size, RESAMPLE)
+    patches = patchify_image(image)  # uint8 [grid_h*grid_w, 768]
+    count = fmt.image_embeddings(size[1], size[0])
     block = PlaceholderBlock(start=fmt.IMG_START, token=fmt.IMAGE_TOKEN, count=count, end=fmt.IMG_END)
     return (
         MediaItem(
             kind="image",
             blocks=(block,),
             patches=patches,
-            size=(1, height_px, width_px),
+            size=(1, size[1], size[0]),
             visual_kind="image",
         ),
     )
 
 
 def decode_image(data: bytes, max_pixels: int) -> Image.Image:
-    """Bytes -> upright 8-bit RGB Pillow image; the size is checked from the header before decoding."""
-    image = open_image_header(data, max_pixels)
+    """Bytes -> upright 8-bit RGB Pillow image at full size; the size is checked from the header first."""
+    return load_rgb(open_image_header(data, max_pixels))
+
+
+def upright_size(image: Image.Image) -> tuple[int, int]:
+    """``(width, height)`` after EXIF orientation, without decoding a JPEG (other formats may load)."""
     try:
+        orientation = image.getexif().get(_EXIF_ORIENTATION, 1)
+    except PIL_DECODE_ERRORS as err:
+        raise Rejected(RejectReason.MEDIA_DECODE, f"image undecodable: {short_error(err)}") from None
+    width, height = image.size
+    return (height, width) if orientation in _TRANSPOSED else (width, height)
+
+
+def load_rgb(image: Image.Image, draft_to: tuple[int, int] | None = None) -> Image.Image:
+    """Decode a header-checked image -> upright 8-bit RGB.
+
+    ``draft_to`` (upright ``(W, H)``, the size the caller resizes to next) lets a JPEG decode at 1/2,
+    1/4 or 1/8 scale when the result stays at least that large.
+    """
+    try:
+        if draft_to is not None and image.format == "JPEG":
+            width, height = draft_to
+            transposed = image.getexif().get(_EXIF_ORIENTATION, 1) in _TRANSPOSED
+            image.draft(None, (height, width) if transposed else (width, height))
         image.load()
         ImageOps.exif_transpose(image, in_place=True)
         return to_rgb(image)
@@ -147,14 +185,6 @@ def choose_grid(height_px: int, width_px: int, min_patches: int, max_patches: in
     return grid_h, grid_w
 
 
-def resize_rgb(image: Image.Image, grid_h: int, grid_w: int) -> np.ndarray:
-    """RGB image -> uint8 [grid_h*16, grid_w*16, 3], BICUBIC (antialiased when shrinking)."""
-    size = (grid_w * fmt.PATCH_SIZE, grid_h * fmt.PATCH_SIZE)
-    if image.size != size:
-        image = image.resize(size, RESAMPLE)
-    return np.asarray(image, dtype=np.uint8)
-
-
 def patchify(pixels: np.ndarray) -> np.ndarray:
     """uint8 [H, W, 3] (H, W multiples of 16) -> uint8 [(H/16)(W/16), 768], raster order, C x 16 x 16."""
     p = fmt.PATCH_SIZE
@@ -162,3 +192,40 @@ def patchify(pixels: np.ndarray) -> np.ndarray:
     grid = pixels.reshape(height_px // p, p, width_px // p, p, channels)  # [gh, 16, gw, 16, C]
     grid = grid.transpose(0, 2, 4, 1, 3)  # [gh, gw, C, 16, 16]
     return np.ascontiguousarray(grid.reshape(-1, channels * p * p))
+
+
+def rgb_planes(image: Image.Image) -> list[np.ndarray]:
+    """RGB image -> its R, G, B planes, uint8 [H, W] each (Pillow's ``split``, read without a copy)."""
+    return [_plane(band) for band in image.split()]
+
+
+def _plane(band: Image.Image) -> np.ndarray:
+    """Mode-L image -> uint8 [H, W]: zero-copy through the Arrow C data interface where Pillow offers
+    it (Pillow >= 11.2, single-block images), else ``np.asarray`` (one copy)."""
+    import pyarrow as pa
+
+    try:
+        flat = pa.array(band).to_numpy(zero_copy_only=True)  # uint8 [H*W]
+    except (TypeError, ValueError, pa.ArrowException):
+        return np.asarray(band, dtype=np.uint8)
+    return flat.reshape(band.height, band.width)
+
+
+def patchify_image(image: Image.Image) -> np.ndarray:
+    """RGB image (sides multiples of 16) -> uint8 [(H/16)(W/16), 768]; equal to ``patchify(asarray(image))``."""
+    return patchify_planes(rgb_planes(image))
+
+
+def patchify_planes(planes: Sequence[np.ndarray]) -> np.ndarray:
+    """C planes uint8 [H, W] (H, W multiples of 16; each row contiguous) -> uint8 [(H/16)(W/16), C*256].
+
+    Same layout as ``patchify``; the copy moves 16-byte runs (one patch row of one channel) at a time.
+    """
+    p = fmt.PATCH_SIZE
+    height_px, width_px = planes[0].shape
+    grid_h, grid_w = height_px // p, width_px // p
+    out = np.empty((grid_h, grid_w, len(planes), p), _RUN)  # [gh, gw, C, y] of 16-byte x runs
+    for c, plane in enumerate(planes):
+        runs = plane.view(_RUN).reshape(grid_h, p, grid_w)  # [gh, y, gw]
+        np.copyto(out[:, :, c].transpose(0, 2, 1), runs)  # iterating in source order is ~2x faster
+    return out.view(np.uint8).reshape(grid_h * grid_w, len(planes) * p * p)

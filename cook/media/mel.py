@@ -9,7 +9,8 @@ clip (a test pins the match), without torch on the per-record path:
 2. STFT, ``n_fft = 512``, hop 160 (10 ms), a symmetric 400-sample (25 ms) Hann window centred in the
    512-sample frame, the signal zero-padded by 256 samples on both sides (``torch.stft(center=True,
    pad_mode="constant")``); power spectrum ``|X|^2``;
-3. 128 triangular mel filters, Slaney scale and Slaney area normalization, 0 Hz .. 8 kHz;
+3. 128 triangular mel filters, Slaney scale and Slaney area normalization, 0 Hz .. 8 kHz (the product
+   with the power spectrum runs in float32; everything else in float64);
 4. ``log(mel + 2^-24)``;
 5. keep the ``S // 160`` valid frames; per mel bin subtract the mean and divide by ``std + 1e-5``
    (unbiased std over the valid frames).
@@ -68,6 +69,14 @@ def mel_filters() -> np.ndarray:
 
 
 @functools.cache
+def _filters32() -> np.ndarray:
+    """``mel_filters()`` as float32 [257, 128] (C order), for the filterbank product."""
+    filters = np.ascontiguousarray(mel_filters(), dtype=np.float32)
+    filters.flags.writeable = False
+    return filters
+
+
+@functools.cache
 def _window() -> np.ndarray:
     """float64 [512]: symmetric Hann of 400 samples, zero-padded to 512, centred."""
     window = np.zeros(N_FFT)
@@ -86,8 +95,9 @@ def log_mel(samples: np.ndarray) -> np.ndarray:
     padded = np.pad(x, (N_FFT // 2, N_FFT // 2))
     frames = np.lib.stride_tricks.sliding_window_view(padded, N_FFT)[:: fmt.AUDIO_HOP][:n_frames]
     spectrum = np.fft.rfft(frames * _window(), axis=-1)  # complex128 [F, 257]
-    power = spectrum.real**2 + spectrum.imag**2
-    logmel = np.log(power @ mel_filters() + LOG_GUARD)  # float64 [F, 128]
+    power = (spectrum.real**2 + spectrum.imag**2).astype(np.float32)  # float32 [F, 257]
+    mel = (power @ _filters32()).astype(np.float64)  # float32 GEMM: 2x faster than float64, error ~1e-7
+    logmel = np.log(mel + LOG_GUARD)  # float64 [F, 128]
     mean = logmel.mean(axis=0, keepdims=True)
     std = logmel.std(axis=0, ddof=1, keepdims=True)
     normalized: np.ndarray = ((logmel - mean) / (std + NORM_EPS)).astype(np.float32)

@@ -1,8 +1,9 @@
 """Image bytes -> one tiled ``MediaItem`` (SPEC §6, Nemotron Nano VL v2 / InternVL style).
 
-    bytes -> decode_image (same checks and colour rules as image.py) -> grid of 512 px tiles
-          -> BICUBIC resize to (cols*512, rows*512) -> tiles in raster order (+ 512x512 thumbnail
-          of the whole image when there is more than one tile) -> 1024 patches per tile
+    bytes -> header check -> grid of 512 px tiles (from the upright header size) -> decode (same
+          checks, colour rules and JPEG draft mode as image.py) -> BICUBIC resize to (cols*512, rows*512)
+          -> tiles in raster order (+ 512x512 thumbnail of the whole image when there is more than one
+          tile) -> 1024 patches per tile
           -> one block <img><image>xN</img>, N = 256 x tiles (thumbnail included)
 
 **Tile grid** (``choose_tiles``, InternVL's ``dynamic_preprocess``/``find_closest_aspect_ratio``):
@@ -30,20 +31,26 @@ import numpy as np
 
 from cook import format as fmt
 from cook.config import MediaConfig
-from cook.media.image import RESAMPLE, decode_image, patchify
+from cook.media.image import RESAMPLE, load_rgb, patchify_image, patchify_planes, rgb_planes, upright_size
+from cook.media.limits import open_image_header
 from cook.types import MediaItem, MediaRef, PlaceholderBlock
 
 
 def process_tiles(ref: MediaRef, data: bytes, config: MediaConfig) -> tuple[MediaItem, ...]:
     """Image bytes -> ``(MediaItem,)`` with ``visual_kind="tiles"``, size ``(tiles, 512, 512)``."""
-    image = decode_image(data, config.image.max_pixels)
-    cols, rows = choose_tiles(image.width, image.height, config.image.max_tiles)
+    header = open_image_header(data, config.image.max_pixels)
+    cols, rows = choose_tiles(*upright_size(header), config.image.max_tiles)
     tile = fmt.TILE_SIZE
-    resized = np.asarray(image.resize((cols * tile, rows * tile), RESAMPLE), dtype=np.uint8)  # uint8 [H, W, 3]
-    tiles = [resized[r * tile : (r + 1) * tile, c * tile : (c + 1) * tile] for r in range(rows) for c in range(cols)]
+    image = load_rgb(header, draft_to=(cols * tile, rows * tile))
+    planes = rgb_planes(image.resize((cols * tile, rows * tile), RESAMPLE))  # uint8 [H, W] each
+    tiles = [
+        patchify_planes([plane[r * tile : (r + 1) * tile, c * tile : (c + 1) * tile] for plane in planes])
+        for r in range(rows)
+        for c in range(cols)
+    ]  # uint8 [1024, 768] each
     if len(tiles) > 1:
-        tiles.append(np.asarray(image.resize((tile, tile), RESAMPLE), dtype=np.uint8))
-    patches = np.concatenate([patchify(t) for t in tiles])  # uint8 [tiles*1024, 768]
+        tiles.append(patchify_image(image.resize((tile, tile), RESAMPLE)))
+    patches = np.concatenate(tiles)  # uint8 [tiles*1024, 768]
     count = fmt.tiles_embeddings(len(tiles))
     block = PlaceholderBlock(start=fmt.IMG_START, token=fmt.IMAGE_TOKEN, count=count, end=fmt.IMG_END)
     return (

@@ -3,7 +3,7 @@
     bytes -> PyAV container -> metadata checks (limits: duration, frame rate, frame size)
           -> packet index (demux only: keyframe timestamps, frame count; nothing decoded)
           -> n frames at evenly spaced times in the clip window -> seek + decode each
-          -> resize to the video patch grid -> patches uint8 [frames * gh * gw, 768]
+          -> swscale to planar RGB at the video patch grid (BICUBIC) -> patches uint8 [frames * gh * gw, 768]
           -> one block per pair of frames: "Frame i sampled at X.XX seconds: <img><image>x(gh*gw/4)</img>"
 
 **Frame count.** ``window_s`` is the clip ``[start_s, end_s]`` of the ``MediaRef`` intersected with
@@ -17,11 +17,13 @@ frames. Example: 3 s at 10 fps, ``fps = 2`` -> 6 -> clamped to 8 -> targets 0.18
 seconds: ", "Frame 2 sampled at 1.00 seconds: ", ... (the time of each group's first frame, relative to
 the video's start, whatever the clip window).
 
-**Seeking, not scanning.** One demux pass (packets only, no decoding) lists the keyframe timestamps.
-For each target the decoder continues forward when it already stands at or after the last keyframe
-before the target (decoding on is then never more work than seeking); otherwise it seeks
-(``container.seek``, backward, to that keyframe) and decodes forward to the target. A long video
-therefore costs about one GOP of decoding per sampled frame, never the whole stream.
+**Seeking, not scanning.** One demux pass (packets only, no decoding) lists the packet and keyframe
+timestamps. For each target the decoder continues forward when it already stands at or after the last
+keyframe before the target (decoding on is then never more work than seeking), or when at most
+``SEEK_SKIPS_FRAMES`` (16) frames separate it from that keyframe (a seek flushes the decoder, which
+costs about as much); otherwise it seeks (``container.seek``, backward, to that keyframe) and decodes
+forward to the target. A long video therefore costs about one GOP (+16 frames) of decoding per
+sampled frame, never the whole stream.
 
 **Frame grid.** ``image.choose_grid(H, W, target_patches, target_patches)``: the image rule with
 ``min = max = target_patches``, i.e. an even x even grid of at most ``target_patches`` with the frame's
@@ -35,14 +37,14 @@ import bisect
 import io
 import math
 from fractions import Fraction
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 import numpy as np
 
 from cook import format as fmt
 from cook.config import MediaConfig, VideoConfig
 from cook.errors import Rejected, RejectReason
-from cook.media.image import RESAMPLE, choose_grid, patchify
+from cook.media.image import choose_grid, patchify_planes
 from cook.media.limits import (
     check_duration,
     check_pixels,
@@ -56,6 +58,11 @@ from cook.types import MediaItem, MediaRef, PlaceholderBlock
 if TYPE_CHECKING:
     from av.container import InputContainer
     from av.video.stream import VideoStream
+
+# A seek flushes the decoder (and its threads) and restarts at a keyframe: measured at about the cost of
+# decoding 15-25 small h264 frames. Closer keyframes are reached by decoding on.
+SEEK_SKIPS_FRAMES: Final = 16
+RESAMPLE_SWS: Final = "BICUBIC"  # swscale's bicubic, the same kernel family as image.py's Pillow BICUBIC
 
 
 def av_errors() -> tuple[type[BaseException], ...]:
@@ -109,9 +116,7 @@ def _frames_item(ref: MediaRef, container: InputContainer, config: MediaConfig) 
     grid_h, grid_w = choose_grid(height, width, vcfg.target_patches, vcfg.target_patches)
     frames, times, _ = decode_frames_at(container, stream, index, targets)
     size = (grid_w * fmt.PATCH_SIZE, grid_h * fmt.PATCH_SIZE)
-    patches = np.concatenate(
-        [patchify(np.asarray(frame.resize(size, RESAMPLE), dtype=np.uint8)) for frame in frames]
-    )  # uint8 [frames*gh*gw, 768]
+    patches = frame_patches(frames, size)  # uint8 [frames*gh*gw, 768]
     per_group = fmt.image_embeddings(size[1], size[0])
     blocks = tuple(
         PlaceholderBlock(
@@ -131,6 +136,30 @@ def _frames_item(ref: MediaRef, container: InputContainer, config: MediaConfig) 
         size=(n_frames, size[1], size[0]),
         visual_kind="video",
     )
+
+
+def frame_patches(frames: list[Any], size: tuple[int, int]) -> np.ndarray:
+    """Decoded frames -> uint8 [frames * (H/16)(W/16), 768], each resized to ``size`` (W, H).
+
+    One swscale pass per distinct frame converts to planar RGB and resizes (BICUBIC, antialiased
+    when shrinking); a frame sampled twice is converted once.
+    """
+    from av.video.reformatter import VideoReformatter
+
+    reformatter = VideoReformatter()
+    width, height = size
+    converted: dict[int, np.ndarray] = {}
+    for frame in frames:
+        if id(frame) not in converted:
+            planar = reformatter.reformat(frame, width, height, format="gbrp", interpolation=RESAMPLE_SWS)
+            green, blue, red = (_plane(plane, height, width) for plane in planar.planes)
+            converted[id(frame)] = patchify_planes([red, green, blue])
+    return np.concatenate([converted[id(frame)] for frame in frames])
+
+
+def _plane(plane: Any, height: int, width: int) -> np.ndarray:
+    """A PyAV video plane -> uint8 [H, W] view (rows may carry padding up to ``line_size``)."""
+    return np.frombuffer(plane, np.uint8).reshape(height, plane.line_size)[:, :width]
 
 
 def clip_window(ref: MediaRef, duration_s: float) -> tuple[float, float]:
@@ -165,8 +194,17 @@ def sample_times(window: tuple[float, float], n_frames: int) -> list[float]:
 class PacketIndex:
     """Keyframe timestamps of a video stream from one demux pass (no decoding), in stream time_base."""
 
-    def __init__(self, keyframes: list[int], n_packets: int, end_pts: int, start_pts: int, time_base: Fraction):
+    def __init__(
+        self,
+        keyframes: list[int],
+        packets: list[int],
+        n_packets: int,
+        end_pts: int,
+        start_pts: int,
+        time_base: Fraction,
+    ):
         self.keyframes = keyframes  # sorted pts of keyframe packets
+        self.packets = packets  # sorted pts of all packets that have one
         self.n_packets = n_packets
         self.start_pts = start_pts
         self.time_base = time_base
@@ -175,6 +213,7 @@ class PacketIndex:
     @classmethod
     def build(cls, container: InputContainer, stream: VideoStream) -> PacketIndex:
         keyframes: list[int] = []
+        packets: list[int] = []
         n_packets, end_pts = 0, 0
         start_pts = stream.start_time or 0
         for packet in container.demux(stream):
@@ -183,6 +222,7 @@ class PacketIndex:
             n_packets += 1
             if packet.pts is not None:
                 end_pts = max(end_pts, packet.pts + (packet.duration or 0))
+                packets.append(packet.pts)
                 if packet.is_keyframe:
                     keyframes.append(packet.pts)
         if n_packets == 0:
@@ -190,12 +230,17 @@ class PacketIndex:
         if not stream.time_base:
             raise Rejected(RejectReason.MEDIA_DECODE, "video stream has no time base")
         keyframes.sort()
-        return cls(keyframes, n_packets, end_pts, start_pts, stream.time_base)
+        packets.sort()
+        return cls(keyframes, packets, n_packets, end_pts, start_pts, stream.time_base)
 
     def keyframe_before(self, pts: int) -> int | None:
         """The last keyframe pts ``<= pts``, None when there is none (or no timestamps were stored)."""
         i = bisect.bisect_right(self.keyframes, pts)
         return self.keyframes[i - 1] if i else None
+
+    def frames_between(self, after: int, before: int) -> int:
+        """Packets (frames) with ``after < pts < before``."""
+        return max(0, bisect.bisect_left(self.packets, before) - bisect.bisect_right(self.packets, after))
 
     def to_pts(self, seconds: float) -> int:
         """Seconds from the stream start -> the smallest pts at or after that time (1e-6 s tolerance)."""
@@ -205,12 +250,18 @@ class PacketIndex:
         return float((pts - self.start_pts) * self.time_base)
 
 
+def _worth_seeking(index: PacketIndex, position: int, keyframe: int) -> bool:
+    """Seek to ``keyframe`` only when more than ``SEEK_SKIPS_FRAMES`` frames lie between it and the decoder."""
+    return position < keyframe and index.frames_between(position, keyframe) > SEEK_SKIPS_FRAMES
+
+
 def decode_frames_at(
     container: InputContainer, stream: VideoStream, index: PacketIndex, targets_s: list[float]
 ) -> tuple[list[Any], list[float], int]:
     """Decode the first frame at/after each target time, seeking between targets when it saves work.
 
-    Returns (RGB Pillow frames, their times in seconds from the video start, frames decoded in all).
+    Returns (decoded PyAV frames, their times in seconds from the video start, frames decoded in all);
+    a frame that serves two targets appears twice (the same object).
     """
     frames: list[Any] = []
     times: list[float] = []
@@ -226,7 +277,7 @@ def decode_frames_at(
             times.append(times[-1])
             continue
         keyframe = index.keyframe_before(target)
-        if iterator is None or position is None or keyframe is None or position < keyframe:
+        if iterator is None or position is None or keyframe is None or _worth_seeking(index, position, keyframe):
             container.seek(target if keyframe is None else keyframe, stream=stream, backward=True)
             iterator = container.decode(stream)
         for frame in iterator:
@@ -238,6 +289,6 @@ def decode_frames_at(
             exhausted = True
         if current is None:
             raise Rejected(RejectReason.MEDIA_DECODE, "no frame could be decoded")
-        frames.append(current.to_image())
+        frames.append(current)
         times.append(0.0 if current.pts is None else index.to_seconds(current.pts))
     return frames, times, decoded

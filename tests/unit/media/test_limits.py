@@ -7,6 +7,8 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from PIL import Image, ImageFile
 
 from cook.errors import Rejected, RejectReason
@@ -116,3 +118,38 @@ def test_video_audio_track_uses_the_audio_limit() -> None:
     data = video_bytes(seconds=3.0, audio=True)
     overrides = {"video": {"use_audio": True}, "audio": {"max_duration_s": 1.0}}
     assert _reason(VIDEO, data, **overrides) == RejectReason.MEDIA_LIMIT
+
+
+def _valid_media() -> dict[str, tuple[MediaRef, bytes]]:
+    pixels = np.random.default_rng(3).integers(0, 256, (40, 56, 3), dtype=np.uint8)
+    return {
+        "png": (IMAGE, rgb_bytes(pixels)),
+        "jpeg": (IMAGE, rgb_bytes(pixels, "JPEG")),
+        "wav": (AUDIO, sound_bytes(sine(440.0, 0.5, 8_000), 8_000)),
+        "flac": (AUDIO, sound_bytes(sine(440.0, 0.5, 8_000), 8_000, "FLAC")),
+        "mp3": (AUDIO, compressed_audio(sine(440.0, 0.5, 16_000), 16_000)),
+        "mp4": (VIDEO, video_bytes(seconds=1.0, fps=4, width=32, height=32)),
+    }
+
+
+VALID = _valid_media()
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    kind=st.sampled_from(sorted(VALID)),
+    cut=st.floats(0.0, 1.0),
+    flips=st.lists(st.tuples(st.floats(0.0, 1.0), st.integers(0, 255)), max_size=8),
+)
+def test_corrupted_media_only_ever_rejects(kind: str, cut: float, flips: list[tuple[float, int]]) -> None:
+    ref, data = VALID[kind]
+    damaged = bytearray(data[: max(1, int(len(data) * (0.3 + 0.7 * cut)))])
+    for where, value in flips:
+        damaged[int(where * (len(damaged) - 1))] = value
+    try:
+        items = process_media(ref, bytes(damaged), config())
+    except Rejected as err:
+        assert err.reason in set(RejectReason)  # only Rejected may escape the media stage
+        return
+    for item in items:
+        assert item.n_embeddings > 0
