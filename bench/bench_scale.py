@@ -13,7 +13,6 @@ import statistics
 import subprocess
 import sys
 import threading
-import time
 from pathlib import Path
 
 from bench.common import REPO, WORK, text_corpus
@@ -90,26 +89,26 @@ def run() -> str:
 
 `{COMMAND}`
 
-{local['records']:,} records ({local['tokens']:,} tokens), {unit_bytes // 1024} KiB work units, buffer_size
+{local["records"]:,} records ({local["tokens"]:,} tokens), {unit_bytes // 1024} KiB work units, buffer_size
 2000, wall seconds of the job after the actors are up (median of 3), on {os.cpu_count()} cores. The
 in-process run calls the same stage functions without Ray (the baseline for Ray's overhead).
 
 | run | s | records/s | tokens/s | vs in-process |
 | --- | ---: | ---: | ---: | ---: |
-| in-process (baseline) | {local['seconds']:.2f} | {rate(local)} | 1.00 |
-| Ray, 1 actor | {one['seconds']:.2f} | {rate(one)} | {local['seconds'] / one['seconds']:.2f} |
-| Ray, 2 actors | {two['seconds']:.2f} | {rate(two)} | {local['seconds'] / two['seconds']:.2f} |
+| in-process (baseline) | {local["seconds"]:.2f} | {rate(local)} | 1.00 |
+| Ray, 1 actor | {one["seconds"]:.2f} | {rate(one)} | {local["seconds"] / one["seconds"]:.2f} |
+| Ray, 2 actors | {two["seconds"]:.2f} | {rate(two)} | {local["seconds"] / two["seconds"]:.2f} |
 
 - Scaling 1 -> 2 actors: **{scaling:.2f}x** (target >= 1.7x).
 - Ray overhead, 1 actor against in-process: **{overhead:+.1%}** (target <= 10%; negative means the
   driver's packing and writing overlap the actor's cooking).
 - Energon index (`prepare_dataset` over the finished shards), run once at the end:
-  {small['index_s']:.2f} s for this job, {small['index_s'] / small['seconds']:.1%} of it.
+  {small["index_s"]:.2f} s for this job, {small["index_s"] / small["seconds"]:.1%} of it.
 
 Memory, 2 actors (peak RSS):
 
 | input | records | driver MiB | one actor MiB |
 | --- | ---: | ---: | ---: |
-| 1x | {small['records']:,} | {small['driver_max_rss_mb']:.0f} | {small['actor_max_rss_mb']:.0f} |
-| 10x | {big['records']:,} | {big['driver_max_rss_mb']:.0f} | {big['actor_max_rss_mb']:.0f} |
+| 1x | {small["records"]:,} | {small["driver_max_rss_mb"]:.0f} | {small["actor_max_rss_mb"]:.0f} |
+| 10x | {big["records"]:,} | {big["driver_max_rss_mb"]:.0f} | {big["actor_max_rss_mb"]:.0f} |
 """

@@ -84,7 +84,7 @@ Target: cook >= 75% of the bare tokenizer.
 | --- | ---: | ---: | ---: | ---: |
 | bare `encode_batch` (baseline) | {bare_tokens:,} | {bare_s:.2f} | {bare_rate:,.0f} | 1.00 |
 | cook read+cook+tokenize+pack+write | {cook_tokens:,} | {cook_s:.2f} | {cook_rate:,.0f} | **{cook_rate / bare_rate:.2f}** |
-| `cook run` whole job in-process (1 run, incl. startup + Energon index) | {summary.counts['tokens']:,} | {run_cpu_s:.2f} | {full_rate:,.0f} | {full_rate / bare_rate:.2f} |
+| `cook run` whole job in-process (1 run, incl. startup + Energon index) | {summary.counts["tokens"]:,} | {run_cpu_s:.2f} | {full_rate:,.0f} | {full_rate / bare_rate:.2f} |
 
 The whole-job row adds the fixed costs a run pays once (importing transformers/torch, loading the
 tokenizer, Energon's index pass over the shards, the manifest); they amortize on real inputs.

@@ -39,9 +39,7 @@ def main(argv: list[str]) -> int:
     for name in names:
         print(f"running {name} ...", file=sys.stderr)
         sections[name] = importlib.import_module(f"bench.{name}").run().rstrip() + "\n"
-        body = HEADER + "".join(
-            f"\n<!-- {n} -->\n{sections[n]}<!-- /{n} -->\n" for n in BENCHES if n in sections
-        )
+        body = HEADER + "".join(f"\n<!-- {n} -->\n{sections[n]}<!-- /{n} -->\n" for n in BENCHES if n in sections)
         RESULTS.write_text(body)
     return 0
 

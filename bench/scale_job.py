@@ -23,8 +23,14 @@ def main(corpus: str, out: str, workers: int, unit_bytes: int) -> None:
     from cook.runner.pipeline import run_pipeline
     from cook.writer.energon_meta import write_energon_meta
 
-    overrides = [f"input.path={corpus}", f"output.dir={out}", f"input.unit_bytes={unit_bytes}",
-                 "packing.buffer_size=2000", "output.shard_size=64", "ray.cpus_per_actor=1"]
+    overrides = [
+        f"input.path={corpus}",
+        f"output.dir={out}",
+        f"input.unit_bytes={unit_bytes}",
+        "packing.buffer_size=2000",
+        "output.shard_size=64",
+        "ray.cpus_per_actor=1",
+    ]
     config = load_config("pipelines/demo.yaml", overrides)
     if workers == 0:
         executor = LocalExecutor(config)

@@ -160,8 +160,9 @@ def _dataclass_schema(cls: type) -> dict[str, Any]:
         schema = _type_schema(hints[f.name])
         constraints = {k: v for k, v in f.metadata.items() if k != "doc"}
         if constraints and "anyOf" in schema:
-            schema["anyOf"] = [{**s, **constraints} if s.get("type") in ("integer", "number") else s
-                               for s in schema["anyOf"]]
+            schema["anyOf"] = [
+                {**s, **constraints} if s.get("type") in ("integer", "number") else s for s in schema["anyOf"]
+            ]
         else:
             schema.update(constraints)
         schema["description"] = f.metadata["doc"]

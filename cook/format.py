@@ -169,9 +169,6 @@ def load_npy(data: bytes) -> np.ndarray:
 
 def dataset_yaml() -> str:
     """``.nv-meta/dataset.yaml``: a crude dataset with cook's subflavor, for a reader cooker."""
-    return (
-        "__module__: megatron.energon\n"
-        "__class__: CrudeWebdataset\n"
-        "subflavors:\n"
-        + "".join(f"  {key}: {value}\n" for key, value in SUBFLAVOR.items())
+    return "__module__: megatron.energon\n__class__: CrudeWebdataset\nsubflavors:\n" + "".join(
+        f"  {key}: {value}\n" for key, value in SUBFLAVOR.items()
     )

@@ -24,14 +24,14 @@ def tokenizer_path() -> str:
 
 
 @pytest.fixture(scope="session")
-def chat_tokenizer(tokenizer_path: str):  # noqa: ANN201
+def chat_tokenizer(tokenizer_path: str):
     from cook.tokenize import ChatTokenizer
 
     return ChatTokenizer(tokenizer_path)
 
 
 @pytest.fixture(scope="session")
-def hf_tokenizer(tokenizer_path: str):  # noqa: ANN201
+def hf_tokenizer(tokenizer_path: str):
     from transformers import AutoTokenizer
 
     return AutoTokenizer.from_pretrained(tokenizer_path)
@@ -60,7 +60,7 @@ def pipeline_dict(input_path: str, out_dir: str, **sections: dict[str, Any]) -> 
 
 
 @pytest.fixture(scope="session")
-def ray_session():  # noqa: ANN201
+def ray_session():
     """One embedded local Ray for the tests that need it, shut down at the end."""
     import ray
 

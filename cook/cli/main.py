@@ -7,6 +7,7 @@ usage, with one line saying what is wrong.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Callable
 from typing import Any
@@ -53,7 +54,14 @@ def main(argv: list[str] | None = None) -> int:
         return 2
 
 
+# One BLAS/OpenMP thread per process, set before numpy loads: cook's parallelism is its workers
+# (Ray sets the same for actors); a BLAS pool per process only contends with them.
+THREAD_ENV = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
+
+
 def entrypoint() -> None:
+    for name in THREAD_ENV:
+        os.environ.setdefault(name, "1")
     sys.exit(main())
 
 

@@ -1,7 +1,7 @@
 """Granary / NeMo ASR manifest rows -> Conversation.
 
-    {"audio_filepath": "clips/a.flac", "text": "hello world", "offset"?: 1.5, "duration"?: 3.0}
-    -> user: [audio, "Transcribe the audio."]   assistant: "hello world"
+{"audio_filepath": "clips/a.flac", "text": "hello world", "offset"?: 1.5, "duration"?: 3.0}
+-> user: [audio, "Transcribe the audio."]   assistant: "hello world"
 """
 
 from __future__ import annotations

@@ -17,9 +17,7 @@ from cook.errors import Rejected, RejectReason
 from cook.format import IM_END, IM_START, ROLES
 from cook.types import Conversation, RawRecord, TextPart, Turn
 
-TURN = re.compile(
-    re.escape(IM_START) + r"(" + "|".join(ROLES) + r")\n(.*?)" + re.escape(IM_END) + r"\n?", flags=re.S
-)
+TURN = re.compile(re.escape(IM_START) + r"(" + "|".join(ROLES) + r")\n(.*?)" + re.escape(IM_END) + r"\n?", flags=re.S)
 
 
 def cook_preformatted(raw: RawRecord) -> Conversation:

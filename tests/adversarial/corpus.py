@@ -98,10 +98,20 @@ def _jsonl_cases(media: str) -> list[tuple[object, str]]:
         ({"messages": [{"role": "user", "content": "only a question"}]}, "no_target"),
         ({"messages": [{"role": "user", "content": "q"}, {**ANSWER, "loss": False}]}, "no_target"),
         ({"messages": [{"role": "wizard", "content": "x"}, ANSWER]}, "bad_role"),
-        ({"conversations": [{"from": "human", "value": "<image><image>"}, {"from": "gpt", "value": "a"}],
-          "image": "ok.jpg"}, "media_count_mismatch"),
-        ({"conversations": [{"from": "human", "value": "no tag"}, {"from": "gpt", "value": "a"}],
-          "images": ["ok.jpg"]}, "media_count_mismatch"),
+        (
+            {
+                "conversations": [{"from": "human", "value": "<image><image>"}, {"from": "gpt", "value": "a"}],
+                "image": "ok.jpg",
+            },
+            "media_count_mismatch",
+        ),
+        (
+            {
+                "conversations": [{"from": "human", "value": "no tag"}, {"from": "gpt", "value": "a"}],
+                "images": ["ok.jpg"],
+            },
+            "media_count_mismatch",
+        ),
         ({"text": "<|im_start|>user\nunterminated"}, "bad_markup"),
         ({"text": "free text, no markup at all"}, "bad_markup"),
         # forged markup: cooked as plain text
@@ -151,14 +161,19 @@ def _tar_member(tar: tarfile.TarFile, name: str, data: bytes = b"", kind: bytes 
 
 
 def _wds_cases(jpeg: bytes) -> list[tuple[str, Callable[[tarfile.TarFile, str], None], str]]:
-    conv = json.dumps({"conversations": [{"from": "human", "value": "<image> what?"},
-                                         {"from": "gpt", "value": "a cat"}], "image": "img.jpg"}).encode()
+    conv = json.dumps(
+        {
+            "conversations": [{"from": "human", "value": "<image> what?"}, {"from": "gpt", "value": "a cat"}],
+            "image": "img.jpg",
+        }
+    ).encode()
     text = json.dumps({"conversations": [{"from": "human", "value": "hi"}, {"from": "gpt", "value": "yo"}]}).encode()
 
     def sample(*members: tuple[str, bytes, bytes]) -> Callable[[tarfile.TarFile, str], None]:
         def write(tar: tarfile.TarFile, key: str) -> None:
             for suffix, data, kind in members:
                 _tar_member(tar, suffix.replace("KEY", key), data, kind)
+
         return write
 
     reg = tarfile.REGTYPE
@@ -169,8 +184,13 @@ def _wds_cases(jpeg: bytes) -> list[tuple[str, Callable[[tarfile.TarFile, str], 
         ("absolute", sample(("/tmp/KEY.json", text, reg)), "unsafe_member"),
         ("symlink", sample(("KEY.json", text, reg), ("KEY.img.jpg", b"", tarfile.SYMTYPE)), "unsafe_member"),
         ("hardlink", sample(("KEY.json", text, reg), ("KEY.img.jpg", b"", tarfile.LNKTYPE)), "unsafe_member"),
-        ("pickled", sample(("KEY.json", text, reg), ("KEY.pyd", b"\x80\x04K\x01.", reg),
-                           ("KEY.pickle", b"\x80\x04K\x01.", reg)), OK),
+        (
+            "pickled",
+            sample(
+                ("KEY.json", text, reg), ("KEY.pyd", b"\x80\x04K\x01.", reg), ("KEY.pickle", b"\x80\x04K\x01.", reg)
+            ),
+            OK,
+        ),
         ("no_json", sample(("KEY.txt", b"hello", reg)), "missing_field"),
         ("bad_json", sample(("KEY.json", b"{nope", reg)), "bad_json"),
         ("missing_member", sample(("KEY.json", conv, reg)), "media_missing"),
@@ -196,7 +216,9 @@ def build_corpus(root: Path) -> dict[str, str]:
     with tarfile.open(tar_path, "w") as tar:
         for key, write, outcome in _wds_cases(files["ok.jpg"]):
             write(tar, key)
-            expected[f"{tar_path}#{'../' + key if key == 'dotdot' else '/tmp/' + key if key == 'absolute' else key}"] = outcome
+            expected[
+                f"{tar_path}#{'../' + key if key == 'dotdot' else '/tmp/' + key if key == 'absolute' else key}"
+            ] = outcome
     truncated = data / "c.tar"
     with tarfile.open(truncated, "w") as tar:
         for key, write, _ in _wds_cases(files["ok.jpg"])[:1]:

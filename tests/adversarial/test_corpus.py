@@ -20,12 +20,15 @@ def cooked(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, str], Pa
     root = tmp_path_factory.mktemp("adversarial")
     expected = build_corpus(root)
     data = pipeline_dict(
-        str(root / "data"), str(root / "out"),
+        str(root / "data"),
+        str(root / "out"),
         input={"media_root": str(root / "media"), "max_record_bytes": 2_000_000},
         packing={"seq_len": 8192, "pad_multiple": 8},
-        media={"image": {"min_patches": 16, "max_patches": 256}, "video": {"target_patches": 64, "min_frames": 2,
-                                                                            "max_frames": 4},
-               "audio": {"max_duration_s": 600}},
+        media={
+            "image": {"min_patches": 16, "max_patches": 256},
+            "video": {"target_patches": 64, "min_frames": 2, "max_frames": 4},
+            "audio": {"max_duration_s": 600},
+        },
     )
     (root / "p.yaml").write_text(yaml.safe_dump(data))
     assert main(["run", str(root / "p.yaml"), "--workers", "0", "--quiet"]) == 0
@@ -80,12 +83,23 @@ def test_pathological_record_hits_the_time_budget(tmp_path: Path) -> None:
     big.mkdir()
     Image.new("RGB", (4000, 3000), (1, 2, 3)).save(big / "big.png")
     (tmp_path / "data").mkdir()
-    rows = [{"messages": [{"role": "user", "content": [{"type": "image", "image": "big.png"}]},
-                          {"role": "assistant", "content": "x"}]},
-            {"messages": [{"role": "user", "content": "q"}, {"role": "assistant", "content": "a"}]}]
+    rows = [
+        {
+            "messages": [
+                {"role": "user", "content": [{"type": "image", "image": "big.png"}]},
+                {"role": "assistant", "content": "x"},
+            ]
+        },
+        {"messages": [{"role": "user", "content": "q"}, {"role": "assistant", "content": "a"}]},
+    ]
     (tmp_path / "data" / "a.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
-    data = pipeline_dict(str(tmp_path / "data"), str(tmp_path / "out"), input={"media_root": str(big)},
-                         ray={"record_timeout_s": 0.001}, packing={"seq_len": 16384})
+    data = pipeline_dict(
+        str(tmp_path / "data"),
+        str(tmp_path / "out"),
+        input={"media_root": str(big)},
+        ray={"record_timeout_s": 0.001},
+        packing={"seq_len": 16384},
+    )
     (tmp_path / "p.yaml").write_text(yaml.safe_dump(data))
     assert main(["run", str(tmp_path / "p.yaml"), "--workers", "0", "--quiet"]) == 0
     rejects = [json.loads(line) for line in (tmp_path / "out" / fmt.REJECTS_NAME).read_text().splitlines()]

@@ -23,26 +23,64 @@ from cook.types import Conversation, RawRecord, RejectRecord
 EXAMPLES = int(os.environ.get("COOK_FUZZ_EXAMPLES", "150"))
 FUZZ = settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
-SPECIAL = st.sampled_from(["<|im_start|>", "<|im_end|>", "<think>", "</think>", "<image>", "<video>", "<audio>",
-                           "<img>", "</img>", "<so_embedding>", "\n", "assistant", "user", " "])
+SPECIAL = st.sampled_from(
+    [
+        "<|im_start|>",
+        "<|im_end|>",
+        "<think>",
+        "</think>",
+        "<image>",
+        "<video>",
+        "<audio>",
+        "<img>",
+        "</img>",
+        "<so_embedding>",
+        "\n",
+        "assistant",
+        "user",
+        " ",
+    ]
+)
 TEXT = st.lists(st.one_of(SPECIAL, st.text(max_size=12)), max_size=8).map("".join)
 JSON_LEAF = st.one_of(st.none(), st.booleans(), st.integers(), st.floats(allow_nan=False), TEXT)
-JSON = st.recursive(JSON_LEAF, lambda inner: st.one_of(st.lists(inner, max_size=4),
-                                                       st.dictionaries(TEXT, inner, max_size=4)), max_leaves=20)
+JSON = st.recursive(
+    JSON_LEAF,
+    lambda inner: st.one_of(st.lists(inner, max_size=4), st.dictionaries(TEXT, inner, max_size=4)),
+    max_leaves=20,
+)
 ROLE = st.sampled_from(["system", "user", "assistant", "tool", "human", "gpt", "robot", ""])
 MESSAGE = st.fixed_dictionaries(
     {"role": st.one_of(ROLE, JSON_LEAF)},
-    optional={"content": st.one_of(TEXT, st.lists(st.one_of(
-        st.fixed_dictionaries({"type": st.just("text"), "text": TEXT}),
-        st.fixed_dictionaries({"type": st.sampled_from(["image", "video", "audio", "gif"])}, optional={"image": TEXT}),
-        JSON_LEAF), max_size=3), JSON_LEAF),
-        "loss": st.one_of(st.booleans(), JSON_LEAF), "reasoning_content": st.one_of(TEXT, JSON_LEAF)},
+    optional={
+        "content": st.one_of(
+            TEXT,
+            st.lists(
+                st.one_of(
+                    st.fixed_dictionaries({"type": st.just("text"), "text": TEXT}),
+                    st.fixed_dictionaries(
+                        {"type": st.sampled_from(["image", "video", "audio", "gif"])}, optional={"image": TEXT}
+                    ),
+                    JSON_LEAF,
+                ),
+                max_size=3,
+            ),
+            JSON_LEAF,
+        ),
+        "loss": st.one_of(st.booleans(), JSON_LEAF),
+        "reasoning_content": st.one_of(TEXT, JSON_LEAF),
+    },
 )
 RECORD = st.one_of(
     st.fixed_dictionaries({"messages": st.one_of(st.lists(MESSAGE, max_size=5), JSON)}),
-    st.fixed_dictionaries({"conversations": st.lists(st.fixed_dictionaries(
-        {"from": st.one_of(ROLE, JSON_LEAF), "value": st.one_of(TEXT, JSON_LEAF)}), max_size=4)},
-        optional={"image": st.one_of(TEXT, JSON), "images": JSON}),
+    st.fixed_dictionaries(
+        {
+            "conversations": st.lists(
+                st.fixed_dictionaries({"from": st.one_of(ROLE, JSON_LEAF), "value": st.one_of(TEXT, JSON_LEAF)}),
+                max_size=4,
+            )
+        },
+        optional={"image": st.one_of(TEXT, JSON), "images": JSON},
+    ),
     st.fixed_dictionaries({"text": st.one_of(TEXT, JSON_LEAF)}),
     st.fixed_dictionaries({"audio_filepath": st.one_of(TEXT, JSON_LEAF), "text": st.one_of(TEXT, JSON_LEAF)}),
     st.dictionaries(TEXT, JSON, max_size=3),
@@ -73,7 +111,7 @@ def test_cookers_return_a_conversation_or_reject(fields: dict) -> None:
 
 @FUZZ
 @given(st.lists(RECORD, min_size=1, max_size=4))
-def test_target_builder_invariants(chat_tokenizer, records: list[dict]) -> None:  # noqa: ANN001 - fixture
+def test_target_builder_invariants(chat_tokenizer, records: list[dict]) -> None:
     convs = []
     for fields in records:
         try:
@@ -90,8 +128,9 @@ def test_target_builder_invariants(chat_tokenizer, records: list[dict]) -> None:
             continue
         ids, mask = sample.input_ids.tolist(), sample.loss_mask.tolist()
         assert len(ids) == len(mask) and mask[0] == 0 and sum(mask) > 0
-        assert ids.count(chat_tokenizer.control_ids["<|im_start|>"]) == len(conv.turns) + (conv.tools is not None
-                                                                                           and conv.turns[0].role != "system")
+        assert ids.count(chat_tokenizer.control_ids["<|im_start|>"]) == len(conv.turns) + (
+            conv.tools is not None and conv.turns[0].role != "system"
+        )
         assert not {i for i in ids if i in control} - {1, 2, 3, 4}  # no media tokens without media
         starts = [k for k, t in enumerate(ids) if t == 1]
         for k in starts:

@@ -714,8 +714,7 @@ def structured_answer(rng: random.Random, topic: str, size: int) -> str:
             items = rng.randint(2, 5)
             numbered = rng.random() < 0.5
             lines = [
-                f"{i + 1}. " + sentence(rng, topic) if numbered else "- " + sentence(rng, topic)
-                for i in range(items)
+                f"{i + 1}. " + sentence(rng, topic) if numbered else "- " + sentence(rng, topic) for i in range(items)
             ]
             parts.append("\n".join(lines))
             left -= items
@@ -728,9 +727,7 @@ def structured_answer(rng: random.Random, topic: str, size: int) -> str:
             parts.append("**Ingredients**\n" + "\n".join(lines))
             left -= 2
         elif r < 0.4:
-            parts.append(
-                f"## {fill(rng, topic, '{Adj} {noun}')}\n\n" + paragraph(rng, topic, rng.randint(2, 4))
-            )
+            parts.append(f"## {fill(rng, topic, '{Adj} {noun}')}\n\n" + paragraph(rng, topic, rng.randint(2, 4)))
             left -= 3
         else:
             n = min(left, rng.randint(2, 5))
@@ -970,9 +967,7 @@ def chat_record(rng: random.Random, long: bool = False) -> dict[str, Any]:
         return {"messages": messages}
     r = rng.random()
     n_exchanges = 1 if r < 0.55 else 2 if r < 0.8 else 3 if r < 0.93 else 4
-    think = rng.choices(
-        ("none", "inline", "inline_noopen", "inline_empty", "field"), weights=(50, 22, 5, 8, 15)
-    )[0]
+    think = rng.choices(("none", "inline", "inline_noopen", "inline_empty", "field"), weights=(50, 22, 5, 8, 15))[0]
     size = rng.randint(2, 24) if n_exchanges == 1 else rng.randint(1, 8)
     for _ in range(n_exchanges):
         if topic == "math":

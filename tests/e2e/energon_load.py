@@ -30,8 +30,12 @@ def load_all_packs(path: str, expected: int) -> dict[str, dict[str, bytes]]:
     """Every pack by key, read through get_train_dataset + get_loader (one pass over ``expected`` packs)."""
     worker_config = WorkerConfig(rank=0, world_size=1, num_workers=0)
     dataset = get_train_dataset(
-        path, batch_size=1, shuffle_buffer_size=None, max_samples_per_sequence=None,
-        worker_config=worker_config, task_encoder=RawPackEncoder(),
+        path,
+        batch_size=1,
+        shuffle_buffer_size=None,
+        max_samples_per_sequence=None,
+        worker_config=worker_config,
+        task_encoder=RawPackEncoder(),
     )
     packs: dict[str, dict[str, bytes]] = {}
     for batch in get_loader(dataset):

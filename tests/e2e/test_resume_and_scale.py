@@ -27,8 +27,14 @@ COOK = [sys.executable, "-m", "cook.cli.main"]
 def _records(n: int) -> list:
     rows: list = []
     for i in range(n):
-        rows.append({"messages": [{"role": "user", "content": f"q{i} " + "why " * (i % 50)},
-                                  {"role": "assistant", "content": f"a{i} " + "so " * (i * 7 % 120)}]})
+        rows.append(
+            {
+                "messages": [
+                    {"role": "user", "content": f"q{i} " + "why " * (i % 50)},
+                    {"role": "assistant", "content": f"a{i} " + "so " * (i * 7 % 120)},
+                ]
+            }
+        )
         if i % 97 == 5:
             rows.append(b"{broken json")
     return rows
@@ -43,15 +49,20 @@ def raw(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def _pipeline(tmp: Path, raw: Path, out: Path, **packing: object) -> Path:
-    data = pipeline_dict(str(raw), str(out), packing={"seq_len": 512, "buffer_size": 60, **packing},
-                         output={"shard_size": 3}, input={"unit_bytes": 40_000})
+    data = pipeline_dict(
+        str(raw),
+        str(out),
+        packing={"seq_len": 512, "buffer_size": 60, **packing},
+        output={"shard_size": 3},
+        input={"unit_bytes": 40_000},
+    )
     path = tmp / f"{out.name}.yaml"
     path.write_text(yaml.safe_dump(data))
     return path
 
 
 def _digest(out: Path) -> dict[str, str]:
-    names = sorted(p.name for p in out.glob("shard-*.tar")) + [fmt.REJECTS_NAME]
+    names = [*sorted(p.name for p in out.glob("shard-*.tar")), fmt.REJECTS_NAME]
     digests = {n: hashlib.sha256((out / n).read_bytes()).hexdigest() for n in names}
     manifest = json.loads((out / fmt.MANIFEST_NAME).read_text())
     digests["counts"] = json.dumps(manifest["counts"], sort_keys=True)
@@ -77,8 +88,9 @@ def _state_windows(out: Path) -> int:
 
 def _run_and_kill(pipeline: Path, out: Path, after_windows: int, *extra: str) -> bool:
     """Start cook in a subprocess, SIGKILL it once ``after_windows`` windows are checkpointed."""
-    proc = subprocess.Popen([*COOK, "run", str(pipeline), "--quiet", *extra], cwd=REPO,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [*COOK, "run", str(pipeline), "--quiet", *extra], cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
     while proc.poll() is None and _state_windows(out) < after_windows:
         time.sleep(0.002)
     killed = proc.poll() is None
@@ -89,8 +101,9 @@ def _run_and_kill(pipeline: Path, out: Path, after_windows: int, *extra: str) ->
 
 
 @pytest.mark.parametrize("after_windows", [0, 1, 7, 23])
-def test_sigkill_driver_then_resume_is_byte_identical(raw: Path, reference: dict, tmp_path: Path,
-                                                      after_windows: int) -> None:
+def test_sigkill_driver_then_resume_is_byte_identical(
+    raw: Path, reference: dict, tmp_path: Path, after_windows: int
+) -> None:
     out = tmp_path / "ref"
     pipeline = _pipeline(tmp_path, raw, out)
     _run_and_kill(pipeline, out, after_windows, "--workers", "0")
@@ -116,15 +129,19 @@ def test_different_pipeline_refused_on_interrupted_dir(raw: Path, tmp_path: Path
     assert main(["run", str(other), "--workers", "0", "--quiet", "--overwrite"]) == 0
 
 
-def test_one_and_two_actors_give_identical_output(raw: Path, reference: dict, tmp_path: Path, ray_session) -> None:  # noqa: ANN001
+def test_one_and_two_actors_give_identical_output(raw: Path, reference: dict, tmp_path: Path, ray_session) -> None:
     for workers in ("1", "2"):
         out = tmp_path / "ref"
         assert main(["run", str(_pipeline(tmp_path, raw, out)), "--workers", workers, "--quiet", "--overwrite"]) == 0
         assert _digest(out) == reference, workers
 
 
-def test_record_that_kills_actors_is_rejected_as_worker_crash(raw: Path, tmp_path: Path, ray_session,  # noqa: ANN001
-                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+def test_record_that_kills_actors_is_rejected_as_worker_crash(
+    raw: Path,
+    tmp_path: Path,
+    ray_session,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     data = tmp_path / "in"
     data.mkdir()
     rows = _records(300)
@@ -159,13 +176,30 @@ def test_cluster_mode_against_a_local_head(raw: Path, reference: dict, tmp_path:
     ray_bin = Path(sys.executable).with_name("ray")
     port = "6391"
     env = {**os.environ, "RAY_AUTH_MODE": "disabled"}
-    start = [str(ray_bin), "start", "--head", f"--port={port}", "--node-ip-address=127.0.0.1", "--num-cpus=2",
-             "--include-dashboard=false", "--object-store-memory=300000000", "--disable-usage-stats"]
+    start = [
+        str(ray_bin),
+        "start",
+        "--head",
+        f"--port={port}",
+        "--node-ip-address=127.0.0.1",
+        "--num-cpus=2",
+        "--include-dashboard=false",
+        "--object-store-memory=300000000",
+        "--disable-usage-stats",
+    ]
     subprocess.run(start, check=True, env=env, capture_output=True, timeout=120)
     try:
         out = tmp_path / "ref"
-        cmd = [*COOK, "run", str(_pipeline(tmp_path, raw, out)), "--ray-address", f"127.0.0.1:{port}", "--quiet",
-               "--set", "ray.cpus_per_actor=0.5"]
+        cmd = [
+            *COOK,
+            "run",
+            str(_pipeline(tmp_path, raw, out)),
+            "--ray-address",
+            f"127.0.0.1:{port}",
+            "--quiet",
+            "--set",
+            "ray.cpus_per_actor=0.5",
+        ]
         proc = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
         assert proc.returncode == 0, proc.stderr[-2000:]
         assert _digest(out) == reference

@@ -19,8 +19,10 @@ BASE = {"input": {"path": "x.jsonl"}, "tokenizer": {"path": "tok"}}
 
 
 def test_defaults_and_overrides(tmp_path: Path) -> None:
-    cfg = load_config(write(tmp_path, BASE), ["packing.seq_len=4096", "output.dir=/tmp/o", "packing.buffer_size=all",
-                                              "media.image.mode=tiles"])
+    cfg = load_config(
+        write(tmp_path, BASE),
+        ["packing.seq_len=4096", "output.dir=/tmp/o", "packing.buffer_size=all", "media.image.mode=tiles"],
+    )
     assert cfg.packing.seq_len == 4096 and cfg.output.dir == "/tmp/o" and cfg.packing.buffer_size == "all"
     assert cfg.media.image.mode == "tiles" and cfg.media.image.min_patches == 1024
     assert cfg.cooker == "auto" and cfg.ray.address is None and cfg.packing.algorithm == "best_fit_decreasing"
@@ -73,9 +75,20 @@ def test_shipped_pipelines_validate(name: str) -> None:
 
 def test_required_keys_exist() -> None:
     props = pipeline_schema()["properties"]
-    for dotted in ["input.path", "input.format", "input.media_root", "cooker", "tokenizer.path", "packing.seq_len",
-                   "packing.algorithm", "packing.buffer_size", "packing.pad_multiple", "output.dir", "ray.address",
-                   "ray.num_actors"]:
+    for dotted in [
+        "input.path",
+        "input.format",
+        "input.media_root",
+        "cooker",
+        "tokenizer.path",
+        "packing.seq_len",
+        "packing.algorithm",
+        "packing.buffer_size",
+        "packing.pad_multiple",
+        "output.dir",
+        "ray.address",
+        "ray.num_actors",
+    ]:
         node = props
         *parents, leaf = dotted.split(".")
         for part in parents:

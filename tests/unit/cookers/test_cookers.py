@@ -16,16 +16,26 @@ def reason_of(cooker: str, fields: dict) -> RejectReason:
 
 
 def test_openai_text_parts_media_and_flags() -> None:
-    conv = COOKERS["openai"](raw({
-        "messages": [
-            {"role": "system", "content": "sys"},
-            {"role": "user", "content": [{"type": "text", "text": "look "}, {"type": "image", "image": "a.jpg"},
-                                         {"type": "video_url", "video_url": {"url": "v.mp4"}, "start": 1, "end": 2}]},
-            {"role": "assistant", "content": "ans", "reasoning_content": "why", "loss": False},
-            {"role": "tool", "content": "42"},
-        ],
-        "tools": [{"name": "calc"}],
-    }))
+    conv = COOKERS["openai"](
+        raw(
+            {
+                "messages": [
+                    {"role": "system", "content": "sys"},
+                    {
+                        "role": "user",
+                        "content": [
+                            {"type": "text", "text": "look "},
+                            {"type": "image", "image": "a.jpg"},
+                            {"type": "video_url", "video_url": {"url": "v.mp4"}, "start": 1, "end": 2},
+                        ],
+                    },
+                    {"role": "assistant", "content": "ans", "reasoning_content": "why", "loss": False},
+                    {"role": "tool", "content": "42"},
+                ],
+                "tools": [{"name": "calc"}],
+            }
+        )
+    )
     assert [t.role for t in conv.turns] == ["system", "user", "assistant", "tool"]
     assert conv.turns[1].content == (TextPart("look "), MediaPart(0), MediaPart(1))
     assert conv.media == (MediaRef("image", "a.jpg"), MediaRef("video", "v.mp4", 1, 2))
@@ -35,8 +45,16 @@ def test_openai_text_parts_media_and_flags() -> None:
 
 
 def test_openai_user_markup_stays_text() -> None:
-    conv = COOKERS["openai"](raw({"messages": [{"role": "user", "content": "<image> <|im_start|>assistant\n"},
-                                               {"role": "assistant", "content": "ok"}]}))
+    conv = COOKERS["openai"](
+        raw(
+            {
+                "messages": [
+                    {"role": "user", "content": "<image> <|im_start|>assistant\n"},
+                    {"role": "assistant", "content": "ok"},
+                ]
+            }
+        )
+    )
     assert conv.media == () and conv.turns[0].content == (TextPart("<image> <|im_start|>assistant\n"),)
 
 
@@ -60,10 +78,18 @@ def test_openai_rejects(fields: dict, reason: RejectReason) -> None:
 
 
 def test_llava_tags_consume_media_in_order() -> None:
-    conv = COOKERS["llava"](raw({
-        "conversations": [{"from": "human", "value": "<image>\nA<image>B<audio>"}, {"from": "gpt", "value": "ok"}],
-        "images": ["1.jpg", "2.jpg"], "audio": "s.wav",
-    }))
+    conv = COOKERS["llava"](
+        raw(
+            {
+                "conversations": [
+                    {"from": "human", "value": "<image>\nA<image>B<audio>"},
+                    {"from": "gpt", "value": "ok"},
+                ],
+                "images": ["1.jpg", "2.jpg"],
+                "audio": "s.wav",
+            }
+        )
+    )
     assert conv.turns[0].content == (MediaPart(0), TextPart("\nA"), MediaPart(1), TextPart("B"), MediaPart(2))
     assert [m.ref for m in conv.media] == ["1.jpg", "2.jpg", "s.wav"]
     assert [t.role for t in conv.turns] == ["user", "assistant"]
@@ -96,16 +122,21 @@ def test_preformatted_splits_turns_and_keeps_inner_markup_as_text() -> None:
     conv = COOKERS["preformatted"](raw({"text": text}))
     assert conv.template_applied
     assert [(t.role, t.content) for t in conv.turns] == [
-        ("user", (TextPart("say <image> <think>"),)), ("assistant", (TextPart("A"),))]
+        ("user", (TextPart("say <image> <think>"),)),
+        ("assistant", (TextPart("A"),)),
+    ]
 
 
-@pytest.mark.parametrize("text", [
-    "hello <|im_start|>user\nx<|im_end|>\n",
-    "<|im_start|>user\nx<|im_end|>\n<|im_start|>assistant\nunterminated",
-    "<|im_start|>user\nx<|im_start|>assistant\ny<|im_end|>\n",
-    "<|im_start|>robot\nx<|im_end|>\n",
-    "",
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "hello <|im_start|>user\nx<|im_end|>\n",
+        "<|im_start|>user\nx<|im_end|>\n<|im_start|>assistant\nunterminated",
+        "<|im_start|>user\nx<|im_start|>assistant\ny<|im_end|>\n",
+        "<|im_start|>robot\nx<|im_end|>\n",
+        "",
+    ],
+)
 def test_preformatted_rejects_bad_markup(text: str) -> None:
     assert reason_of("preformatted", {"text": text}) == RejectReason.BAD_MARKUP
 

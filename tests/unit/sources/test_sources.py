@@ -35,8 +35,14 @@ def test_jsonl_streams_with_line_sources_and_failures(tmp_path: Path) -> None:
     out = list(SOURCES["jsonl"](str(path), 1 << 20))
     assert [o.source.rsplit("#", 1)[1] for o in out] == ["1", "2", "3", "5", "6", "7"]
     kinds = [o.reason if isinstance(o, RejectRecord) else "ok" for o in out]
-    assert kinds == ["ok", RejectReason.BAD_JSON, RejectReason.BAD_UTF8, RejectReason.BAD_TYPE,
-                     RejectReason.BAD_JSON, "ok"]
+    assert kinds == [
+        "ok",
+        RejectReason.BAD_JSON,
+        RejectReason.BAD_UTF8,
+        RejectReason.BAD_TYPE,
+        RejectReason.BAD_JSON,
+        "ok",
+    ]
     assert isinstance(out[0], RawRecord) and out[0].fields == {"x": 1} and out[0].origin == str(path)
 
 
@@ -106,5 +112,5 @@ def test_list_inputs_sorted_and_errors(tmp_path: Path) -> None:
     assert [fmt for _, fmt in list_inputs(str(tmp_path), "auto")] == ["parquet", "jsonl", "wds"]
     with pytest.raises(ConfigError, match="matches no input"):
         list_inputs(str(tmp_path / "*.nothing"), "auto")
-    with pytest.raises(ConfigError, match="input.format"):
+    with pytest.raises(ConfigError, match=r"input\.format"):
         list_inputs(str(tmp_path / "notes.md"), "auto")
