@@ -30,6 +30,7 @@ from cook.runner.resume import RunState, fingerprint, progress_dir, save_state
 from cook.runner.units import Unit, UnitResult
 from cook.tokenize.tokenizer import ChatTokenizer, tokenizer_files_sha256
 from cook.types import Pack, TokenizedSample
+from cook.writer.energon_meta import preload as preload_energon
 from cook.writer.energon_meta import write_energon_meta
 from cook.writer.manifest import build_manifest, write_manifest
 from cook.writer.rejects import RejectsWriter
@@ -185,6 +186,7 @@ def run_pipeline(
         bar = Progress(len(units) - state.next_unit, enabled=progress)
         writer = WindowedWriter(config, state, tokenizer.pad_id, bar)
         executor = executor_factory(config)
+        preload_energon()
         try:
             for result in executor.map_units(units[state.next_unit :]):
                 writer.consume(result)
