@@ -14,6 +14,7 @@ executor can name the record that kills a worker and reject it as ``worker_crash
 from __future__ import annotations
 
 import contextlib
+import gc
 import json
 import os
 import signal
@@ -64,6 +65,19 @@ def time_budget(seconds: float) -> Iterator[None]:
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
+
+
+@contextlib.contextmanager
+def _no_cyclic_gc() -> Iterator[None]:
+    """Pause the cyclic garbage collector for one unit. Cooking allocates many small acyclic objects
+    that reference counting frees at once; the collector's passes over them cost ~20% of the time."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 class CookWorker:
@@ -125,11 +139,15 @@ class CookWorker:
                 trace.close()
 
     def cook_unit(self, unit: Unit, attempt: Attempt | None = None) -> UnitResult:
+        with _no_cyclic_gc():
+            return self._cook_unit(unit, attempt or Attempt())
+
+    def _cook_unit(self, unit: Unit, attempt: Attempt) -> UnitResult:
         samples: list[TokenizedSample] = []
         rejects: list[RejectRecord] = []
         count = [0]
         batch: list[Cooked] = []
-        for item in self._cooked(unit, attempt or Attempt(), rejects, count):
+        for item in self._cooked(unit, attempt, rejects, count):
             batch.append(item)
             if len(batch) >= TOKENIZE_BATCH:
                 self._tokenize(batch, samples, rejects)
