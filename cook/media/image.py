@@ -53,7 +53,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import Final
+from typing import Final, Literal
 
 import numpy as np
 from PIL import Image, ImageOps
@@ -82,17 +82,7 @@ def process_image(ref: MediaRef, data: bytes, config: MediaConfig) -> tuple[Medi
     if image.size != size:
         image = image.resize(size, RESAMPLE)
     patches = patchify_image(image)  # uint8 [grid_h*grid_w, 768]
-    count = fmt.image_embeddings(size[1], size[0])
-    block = PlaceholderBlock(start=fmt.IMG_START, token=fmt.IMAGE_TOKEN, count=count, end=fmt.IMG_END)
-    return (
-        MediaItem(
-            kind="image",
-            blocks=(block,),
-            patches=patches,
-            size=(1, size[1], size[0]),
-            visual_kind="image",
-        ),
-    )
+    return (visual_item(patches, fmt.image_embeddings(size[1], size[0]), (1, size[1], size[0]), "image"),)
 
 
 def decode_image(data: bytes, max_pixels: int) -> Image.Image:
@@ -229,3 +219,11 @@ def patchify_planes(planes: Sequence[np.ndarray]) -> np.ndarray:
         runs = plane.view(_RUN).reshape(grid_h, p, grid_w)  # [gh, y, gw]
         np.copyto(out[:, :, c].transpose(0, 2, 1), runs)  # iterating in source order is ~2x faster
     return out.view(np.uint8).reshape(grid_h * grid_w, len(planes) * p * p)
+
+
+def visual_item(
+    patches: np.ndarray, count: int, size: tuple[int, int, int], visual_kind: Literal["image", "tiles"]
+) -> MediaItem:
+    """One still-image item: its uint8 patches ``[P, 768]`` and one ``<img><image>x count</img>`` block."""
+    block = PlaceholderBlock(start=fmt.IMG_START, token=fmt.IMAGE_TOKEN, count=count, end=fmt.IMG_END)
+    return MediaItem(kind="image", blocks=(block,), patches=patches, size=size, visual_kind=visual_kind)

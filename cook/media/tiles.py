@@ -31,9 +31,17 @@ import numpy as np
 
 from cook import format as fmt
 from cook.config import MediaConfig
-from cook.media.image import RESAMPLE, load_rgb, patchify_image, patchify_planes, rgb_planes, upright_size
+from cook.media.image import (
+    RESAMPLE,
+    load_rgb,
+    patchify_image,
+    patchify_planes,
+    rgb_planes,
+    upright_size,
+    visual_item,
+)
 from cook.media.limits import open_image_header
-from cook.types import MediaItem, MediaRef, PlaceholderBlock
+from cook.types import MediaItem, MediaRef
 
 
 def process_tiles(ref: MediaRef, data: bytes, config: MediaConfig) -> tuple[MediaItem, ...]:
@@ -51,17 +59,7 @@ def process_tiles(ref: MediaRef, data: bytes, config: MediaConfig) -> tuple[Medi
     if len(tiles) > 1:
         tiles.append(patchify_image(image.resize((tile, tile), RESAMPLE)))
     patches = np.concatenate(tiles)  # uint8 [tiles*1024, 768]
-    count = fmt.tiles_embeddings(len(tiles))
-    block = PlaceholderBlock(start=fmt.IMG_START, token=fmt.IMAGE_TOKEN, count=count, end=fmt.IMG_END)
-    return (
-        MediaItem(
-            kind="image",
-            blocks=(block,),
-            patches=patches,
-            size=(len(tiles), tile, tile),
-            visual_kind="tiles",
-        ),
-    )
+    return (visual_item(patches, fmt.tiles_embeddings(len(tiles)), (len(tiles), tile, tile), "tiles"),)
 
 
 def choose_tiles(width_px: int, height_px: int, max_tiles: int) -> tuple[int, int]:

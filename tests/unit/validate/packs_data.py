@@ -12,7 +12,6 @@ import json
 import struct
 import tarfile
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
@@ -20,6 +19,7 @@ from cook import format as fmt
 from cook.types import Pack, SequenceMeta
 from cook.validate.problems import PackRules, TokenInfo
 from cook.validate.shards import RawPack
+from cook.writer.members import pack_members
 
 IDS = {
     fmt.IM_START: 1,
@@ -126,20 +126,8 @@ def meta_bytes(pack: Pack) -> bytes:
 
 
 def members(pack: Pack) -> dict[str, bytes]:
-    """Pack -> member name -> bytes (optional members only when present)."""
-    arrays: dict[str, Any] = {
-        fmt.INPUT_IDS: pack.input_ids,
-        fmt.LOSS_MASK: pack.loss_mask,
-        fmt.CU_SEQLENS: pack.cu_seqlens,
-        fmt.CU_SEQLENS_PADDED: pack.cu_seqlens_padded,
-        fmt.PIXEL_PATCHES: pack.pixel_patches,
-        fmt.MEDIA_SIZES: pack.media_sizes,
-        fmt.AUDIO_FEATURES: pack.audio_features,
-        fmt.AUDIO_LENGTHS: pack.audio_lengths,
-    }
-    out = {name: fmt.npy_bytes(array) for name, array in arrays.items() if array is not None}
-    out[fmt.META] = meta_bytes(pack)
-    return out
+    """Pack -> member name -> bytes, exactly as the writer encodes them."""
+    return dict(pack_members(pack))
 
 
 def raw(pack: Pack, key: str = "pack-000000000") -> RawPack:
