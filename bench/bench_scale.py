@@ -27,7 +27,7 @@ def _sample_rss(pid: int, peaks: dict[str, float], stop: threading.Event) -> Non
     while not stop.is_set():
         try:
             for proc in [root, *root.children(recursive=True)]:
-                name = "actor" if "CookWorker" in " ".join(proc.cmdline()) else None
+                name = "driver" if proc.pid == pid else "actor" if "CookWorker" in " ".join(proc.cmdline()) else None
                 if name:
                     peaks[name] = max(peaks.get(name, 0.0), proc.memory_info().rss / 2**20)
         except (psutil.NoSuchProcess, psutil.AccessDenied):
@@ -51,6 +51,8 @@ def _job(corpus: Path, workers: int, unit_bytes: int) -> dict:
         raise RuntimeError(f"scale job failed: {' '.join(cmd)}")
     result = json.loads(stdout.strip().splitlines()[-1])
     result["actor_max_rss_mb"] = peaks.get("actor", 0.0)
+    # sampled, not ru_maxrss: Linux carries a forking parent's peak into the child's ru_maxrss
+    result["driver_max_rss_mb"] = peaks.get("driver", 0.0)
     return result
 
 
