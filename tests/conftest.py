@@ -70,3 +70,14 @@ def ray_session():
     yield ray
     if started:
         ray.shutdown()
+
+
+@pytest.fixture(scope="module")
+def torch_one_thread():
+    """Tiny models: one intra-op thread is faster than two contending ones on a busy 2-core machine."""
+    import torch
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)

@@ -1,16 +1,8 @@
-"""One intra-op thread for the tiny float64 models: thread handoffs cost more than these ops."""
-
-from __future__ import annotations
-
-from collections.abc import Iterator
+"""Every train test runs torch on one intra-op thread (tests/conftest.py::torch_one_thread)."""
 
 import pytest
-import torch
 
 
 @pytest.fixture(autouse=True, scope="module")
-def _one_thread() -> Iterator[None]:
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+def _one_thread(torch_one_thread: None) -> None:
+    return None
