@@ -8,7 +8,6 @@ per sample, the byte offset of its first header, plus the end offset of the last
 from __future__ import annotations
 
 import hashlib
-import io
 import os
 import struct
 import tarfile
@@ -39,19 +38,50 @@ def _tar_info(name: str, size: int) -> tarfile.TarInfo:
     return info
 
 
+BLOCK = tarfile.BLOCKSIZE  # 512
+RECORD = tarfile.RECORDSIZE  # 10240: the archive is padded to a multiple of this, as tarfile does
+_TEMPLATE = bytearray(_tar_info("", 0).tobuf(tarfile.USTAR_FORMAT, "utf-8", "surrogateescape"))
+_TEMPLATE[148:156] = b" " * 8  # the checksum is computed over the header with this field as spaces
+
+
+def member_header(name: str, size: int) -> bytes:
+    """The USTAR header ``tarfile`` writes for ``_tar_info(name, size)``, built from a template.
+
+    Byte-identical to ``_tar_info(name, size).tobuf(USTAR_FORMAT)`` (a unit test checks it); only the
+    name, size and checksum fields vary, so this skips tarfile's per-member bookkeeping.
+    """
+    encoded = name.encode("utf-8")
+    if len(encoded) > 100 or size >= 8**11:
+        return _tar_info(name, size).tobuf(tarfile.USTAR_FORMAT, "utf-8", "surrogateescape")
+    header = _TEMPLATE.copy()
+    header[: len(encoded)] = encoded
+    header[124:136] = b"%011o\x00" % size
+    header[148:155] = b"%06o\x00" % sum(header)
+    return bytes(header)
+
+
+def shard_bytes(first_pack: int, packs: list[Pack]) -> tuple[bytes, list[int]]:
+    """The tar of ``packs`` (keys ``pack_key(first_pack + i)``) and its ``.tar.idx`` offsets."""
+    chunks: list[bytes] = []
+    offsets: list[int] = []
+    offset = 0
+    for i, pack in enumerate(packs):
+        offsets.append(offset)
+        key = fmt.pack_key(first_pack + i)
+        for member, data in pack_members(pack):
+            pad = -len(data) % BLOCK
+            chunks += (member_header(f"{key}.{member}", len(data)), data, b"\0" * pad)
+            offset += BLOCK + len(data) + pad
+    offsets.append(offset)
+    end = offset + 2 * BLOCK
+    chunks.append(b"\0" * (2 * BLOCK + -end % RECORD))
+    return b"".join(chunks), offsets
+
+
 def write_shard(out_dir: str, shard_index: int, first_pack: int, packs: list[Pack]) -> ShardInfo:
     """Write ``packs`` as one shard; keys are ``pack_key(first_pack + i)``."""
     name = fmt.shard_name(shard_index)
-    offsets: list[int] = []
-    buffer = io.BytesIO()
-    with tarfile.open(fileobj=buffer, mode="w", format=tarfile.USTAR_FORMAT) as tar:
-        for i, pack in enumerate(packs):
-            offsets.append(tar.offset)
-            key = fmt.pack_key(first_pack + i)
-            for member, data in pack_members(pack):
-                tar.addfile(_tar_info(f"{key}.{member}", len(data)), io.BytesIO(data))
-        offsets.append(tar.offset)
-    data = buffer.getvalue()
+    data, offsets = shard_bytes(first_pack, packs)
     path = os.path.join(out_dir, name)
     with atomic_open(path) as handle:
         handle.write(data)
