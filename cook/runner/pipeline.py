@@ -186,7 +186,7 @@ def run_pipeline(
         bar = Progress(len(units) - state.next_unit, enabled=progress)
         writer = WindowedWriter(config, state, tokenizer.pad_id, bar)
         executor = executor_factory(config)
-        preload_energon()
+        preloading = preload_energon()
         try:
             for result in executor.map_units(units[state.next_unit :]):
                 writer.consume(result)
@@ -194,6 +194,7 @@ def run_pipeline(
         finally:
             executor.close()
             bar.close()
+            preloading.join()  # never leave an import running into interpreter shutdown
         manifest = _finalize(config, writer, tokenizer)
     finally:
         lock.release()
