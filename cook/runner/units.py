@@ -55,16 +55,22 @@ class UnitResult:
         lengths = np.array([s.length for s in samples], dtype=np.int64)  # int64 [N]
         ids = np.concatenate([s.input_ids for s in samples]) if samples else np.zeros(0, np.int32)
         mask = np.concatenate([s.loss_mask for s in samples]) if samples else np.zeros(0, np.uint8)
-        rest = [(s.source, s.media, s.media_end, s.truncated) for s in samples]
-        return _rebuild, (self.unit, lengths, ids, mask, rest, self.rejects, self.records_in)
+        sources = "\0".join(s.source for s in samples)  # a path never holds NUL
+        ends = np.array([s.media_end for s in samples], dtype=np.int64)  # int64 [N]
+        truncated = np.array([s.truncated for s in samples], dtype=bool)  # bool [N]
+        media = {i: s.media for i, s in enumerate(samples) if s.media}
+        columns = (lengths, ids, mask, sources, ends, truncated, media)
+        return _rebuild, (self.unit, columns, self.rejects, self.records_in)
 
 
-def _rebuild(
-    unit: int, lengths: np.ndarray, ids: np.ndarray, mask: np.ndarray, rest: list, rejects: tuple, records_in: int
-) -> UnitResult:
+def _rebuild(unit: int, columns: tuple, rejects: tuple, records_in: int) -> UnitResult:
+    lengths, ids, mask, sources, ends, truncated, media = columns
     bounds = np.concatenate([[0], np.cumsum(lengths)]).tolist()
+    names = sources.split("\0") if len(lengths) else []
     samples = tuple(
-        TokenizedSample(source, ids[a:b], mask[a:b], media, media_end, truncated)
-        for (source, media, media_end, truncated), a, b in zip(rest, bounds[:-1], bounds[1:], strict=True)
+        TokenizedSample(name, ids[a:b], mask[a:b], media.get(i, ()), end, cut)
+        for i, (name, a, b, end, cut) in enumerate(
+            zip(names, bounds[:-1], bounds[1:], ends.tolist(), truncated.tolist(), strict=True)
+        )
     )
     return UnitResult(unit, samples, rejects, records_in)
