@@ -34,23 +34,23 @@ def text_corpus(copies: int = 40) -> Path:
     return path
 
 
-def median_cpu(fn: Callable[[], Any], repeats: int = 3) -> tuple[float, Any]:
-    """Median CPU seconds of this process (all threads) over ``repeats`` calls, and the last result."""
+def _median(clock: Callable[[], float], fn: Callable[[], Any], repeats: int) -> tuple[float, Any]:
     times, result = [], None
     for _ in range(repeats):
-        start = time.process_time()
+        start = clock()
         result = fn()
-        times.append(time.process_time() - start)
+        times.append(clock() - start)
     return statistics.median(times), result
+
+
+def median_cpu(fn: Callable[[], Any], repeats: int = 3) -> tuple[float, Any]:
+    """Median CPU seconds of this process (all threads) over ``repeats`` calls, and the last result."""
+    return _median(time.process_time, fn, repeats)
 
 
 def median_wall(fn: Callable[[], Any], repeats: int = 3) -> tuple[float, Any]:
-    times, result = [], None
-    for _ in range(repeats):
-        start = time.perf_counter()
-        result = fn()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times), result
+    """Median wall seconds over ``repeats`` calls, and the last result."""
+    return _median(time.perf_counter, fn, repeats)
 
 
 def single_threaded_tokenizers() -> None:

@@ -24,8 +24,6 @@ import yaml
 
 from cook.errors import ConfigError
 
-ALL: Literal["all"] = "all"
-
 
 def _key(default: Any, doc: str, **constraints: Any) -> Any:
     """A config key with its default, its one-line doc and JSON Schema constraints."""

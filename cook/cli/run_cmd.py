@@ -39,7 +39,7 @@ def executor_factory(address: str | None, workers: int):
 def summary_table(summary: RunSummary) -> str:
     c = summary.counts
     rows = [
-        ("output", summary.out_dir),
+        ("output", summary.out_dir + (" (resumed an interrupted run)" if summary.resumed else "")),
         ("records in", f"{c['records_in']:,}"),
         ("sources packed", f"{c['sources_packed']:,}"),
         ("records rejected", f"{c['records_rejected']:,}"),
