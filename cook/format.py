@@ -6,7 +6,7 @@ is a format change: bump ``SCHEMA_VERSION`` and record it in CHANGELOG.md.
 A cooked dataset directory holds::
 
     shard-000000.tar  shard-000000.tar.idx  ...     packs, one Energon sample each
-    .nv-meta/dataset.yaml split.yaml .info.json index.sqlite
+    .nv-meta/dataset.yaml split.yaml .info.json index.sqlite index.uuid
     cook_manifest.json  rejects.jsonl
 
 Each pack (tar sample key ``pack-000000042``) holds the members of ``MEMBERS`` below.
@@ -29,6 +29,8 @@ NV_META_DIR: Final = ".nv-meta"
 DATASET_YAML: Final = "dataset.yaml"
 SPLIT_YAML: Final = "split.yaml"
 INFO_JSON: Final = ".info.json"
+INDEX_SQLITE: Final = "index.sqlite"  # Energon's sample index
+INDEX_UUID: Final = "index.uuid"  # Energon's dataset identity (cache key)
 INDEX_SUFFIX: Final = ".idx"  # beside each shard: shard-000000.tar.idx
 LOCK_NAME: Final = ".cook.lock"
 PROGRESS_DIR: Final = ".cook-progress"

@@ -64,14 +64,21 @@ def _media_label(item: MediaItem) -> str:
 def build_pack(samples: Sequence[TokenizedSample], pad_id: int, pad_multiple: int) -> Pack:
     lengths = np.array([s.length for s in samples], dtype=np.int64)
     padded = -(-lengths // pad_multiple) * pad_multiple
-    cu = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int32)
-    cu_padded = np.concatenate([[0], np.cumsum(padded)]).astype(np.int32)
+    cu = np.zeros(len(samples) + 1, dtype=np.int32)
+    np.cumsum(lengths, out=cu[1:])
+    cu_padded = np.zeros(len(samples) + 1, dtype=np.int32)
+    np.cumsum(padded, out=cu_padded[1:])
+    starts = cu_padded[:-1].tolist()
     total = int(cu_padded[-1])
     input_ids = np.full(total, pad_id, dtype=np.int32)  # int32 [T]
     loss_mask = np.zeros(total, dtype=np.uint8)  # uint8 [T]
-    for sample, start in zip(samples, cu_padded[:-1], strict=True):
-        input_ids[start : start + sample.length] = sample.input_ids
-        loss_mask[start : start + sample.length] = sample.loss_mask
+    for sample, start in zip(samples, starts, strict=True):
+        end = start + sample.input_ids.shape[0]
+        input_ids[start:end] = sample.input_ids
+        loss_mask[start:end] = sample.loss_mask
+    running = np.zeros(total + 1, dtype=np.int64)
+    np.cumsum(loss_mask, out=running[1:])
+    targets = (running[cu_padded[1:]] - running[cu_padded[:-1]]).tolist()  # padding adds 0
     loss_mask[cu_padded[:-1]] = 0
     media = [item for s in samples for item in s.media]
     patches = [m.patches for m in media if m.patches is not None]
@@ -86,12 +93,12 @@ def build_pack(samples: Sequence[TokenizedSample], pad_id: int, pad_multiple: in
         sequences=tuple(
             SequenceMeta(
                 source=s.source,
-                length=s.length,
-                targets=s.n_targets,
-                media=tuple(_media_label(m) for m in s.media),
+                length=length,
+                targets=n_targets,
+                media=tuple(_media_label(m) for m in s.media) if s.media else (),
                 truncated=s.truncated,
             )
-            for s in samples
+            for s, length, n_targets in zip(samples, lengths.tolist(), targets, strict=True)
         ),
         pixel_patches=np.concatenate(patches) if patches else None,
         media_sizes=np.array(sizes, dtype=np.int32) if sizes else None,

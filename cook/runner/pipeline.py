@@ -30,8 +30,7 @@ from cook.runner.resume import RunState, fingerprint, progress_dir, save_state
 from cook.runner.units import Unit, UnitResult
 from cook.tokenize.tokenizer import ChatTokenizer, tokenizer_files_sha256
 from cook.types import Pack, TokenizedSample
-from cook.writer.energon_meta import preload as preload_energon
-from cook.writer.energon_meta import write_energon_meta
+from cook.writer.energon_index import EnergonIndex
 from cook.writer.manifest import build_manifest, write_manifest
 from cook.writer.rejects import RejectsWriter
 from cook.writer.shards import write_shard
@@ -69,6 +68,7 @@ class WindowedWriter:
         self.progress = progress
         self.counts = {key: state.counts.get(key, 0) for key in COUNT_KEYS}
         self.rejects = RejectsWriter(self.out_dir, state.rejects_bytes, state.rejects_by_reason)
+        self.index = EnergonIndex(self.out_dir, len(state.shards))
         size = config.packing.buffer_size
         self.size: int | None = None if size == "all" else int(size)
         self.window: list[TokenizedSample] = []
@@ -114,7 +114,9 @@ class WindowedWriter:
             self.unmet_multiple += 1
         size = self.config.output.shard_size
         for start in range(0, len(packs), size):
-            shard = write_shard(self.out_dir, len(self.state.shards), self.state.packs, packs[start : start + size])
+            index = len(self.state.shards)
+            shard, layout = write_shard(self.out_dir, index, self.state.packs, packs[start : start + size])
+            self.index.add_shard(index, layout)
             self.state.shards.append(shard)
         self.state.windows += 1
 
@@ -131,6 +133,7 @@ class WindowedWriter:
         self.state.rejects_by_reason = dict(self.rejects.by_reason)
         self.state.counts = {**self.counts, "records_rejected": self.rejects.count}
         self.state.packing = {**asdict(self.stats), "windows_short_of_pack_count_multiple": self.unmet_multiple}
+        self.index.commit()  # the index rows before the state that counts their shards
         save_state(self.out_dir, self.state)
 
 
@@ -146,7 +149,7 @@ def _restore_stats(saved: dict, capacity: int, pad_multiple: int) -> PackingStat
 def _finalize(config: PipelineConfig, writer: WindowedWriter, tokenizer: ChatTokenizer) -> dict:
     writer.rejects.close()
     out_dir = config.output.dir
-    write_energon_meta(out_dir, [s.name for s in writer.state.shards])
+    writer.index.finish(writer.state.shards)
     counts = writer.state.counts
     assert counts["records_in"] == counts["sources_packed"] + counts["records_rejected"], counts
     manifest = build_manifest(
@@ -186,7 +189,6 @@ def run_pipeline(
         bar = Progress(len(units) - state.next_unit, enabled=progress)
         writer = WindowedWriter(config, state, tokenizer.pad_id, bar)
         executor = executor_factory(config)
-        preloading = preload_energon()
         try:
             for result in executor.map_units(units[state.next_unit :]):
                 writer.consume(result)
@@ -194,7 +196,7 @@ def run_pipeline(
         finally:
             executor.close()
             bar.close()
-            preloading.join()  # never leave an import running into interpreter shutdown
+            writer.index.join_import()
         manifest = _finalize(config, writer, tokenizer)
     finally:
         lock.release()

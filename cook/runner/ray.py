@@ -28,6 +28,15 @@ from cook.runner.worker import FAULT_ENV, CookWorker
 OBJECT_STORE_BYTES = 512 * 2**20
 IN_FLIGHT_PER_ACTOR = 2
 MAX_ATTEMPTS = 8
+# The embedded local Ray is only cook's: no idle workers started ahead (the actors bring their own
+# runtime env), and no task events or metrics for a dashboard that is not there.
+LOCAL_SYSTEM_CONFIG = {
+    "prestart_worker_first_driver": False,
+    "enable_worker_prestart": False,
+    "task_events_report_interval_ms": 0,
+    "enable_metrics_collection": False,
+    "event_stats": False,
+}
 
 
 def _worker_env() -> dict[str, str]:
@@ -54,6 +63,7 @@ def start_ray(address: str | None, num_cpus: int) -> bool:
             runtime_env=runtime_env,
             log_to_driver=False,
             configure_logging=False,
+            _system_config=LOCAL_SYSTEM_CONFIG,
         )
     else:
         ray.init(address=address, runtime_env=runtime_env, log_to_driver=False, configure_logging=False)

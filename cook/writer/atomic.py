@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 from collections.abc import Iterator
 from typing import BinaryIO
 
@@ -32,3 +33,8 @@ def atomic_open(path: str) -> Iterator[BinaryIO]:
 def atomic_write(path: str, data: bytes | str) -> None:
     with atomic_open(path) as handle:
         handle.write(data.encode("utf-8") if isinstance(data, str) else data)
+
+
+def atomic_copy(source: str, path: str) -> None:
+    with atomic_open(path) as handle, open(source, "rb") as src:
+        shutil.copyfileobj(src, handle)

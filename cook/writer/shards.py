@@ -2,7 +2,9 @@
 
 Tar headers carry no time, owner or host information (mtime 0, uid/gid 0, mode 0644), so the same
 packs always give byte-identical shards. ``.tar.idx`` is Energon's index: one little-endian uint64
-per sample, the byte offset of its first header, plus the end offset of the last sample.
+per sample, the byte offset of its first header, plus the end offset of the last sample. The
+``ShardLayout`` (every member's place, known while the tar is built) feeds Energon's ``index.sqlite``
+(``cook.writer.energon_index``), so nothing re-reads a shard to index it.
 """
 
 from __future__ import annotations
@@ -60,30 +62,41 @@ def member_header(name: str, size: int) -> bytes:
     return bytes(header)
 
 
-def shard_bytes(first_pack: int, packs: list[Pack]) -> tuple[bytes, list[int]]:
-    """The tar of ``packs`` (keys ``pack_key(first_pack + i)``) and its ``.tar.idx`` offsets."""
+@dataclass(frozen=True)
+class ShardLayout:
+    """Where every sample and member of a shard sits, as Energon indexes it."""
+
+    keys: tuple[str, ...]  # sample keys, in order
+    offsets: tuple[int, ...]  # ``.tar.idx``: each sample's first header, then the end of the last
+    parts: tuple[tuple[int, str, int, int], ...]  # (sample index, part name, content offset, size)
+
+
+def shard_bytes(first_pack: int, packs: list[Pack]) -> tuple[bytes, ShardLayout]:
+    """The tar of ``packs`` (keys ``pack_key(first_pack + i)``) and its layout."""
     chunks: list[bytes] = []
+    keys = [fmt.pack_key(first_pack + i) for i in range(len(packs))]
     offsets: list[int] = []
+    parts: list[tuple[int, str, int, int]] = []
     offset = 0
     for i, pack in enumerate(packs):
         offsets.append(offset)
-        key = fmt.pack_key(first_pack + i)
         for member, data in pack_members(pack):
             pad = -len(data) % BLOCK
-            chunks += (member_header(f"{key}.{member}", len(data)), data, b"\0" * pad)
+            chunks += (member_header(f"{keys[i]}.{member}", len(data)), data, b"\0" * pad)
+            parts.append((i, member, offset + BLOCK, len(data)))
             offset += BLOCK + len(data) + pad
     offsets.append(offset)
     end = offset + 2 * BLOCK
     chunks.append(b"\0" * (2 * BLOCK + -end % RECORD))
-    return b"".join(chunks), offsets
+    return b"".join(chunks), ShardLayout(tuple(keys), tuple(offsets), tuple(parts))
 
 
-def write_shard(out_dir: str, shard_index: int, first_pack: int, packs: list[Pack]) -> ShardInfo:
+def write_shard(out_dir: str, shard_index: int, first_pack: int, packs: list[Pack]) -> tuple[ShardInfo, ShardLayout]:
     """Write ``packs`` as one shard; keys are ``pack_key(first_pack + i)``."""
     name = fmt.shard_name(shard_index)
-    data, offsets = shard_bytes(first_pack, packs)
+    data, layout = shard_bytes(first_pack, packs)
     path = os.path.join(out_dir, name)
     with atomic_open(path) as handle:
         handle.write(data)
-    atomic_write(path + fmt.INDEX_SUFFIX, b"".join(struct.pack("<Q", o) for o in offsets))
-    return ShardInfo(name, len(packs), first_pack, len(data), hashlib.sha256(data).hexdigest())
+    atomic_write(path + fmt.INDEX_SUFFIX, struct.pack(f"<{len(layout.offsets)}Q", *layout.offsets))
+    return ShardInfo(name, len(packs), first_pack, len(data), hashlib.sha256(data).hexdigest()), layout

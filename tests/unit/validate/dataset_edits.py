@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from cook import format as fmt
+from tests.energon_prepare import energon_prepare
 from tests.unit.validate.packs_data import write_tar
 
 
@@ -53,9 +54,7 @@ def rewrite_pack(root: Path, index: int, change: Callable[[dict[str, bytes]], An
 
     edit_manifest(root, fix)
     if reindex:
-        from cook.writer.energon_meta import write_energon_meta
-
-        write_energon_meta(str(root), [s["name"] for s in manifest["shards"]])
+        energon_prepare(root, [s["name"] for s in manifest["shards"]])
 
 
 def load(members: dict[str, bytes], name: str) -> np.ndarray:

@@ -38,7 +38,8 @@ def _pack(lengths: list[int]):
 
 def test_shard_bytes_equal_a_tarfile_archive_and_index() -> None:
     packs = [_pack([5, 17]), _pack([300]), _pack([1, 2, 3])]
-    data, offsets = shard_bytes(7, packs)
+    data, layout = shard_bytes(7, packs)
+    offsets = list(layout.offsets)
     reference = io.BytesIO()
     expected_offsets = []
     with tarfile.open(fileobj=reference, mode="w", format=tarfile.USTAR_FORMAT) as tar:

@@ -1,0 +1,145 @@
+"""``.nv-meta/``: Energon's index, built while the shards are written, plus ``dataset.yaml``.
+
+``energon prepare`` reads every tar header of every shard to build ``index.sqlite``; cook already
+knows each member's place while it builds a tar (``ShardLayout``), so the rows go straight into
+Energon's own ``SqliteIndexWriter`` as each shard is written, and finishing a run costs only the
+sqlite indexes and three small files. The result holds exactly what ``energon prepare`` writes for
+the same shards (one ``train`` split holding every shard in order; a test compares the two):
+
+    index.sqlite   samples (key, offset, size) and sample_parts (part, content offset, size) rows
+    .info.json     ``WebdatasetInfo``: Energon's version and each shard's pack count
+    split.yaml     ``WebdatasetSplits``: the shard names, brace-collapsed as Energon does
+    index.uuid     the dataset's identity for Energon's caches; here derived from the shards' sha256
+                   (``energon prepare`` draws a random one), so the same shards get the same id
+
+The sqlite file is built under ``.cook-progress/`` and committed at every checkpoint (before the
+run state is saved), so a resumed run keeps the rows of the shards it keeps and deletes the rest.
+It is copied into ``.nv-meta/`` atomically when the run finishes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import threading
+import uuid
+from typing import Any
+
+from cook import format as fmt
+from cook.writer.atomic import atomic_copy, atomic_write
+from cook.writer.shards import ShardInfo, ShardLayout
+
+
+def _import_energon() -> None:
+    import megatron.energon.flavors.webdataset.prepare  # noqa: F401  (torch under it: ~1.4 s)
+
+
+def dataset_uuid(shards: list[ShardInfo]) -> str:
+    digest = hashlib.sha256("".join(f"{s.name}:{s.sha256}\n" for s in shards).encode()).digest()
+    return str(uuid.UUID(bytes=digest[:16], version=4))
+
+
+class EnergonIndex:
+    """Energon's ``index.sqlite`` rows, appended shard by shard; ``finish`` publishes ``.nv-meta/``."""
+
+    def __init__(self, out_dir: str, kept_shards: int) -> None:
+        self.out_dir = out_dir
+        self.work_path = os.path.join(out_dir, fmt.PROGRESS_DIR, fmt.INDEX_SQLITE)
+        self.kept_shards = kept_shards
+        self._writer: Any = None
+        # Energon is imported on a thread while the run starts, so the first shard does not wait for
+        # it; every method joins the thread before touching Energon (two threads importing the same
+        # modules at once can deadlock on the import locks).
+        self._import = threading.Thread(target=_import_energon, name="cook-import-energon", daemon=True)
+        self._import.start()
+
+    def join_import(self) -> None:
+        """Wait for the background import (also on error paths: never leave it running at exit)."""
+        self._import.join()
+
+    def _open(self) -> Any:
+        self.join_import()
+        from megatron.energon.epathlib import EPath
+        from megatron.energon.flavors.webdataset.indexing import SqliteIndexWriter
+
+        os.makedirs(os.path.dirname(self.work_path), exist_ok=True)
+        if self.kept_shards == 0:
+            if os.path.exists(self.work_path):
+                os.unlink(self.work_path)
+            return SqliteIndexWriter(EPath(self.work_path))  # creates the tables
+        if not os.path.exists(self.work_path):
+            raise RuntimeError(f"cannot resume: {self.work_path} is missing; rerun with --overwrite")
+        # resume: open without resetting the tables, drop the rows of the shards rolled back
+        writer = SqliteIndexWriter(EPath(self.work_path), enable_sample_tables=False, reset_tables=False)
+        for table in ("samples", "sample_parts"):
+            writer.db.execute(f"DELETE FROM {table} WHERE tar_file_id >= ?", (self.kept_shards,))
+        writer.enable_sample_tables = True  # so close() creates the lookup indexes
+        return writer
+
+    @property
+    def writer(self) -> Any:
+        if self._writer is None:
+            self._writer = self._open()
+        return self._writer
+
+    def add_shard(self, shard_index: int, layout: ShardLayout) -> None:
+        self.join_import()
+        from megatron.energon.flavors.webdataset.prepare import IndexSample, IndexSamplePart
+
+        offsets = layout.offsets
+        self.writer.append_samples(
+            [
+                IndexSample(
+                    tar_file_id=shard_index,
+                    sample_key=key,
+                    sample_index=i,
+                    byte_offset=offsets[i],
+                    byte_size=offsets[i + 1] - offsets[i],
+                )
+                for i, key in enumerate(layout.keys)
+            ]
+        )
+        self.writer.append_parts(
+            [
+                IndexSamplePart(
+                    tar_file_id=shard_index,
+                    sample_index=i,
+                    part_name=part,
+                    content_byte_offset=offset,
+                    content_byte_size=size,
+                )
+                for i, part, offset, size in layout.parts
+            ]
+        )
+
+    def commit(self) -> None:
+        """Make every row added so far durable (called before the run state that counts them)."""
+        if self._writer is not None:
+            self._writer.db.commit()
+
+    def finish(self, shards: list[ShardInfo]) -> None:
+        """Write ``.nv-meta/``: ``dataset.yaml`` always, Energon's index files when there are shards."""
+        meta = os.path.join(self.out_dir, fmt.NV_META_DIR)
+        os.makedirs(meta, exist_ok=True)
+        if shards:
+            self._publish_index(meta, shards)
+        atomic_write(os.path.join(meta, fmt.DATASET_YAML), fmt.dataset_yaml())
+
+    def _publish_index(self, meta: str, shards: list[ShardInfo]) -> None:
+        self.join_import()
+        import yaml
+        from megatron.energon import __version__
+        from megatron.energon.bracecollapse import collapse
+        from megatron.energon.flavors.webdataset.structs import WebdatasetInfo, WebdatasetSplits
+        from megatron.energon.typed_converter import to_json_object
+
+        self.writer.close()  # creates the lookup indexes and commits
+        self._writer = None
+        self.kept_shards = len(shards)  # a re-opened writer (a second finish) keeps every row
+        atomic_copy(self.work_path, os.path.join(meta, fmt.INDEX_SQLITE))
+        info = WebdatasetInfo(energon_version=__version__, shard_counts={s.name: s.packs for s in shards})
+        atomic_write(os.path.join(meta, fmt.INFO_JSON), json.dumps(to_json_object(info), indent=2))
+        splits = WebdatasetSplits(split_parts={"train": collapse([s.name for s in shards], keep_order=True)})
+        atomic_write(os.path.join(meta, fmt.SPLIT_YAML), yaml.dump(to_json_object(splits), sort_keys=False))
+        atomic_write(os.path.join(meta, fmt.INDEX_UUID), dataset_uuid(shards))
