@@ -7,6 +7,7 @@ import hashlib
 import json
 import os
 import signal
+import sqlite3
 import subprocess
 import sys
 import time
@@ -66,6 +67,12 @@ def _digest(out: Path) -> dict[str, str]:
     digests = {n: hashlib.sha256((out / n).read_bytes()).hexdigest() for n in names}
     manifest = json.loads((out / fmt.MANIFEST_NAME).read_text())
     digests["counts"] = json.dumps(manifest["counts"], sort_keys=True)
+    meta = out / fmt.NV_META_DIR
+    for name in (fmt.INFO_JSON, fmt.SPLIT_YAML, fmt.INDEX_UUID):
+        digests[name] = (meta / name).read_text()
+    with sqlite3.connect(meta / fmt.INDEX_SQLITE) as db:  # Energon's index: the same rows, resumed or not
+        rows = [sorted(db.execute(f"SELECT * FROM {table}")) for table in ("samples", "sample_parts")]
+    digests[fmt.INDEX_SQLITE] = hashlib.sha256(repr(rows).encode()).hexdigest()
     return digests
 
 
