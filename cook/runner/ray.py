@@ -1,9 +1,10 @@
 """Ray executor: CookWorker inside actors, results yielded in unit order with bounded in-flight work.
 
-The Ray layer is only this: actors that each load one tokenizer and reuse it, a bounded queue of
-calls (``IN_FLIGHT_PER_ACTOR`` per actor, so driver memory stays flat however large the input),
-ordered collection, and crash handling. ``start_ray(None, ...)`` starts a local Ray on 127.0.0.1
-with capped CPUs and object store; an address joins a cluster (``auto``, ``ray://...``).
+The Ray layer is only this: actors that each load one tokenizer and reuse it, a bounded set of
+calls (``IN_FLIGHT_PER_ACTOR`` per actor, so driver memory stays flat however large the input), each
+sent to the least busy actor, results handed on in input order, and crash handling.
+``start_ray(None, ...)`` starts a local Ray on 127.0.0.1 with capped CPUs and object store; an
+address joins a cluster (``auto``, ``ray://...``).
 
 When an actor dies on a unit, Ray restarts the actor and the unit is cooked again with a trace
 (``Attempt.trace``, under the output directory, so it must be on storage the driver can read). If
@@ -16,7 +17,6 @@ from __future__ import annotations
 
 import math
 import os
-from collections import deque
 from collections.abc import Iterable, Iterator
 from typing import Any
 
@@ -91,10 +91,11 @@ class RayExecutor:
         self._trace_dir = os.path.join(config.output.dir, fmt.PROGRESS_DIR)
         self._next_actor = 0
 
-    def _submit(self, unit: Unit, attempt: Attempt) -> Any:
-        actor = self.actors[self._next_actor % len(self.actors)]
-        self._next_actor += 1
-        return actor.cook_unit.remote(unit, attempt)
+    def _submit(self, unit: Unit, attempt: Attempt, actor: int | None = None) -> Any:
+        if actor is None:
+            actor = self._next_actor % len(self.actors)
+            self._next_actor += 1
+        return self.actors[actor].cook_unit.remote(unit, attempt)
 
     def _collect(self, unit: Unit, attempt: Attempt, ref: Any) -> UnitResult:
         import ray
@@ -115,15 +116,36 @@ class RayExecutor:
         raise RuntimeError(f"unit {unit.index} ({unit.path}) kept killing workers after {MAX_ATTEMPTS} attempts")
 
     def map_units(self, units: Iterable[Unit]) -> Iterator[UnitResult]:
-        pending: deque[tuple[Unit, Any]] = deque()
+        """Cook ``units``; results come back in input order.
+
+        Each free slot goes to the actor with the fewest calls outstanding (a faster actor takes more
+        units, and the last units go to whichever actor is free), and finished results wait in a
+        reorder buffer until their turn. Calls running plus results waiting never exceed
+        ``IN_FLIGHT_PER_ACTOR`` per actor, so memory stays flat however large the input.
+        """
+        import ray
+
+        todo = iter(enumerate(units))
         limit = IN_FLIGHT_PER_ACTOR * len(self.actors)
-        for unit in units:
-            if len(pending) >= limit:
-                yield self._collect(pending[0][0], Attempt(), pending.popleft()[1])
-            pending.append((unit, self._submit(unit, Attempt())))
-        while pending:
-            unit, ref = pending.popleft()
-            yield self._collect(unit, Attempt(), ref)
+        outstanding = [0] * len(self.actors)
+        running: dict[Any, tuple[int, Unit, int]] = {}  # ref -> (position, unit, actor)
+        finished: dict[int, UnitResult] = {}
+        turn = 0
+        while True:
+            while len(running) + len(finished) < limit and (item := next(todo, None)) is not None:
+                actor = min(range(len(self.actors)), key=outstanding.__getitem__)
+                outstanding[actor] += 1
+                running[self._submit(item[1], Attempt(), actor)] = (item[0], item[1], actor)
+            if turn in finished:
+                yield finished.pop(turn)
+                turn += 1
+            elif running:
+                (ref,), _ = ray.wait(list(running), num_returns=1)
+                position, unit, actor = running.pop(ref)
+                outstanding[actor] -= 1
+                finished[position] = self._collect(unit, Attempt(), ref)
+            else:
+                return
 
     def close(self) -> None:
         import ray
