@@ -63,16 +63,13 @@ def _job(corpus: Path, workers: int, unit_bytes: int, sample_memory: bool = Fals
 
 def _median_jobs(corpus: Path, workers: tuple[int, ...], unit_bytes: int) -> list[dict]:
     """Each worker count ``REPEATS`` times, interleaved (so drifting load hits every count alike); per
-    count the median run by seconds, with the median seconds."""
+    count the medians of the timings."""
     runs: dict[int, list[dict]] = {w: [] for w in workers}
     for _ in range(REPEATS):
         for w in workers:
             runs[w].append(_job(corpus, w, unit_bytes))
-    medians = []
-    for w in workers:
-        middle = sorted(runs[w], key=lambda r: r["seconds"])[len(runs[w]) // 2]
-        medians.append({**middle, "seconds": statistics.median(r["seconds"] for r in runs[w])})
-    return medians
+    keys = ("seconds", "driver_cpu_s", "index_s", "prepare_s", "imports_s", "ray_s")
+    return [{**runs[w][0], **{k: statistics.median(r[k] for r in runs[w]) for k in keys}} for w in workers]
 
 
 def _multiply(corpus: Path, times: int) -> Path:
