@@ -104,6 +104,12 @@ def prepare_output(out_dir: str, overwrite: bool, run_fingerprint: str) -> tuple
         if state is None:
             _clear(out_dir)
         else:
+            index = os.path.join(out_dir, fmt.PROGRESS_DIR, fmt.INDEX_SQLITE)
+            if state.shards and not os.path.isfile(index):
+                raise ConfigError(
+                    f"output.dir: {out_dir!r} holds an interrupted run whose Energon index ({index}) is missing; "
+                    f"pass --overwrite to start again"
+                )
             roll_back(out_dir, state)
         return lock, state
     except BaseException:

@@ -128,6 +128,15 @@ def test_two_kills_in_a_row(raw: Path, reference: dict, tmp_path: Path) -> None:
     assert _digest(out) == reference
 
 
+def test_resume_without_its_index_is_refused(raw: Path, tmp_path: Path) -> None:
+    out = tmp_path / "ref"
+    pipeline = _pipeline(tmp_path, raw, out)
+    _run_and_kill(pipeline, out, 2, "--workers", "0")
+    (out / fmt.PROGRESS_DIR / fmt.INDEX_SQLITE).unlink()
+    assert main(["run", str(pipeline), "--workers", "0", "--quiet"]) == 2
+    assert main(["run", str(pipeline), "--workers", "0", "--quiet", "--overwrite"]) == 0
+
+
 def test_different_pipeline_refused_on_interrupted_dir(raw: Path, tmp_path: Path) -> None:
     out = tmp_path / "ref"
     _run_and_kill(_pipeline(tmp_path, raw, out), out, 2, "--workers", "0")
