@@ -87,6 +87,6 @@ Target: cook >= 75% of the bare tokenizer.
 | `cook run` whole job in-process (1 run, incl. startup + Energon index) | {summary.counts["tokens"]:,} | {run_cpu_s:.2f} | {full_rate:,.0f} | {full_rate / bare_rate:.2f} |
 
 The whole-job row adds the fixed costs a run pays once (importing transformers/torch, loading the
-tokenizer, Energon's index pass over the shards, the manifest); they amortize on real inputs.
+tokenizer, closing Energon's index, the manifest); they amortize on real inputs.
 Machine: {os.cpu_count()} cores; wall time of the whole job {wall_s:.1f} s.
 """
