@@ -136,7 +136,7 @@ def _dataset_checks(
     digests = np.array([d for s in scans for d in s.source_digests], dtype=np.uint64)
     packs = np.array([p for s in scans for p in s.source_packs], dtype=np.int64)
     problems += check_sources(digests, packs, rejects.sources)
-    problems += check_nv_meta(path, {s.name: s.packs for s in scans}, comparable)
+    problems += check_nv_meta(path, {s.name: s.packs for s in scans}, comparable, {s.name: s.offsets for s in scans})
     return problems
 
 

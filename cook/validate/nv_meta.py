@@ -2,15 +2,20 @@
 
 ``dataset.yaml`` is exactly ``format.dataset_yaml()`` (a crude dataset with cook's subflavor);
 ``split.yaml`` names every shard and nothing else; ``.info.json`` counts each shard's packs as the
-shards hold them; Energon's ``index.sqlite`` exists. (That Energon actually loads every pack is
-checked by ``--deep``.)
+shards hold them; Energon's ``index.sqlite`` holds, for each shard (``tar_file_id`` = its place in
+the split), one ``samples`` row per pack at the offset and size the tar walk found, and member rows.
+Energon reads packs at those offsets, so a stale index (a shard edited without re-indexing) is
+caught here. (That Energon actually loads every pack is checked by ``--deep``.)
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
+import sqlite3
+from itertools import groupby
 
 from cook import format as fmt
 from cook.validate.problems import Code, Problem
@@ -56,8 +61,11 @@ def split_shards(text: str) -> set[str]:
     return names
 
 
-def check_nv_meta(root: str, shard_packs: dict[str, int], counts_known: bool) -> list[Problem]:
-    """``shard_packs``: shard name -> packs it holds; ``counts_known``: every shard was walked to its end."""
+def check_nv_meta(
+    root: str, shard_packs: dict[str, int], counts_known: bool, offsets: dict[str, list[int] | None]
+) -> list[Problem]:
+    """``shard_packs``: shard name -> packs it holds; ``counts_known``: every shard was walked to its end;
+    ``offsets``: shard name -> each pack's first header and the end, from the walk (None: incomplete)."""
     meta = os.path.join(root, fmt.NV_META_DIR)
     problems = []
     dataset = _read(os.path.join(meta, fmt.DATASET_YAML))
@@ -85,6 +93,34 @@ def check_nv_meta(root: str, shard_packs: dict[str, int], counts_known: bool) ->
         problems.append(
             _problem(f"{fmt.NV_META_DIR}/{fmt.INFO_JSON} shard_counts {counts} != the shards' packs {shard_packs}")
         )
-    if not os.path.isfile(os.path.join(meta, "index.sqlite")):
-        problems.append(_problem(f"{fmt.NV_META_DIR}/index.sqlite is missing (run energon prepare)"))
+    return problems + check_index_sqlite(root, offsets)
+
+
+def check_index_sqlite(root: str, shard_offsets: dict[str, list[int] | None]) -> list[Problem]:
+    """Energon's ``index.sqlite`` against each shard's walked offsets (shards in split order)."""
+    where = f"{fmt.NV_META_DIR}/{fmt.INDEX_SQLITE}"
+    path = os.path.join(root, fmt.NV_META_DIR, fmt.INDEX_SQLITE)
+    if not os.path.isfile(path):
+        return [_problem(f"{where} is missing")]
+    try:
+        with contextlib.closing(sqlite3.connect(f"file:{path}?mode=ro", uri=True)) as db:
+            columns = "tar_file_id, sample_index, byte_offset, byte_size"
+            rows = db.execute(f"SELECT {columns} FROM samples ORDER BY tar_file_id, sample_index").fetchall()
+            parts = dict(db.execute("SELECT tar_file_id, COUNT(*) FROM sample_parts GROUP BY tar_file_id").fetchall())
+    except sqlite3.Error as error:
+        return [_problem(f"{where} is not a readable Energon index: {error}")]
+    by_shard = {shard: [row[1:] for row in group] for shard, group in groupby(rows, key=lambda row: row[0])}
+    problems = []
+    for shard, (name, offsets) in enumerate(shard_offsets.items()):
+        got = by_shard.pop(shard, [])
+        if offsets is not None:
+            expected = [(i, offsets[i], offsets[i + 1] - offsets[i]) for i in range(len(offsets) - 1)]
+            if got != expected:
+                problems.append(
+                    _problem(f"{where}: the samples rows of {name} (tar_file_id {shard}) do not match its packs")
+                )
+        if got and parts.get(shard, 0) < len(got):
+            problems.append(_problem(f"{where}: {name} (tar_file_id {shard}) has fewer member rows than packs"))
+    if by_shard:
+        problems.append(_problem(f"{where} has samples rows for tar_file_id {sorted(by_shard)}, beyond the shards"))
     return problems

@@ -62,7 +62,7 @@ class Code(StrEnum):
     REJECTS_INVALID = "rejects_invalid"
     SHA256 = "sha256"
     SOURCE_DUPLICATE = "source_duplicate"  # a source packed twice, or both packed and rejected
-    NV_META = "nv_meta"
+    NV_META = "nv_meta"  # dataset.yaml, split.yaml, .info.json, or index.sqlite rows that disagree with the shards
     ENERGON_LOAD = "energon_load"  # --deep
 
 

@@ -47,6 +47,7 @@ class ShardScan:
     source_digests: list[int] = field(default_factory=list)
     source_packs: list[int] = field(default_factory=list)
     pack_digests: dict[str, str] = field(default_factory=dict)
+    offsets: list[int] | None = None  # each pack's first header, then the end (complete walks only)
 
     def add(self, findings: list[Finding], key: str = "") -> None:
         for code, detail in findings:
@@ -104,6 +105,7 @@ def scan_shard(root: str, name: str, first_pack: int | None, rules: PackRules, v
         scan.add([(Code.PACK_KEY, f"{len(misplaced)} packs out of sequence, first {misplaced[0]}")])
     scan.add(check_index(path, walk))
     scan.complete = walk.complete
+    scan.offsets = list(walk.offsets) if walk.complete else None
     scan.bytes = walk.bytes_read
     scan.sha256 = walk.sha256 if verify_sha256 else None
     return scan

@@ -3,6 +3,7 @@ SIGKILL of the driver at any point, crash isolation, the output lock, and cluste
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -220,4 +221,22 @@ def test_cluster_mode_against_a_local_head(raw: Path, reference: dict, tmp_path:
         assert proc.returncode == 0, proc.stderr[-2000:]
         assert _digest(out) == reference
     finally:
-        subprocess.run([str(ray_bin), "stop", "--force"], env=env, capture_output=True, timeout=120)
+        _stop_head(port)
+
+
+def _stop_head(port: str) -> None:
+    """Kill the processes of the head started above, and only those: ``ray stop`` would also kill the
+    embedded Ray that other tests in this pytest process share (``ray_session``)."""
+    marks = (f":{port}".encode(), f"--port={port}".encode(), f"--gcs_server_port={port}".encode())
+    pids = []
+    for entry in os.listdir("/proc"):
+        try:
+            with open(f"/proc/{entry}/cmdline", "rb") as handle:
+                args = handle.read().split(b"\0")
+        except (OSError, ValueError):
+            continue
+        if entry.isdigit() and int(entry) != os.getpid() and any(m in a for a in args for m in marks):
+            pids.append(int(entry))
+    for pid in pids:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)

@@ -5,8 +5,10 @@ recomputed) break ONLY the intended invariant. The clean dataset passes (exit 0)
 
 from __future__ import annotations
 
+import contextlib
 import json
 import shutil
+import sqlite3
 from collections.abc import Callable
 from pathlib import Path
 
@@ -205,7 +207,7 @@ def test_placeholders_against_crafted_media(
         save(members, fmt.INPUT_IDS, ids)
         add_media(members, seq, image_size=(1, 32, 32), audio_frames=100)
 
-    rewrite_pack(copy, 0, change, reindex=True)
+    rewrite_pack(copy, 0, change)
     code, report = validate(copy, capsys, "--deep")
     assert codes(report) == expected and code == (0 if not expected else 1)
 
@@ -244,6 +246,29 @@ def test_energon_load_is_checked_with_deep(copy: Path, capsys: pytest.CaptureFix
     split.write_text(f"split_parts:\n  train:\n  - {fmt.shard_name(0)}\nexclude: []\n")
     assert codes(validate(copy, capsys)[1]) == {"nv_meta"}
     assert codes(validate(copy, capsys, "--deep")[1]) == {"nv_meta", "energon_load"}
+
+
+@pytest.mark.parametrize(
+    "statement",
+    [
+        "UPDATE samples SET byte_offset = byte_offset + 512 WHERE tar_file_id = 0 AND sample_index = 1",
+        "DELETE FROM samples WHERE tar_file_id = 1 AND sample_index = 0",
+        "DELETE FROM sample_parts WHERE tar_file_id = 0",
+        "UPDATE samples SET tar_file_id = 99 WHERE tar_file_id = 0 AND sample_index = 0",
+    ],
+)
+def test_stale_energon_index(copy: Path, capsys: pytest.CaptureFixture[str], statement: str) -> None:
+    with contextlib.closing(sqlite3.connect(copy / fmt.NV_META_DIR / fmt.INDEX_SQLITE)) as db:
+        db.execute(statement)
+        db.commit()
+    code, report = validate(copy, capsys)
+    assert code == 1 and codes(report) == {"nv_meta"}
+    assert "index.sqlite" in report["errors"][0]["detail"]
+
+
+def test_unreadable_energon_index(copy: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (copy / fmt.NV_META_DIR / fmt.INDEX_SQLITE).write_bytes(b"not a database" * 100)
+    assert codes(validate(copy, capsys)[1]) == {"nv_meta"}
 
 
 def test_text_report_and_error_cap(copy: Path, capsys: pytest.CaptureFixture[str]) -> None:

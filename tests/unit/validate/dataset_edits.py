@@ -39,8 +39,9 @@ def edit_manifest(root: Path, change: Callable[[dict[str, Any]], Any]) -> None:
     path.write_text(json.dumps(manifest, indent=2, sort_keys=True))
 
 
-def rewrite_pack(root: Path, index: int, change: Callable[[dict[str, bytes]], Any], reindex: bool = False) -> None:
-    """Apply ``change`` to pack ``index``'s members (in place), rewrite its shard, fix idx/sha256/bytes."""
+def rewrite_pack(root: Path, index: int, change: Callable[[dict[str, bytes]], Any]) -> None:
+    """Apply ``change`` to pack ``index``'s members (in place), rewrite its shard, fix idx/sha256/bytes
+    and re-index it with ``energon prepare``."""
     manifest = json.loads((root / fmt.MANIFEST_NAME).read_text())
     entry = next(s for s in manifest["shards"] if s["first_pack"] <= index < s["first_pack"] + s["packs"])
     path = root / entry["name"]
@@ -53,8 +54,7 @@ def rewrite_pack(root: Path, index: int, change: Callable[[dict[str, bytes]], An
         shard.update(sha256=hashlib.sha256(path.read_bytes()).hexdigest(), bytes=path.stat().st_size)
 
     edit_manifest(root, fix)
-    if reindex:
-        energon_prepare(root, [s["name"] for s in manifest["shards"]])
+    energon_prepare(root, [s["name"] for s in manifest["shards"]])
 
 
 def load(members: dict[str, bytes], name: str) -> np.ndarray:
