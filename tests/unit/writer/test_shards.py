@@ -8,6 +8,8 @@ import tarfile
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from cook import format as fmt
 from cook.packing.packer import build_pack
@@ -54,3 +56,21 @@ def test_shard_bytes_equal_a_tarfile_archive_and_index() -> None:
         names = tar.getnames()
     assert names[0] == "pack-000000007.input_ids.npy" and len(names) == 3 * 5
     assert struct.calcsize("<Q") == 8
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.lists(st.integers(1, 700), min_size=1, max_size=4), min_size=1, max_size=5), st.integers(0, 10**6))
+def test_layout_is_where_tarfile_finds_every_member(pack_lengths: list[list[int]], first: int) -> None:
+    """What Energon's index is built from: each member's data offset and size, each sample's span."""
+    data, layout = shard_bytes(first, [_pack(lengths) for lengths in pack_lengths])
+    with tarfile.open(fileobj=io.BytesIO(data)) as tar:
+        members = tar.getmembers()
+        end = tar.offset
+    keys = [fmt.pack_key(first + i) for i in range(len(pack_lengths))]
+    assert layout.keys == tuple(keys)
+    parts = tuple(
+        (keys.index(m.name.split(".", 1)[0]), m.name.split(".", 1)[1], m.offset_data, m.size) for m in members
+    )
+    assert layout.parts == parts
+    starts = [m.offset for m in members if m.name.endswith("." + fmt.INPUT_IDS)]
+    assert layout.offsets == (*starts, end)
