@@ -36,6 +36,7 @@ def _import_energon() -> None:
 
 
 def dataset_uuid(shards: list[ShardInfo]) -> str:
+    """A version-4-shaped UUID from the shards' names and sha256: the same shards, the same id."""
     digest = hashlib.sha256("".join(f"{s.name}:{s.sha256}\n" for s in shards).encode()).digest()
     return str(uuid.UUID(bytes=digest[:16], version=4))
 
@@ -120,6 +121,7 @@ class EnergonIndex:
 
     def finish(self, shards: list[ShardInfo]) -> None:
         """Write ``.nv-meta/``: ``dataset.yaml`` always, Energon's index files when there are shards."""
+        self.join_import()
         meta = os.path.join(self.out_dir, fmt.NV_META_DIR)
         os.makedirs(meta, exist_ok=True)
         if shards:
