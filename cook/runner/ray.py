@@ -29,13 +29,16 @@ OBJECT_STORE_BYTES = 512 * 2**20
 IN_FLIGHT_PER_ACTOR = 2
 MAX_ATTEMPTS = 8
 # The embedded local Ray is only cook's: no idle workers started ahead (the actors bring their own
-# runtime env), and no task events or metrics for a dashboard that is not there.
-LOCAL_SYSTEM_CONFIG = {
-    "prestart_worker_first_driver": False,
-    "enable_worker_prestart": False,
-    "task_events_report_interval_ms": 0,
-    "enable_metrics_collection": False,
-    "event_stats": False,
+# runtime env), and no task events or metrics for a dashboard that is not there. Given as Ray's
+# ``RAY_<setting>`` environment variables (inherited by the processes ``ray.init`` starts), not as
+# ``_system_config``: a Ray that no longer knows a setting ignores the variable, while an unknown
+# ``_system_config`` key makes its GCS fail to start. A value already in the environment wins.
+LOCAL_RAY_ENV = {
+    "RAY_prestart_worker_first_driver": "false",
+    "RAY_enable_worker_prestart": "false",
+    "RAY_task_events_report_interval_ms": "0",
+    "RAY_enable_metrics_collection": "false",
+    "RAY_event_stats": "false",
 }
 
 
@@ -54,6 +57,8 @@ def start_ray(address: str | None, num_cpus: int) -> bool:
         return False
     runtime_env = {"env_vars": _worker_env()}
     if address is None:
+        for name, value in LOCAL_RAY_ENV.items():
+            os.environ.setdefault(name, value)
         ray.init(
             address="local",
             num_cpus=num_cpus,
@@ -63,7 +68,6 @@ def start_ray(address: str | None, num_cpus: int) -> bool:
             runtime_env=runtime_env,
             log_to_driver=False,
             configure_logging=False,
-            _system_config=LOCAL_SYSTEM_CONFIG,
         )
     else:
         ray.init(address=address, runtime_env=runtime_env, log_to_driver=False, configure_logging=False)
