@@ -74,28 +74,33 @@ def trl_bfd(lengths: np.ndarray, capacity: int) -> tuple[float, int]:
     return seconds, len(packed)
 
 
+def _timed_packs(lengths: np.ndarray, capacity: int) -> list[tuple[str, float, int]]:
+    """(algorithm, median seconds, packs) for every algorithm on ``lengths``."""
+    results = []
+    for name in ALGORITHMS:
+        seconds, packs = timed(lambda name=name: pack(lengths, capacity, name))
+        results.append((name, seconds, len(packs)))
+    return results
+
+
 def main_rows(kind: str, capacity: int, lengths: np.ndarray) -> list[str]:
     total = int(lengths.sum())
     bound = -(-total // capacity)
-    rows = []
-    for name in ALGORITHMS:
-        seconds, packs = timed(lambda name=name: pack(lengths, capacity, name))
-        rows.append(
-            f"| {kind} | {capacity} | {name} | {seconds:.2f} | {len(packs):,} | {bound:,} | "
-            f"{len(packs) / bound:.4f} | {total / (len(packs) * capacity):.4f} |"
-        )
-    return rows
+    return [
+        f"| {kind} | {capacity} | {name} | {seconds:.2f} | {packs:,} | {bound:,} | "
+        f"{packs / bound:.4f} | {total / (packs * capacity):.4f} |"
+        for name, seconds, packs in _timed_packs(lengths, capacity)
+    ]
 
 
 def trl_rows(kind: str, capacity: int, lengths: np.ndarray) -> list[str]:
     trl_seconds, trl_packs = trl_bfd(lengths, capacity)
     rows = [f"| {kind} | {capacity} | TRL bfd | {trl_seconds:.2f} | {trl_packs:,} | 1 | 1 |"]
-    for name in ALGORITHMS:
-        seconds, packs = timed(lambda name=name: pack(lengths, capacity, name))
-        rows.append(
-            f"| {kind} | {capacity} | {name} | {seconds:.2f} | {len(packs):,} | "
-            f"{seconds / trl_seconds:.3f} | {len(packs) / trl_packs:.4f} |"
-        )
+    rows += [
+        f"| {kind} | {capacity} | {name} | {seconds:.2f} | {packs:,} | "
+        f"{seconds / trl_seconds:.3f} | {packs / trl_packs:.4f} |"
+        for name, seconds, packs in _timed_packs(lengths, capacity)
+    ]
     return rows
 
 

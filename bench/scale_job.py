@@ -83,11 +83,10 @@ def main(corpus: str, out: str, workers: int, unit_bytes: int) -> None:
         ray.get([a.__ray_ready__.remote() for a in executor.actors])
     startup = {"imports_s": ray_start - imports_start, "ray_s": time.perf_counter() - ray_start}
     close, executor.close = executor.close, lambda: None  # Ray's shutdown is start-up's twin: not timed
-    start, cpu_start, epoch_start = time.perf_counter(), time.process_time(), time.time()
+    start, cpu_start = time.perf_counter(), time.process_time()
     summary = run_pipeline(config, lambda _config: executor, overwrite=True, progress=False)
     seconds = time.perf_counter() - start
     driver_cpu_s = time.process_time() - cpu_start
-    epoch_end = time.time()
     close()
     prepare_start = time.perf_counter()
     shards = sorted(n for n in os.listdir(out) if n.endswith(".tar"))
@@ -100,7 +99,6 @@ def main(corpus: str, out: str, workers: int, unit_bytes: int) -> None:
         "tokens": summary.counts["tokens"],
         "index_s": index_clock[0],
         "prepare_s": prepare_s,
-        "epoch": [epoch_start, epoch_end],
         **startup,
         "driver_max_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
         "driver_cpu_s": driver_cpu_s,

@@ -18,6 +18,7 @@ import shutil
 from cook import format as fmt
 from cook.errors import ConfigError
 from cook.runner.resume import RunState, load_state, roll_back
+from cook.writer.energon_index import progress_index_path
 
 
 def _pid_alive(pid: int) -> bool:
@@ -104,7 +105,7 @@ def prepare_output(out_dir: str, overwrite: bool, run_fingerprint: str) -> tuple
         if state is None:
             _clear(out_dir)
         else:
-            index = os.path.join(out_dir, fmt.PROGRESS_DIR, fmt.INDEX_SQLITE)
+            index = progress_index_path(out_dir)
             if state.shards and not os.path.isfile(index):
                 raise ConfigError(
                     f"output.dir: {out_dir!r} holds an interrupted run whose Energon index ({index}) is missing; "

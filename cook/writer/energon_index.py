@@ -35,6 +35,11 @@ def _import_energon() -> None:
     import megatron.energon.flavors.webdataset.prepare  # noqa: F401  (torch under it: ~1.4 s)
 
 
+def progress_index_path(out_dir: str) -> str:
+    """Where the index is built during a run (published to ``.nv-meta/`` when the run finishes)."""
+    return os.path.join(out_dir, fmt.PROGRESS_DIR, fmt.INDEX_SQLITE)
+
+
 def dataset_uuid(shards: list[ShardInfo]) -> str:
     """A version-4-shaped UUID from the shards' names and sha256: the same shards, the same id."""
     digest = hashlib.sha256("".join(f"{s.name}:{s.sha256}\n" for s in shards).encode()).digest()
@@ -46,7 +51,7 @@ class EnergonIndex:
 
     def __init__(self, out_dir: str, kept_shards: int) -> None:
         self.out_dir = out_dir
-        self.work_path = os.path.join(out_dir, fmt.PROGRESS_DIR, fmt.INDEX_SQLITE)
+        self.work_path = progress_index_path(out_dir)
         self.kept_shards = kept_shards
         self._writer: Any = None
         # Energon is imported on a thread while the run starts, so the first shard does not wait for
@@ -129,7 +134,6 @@ class EnergonIndex:
         atomic_write(os.path.join(meta, fmt.DATASET_YAML), fmt.dataset_yaml())
 
     def _publish_index(self, meta: str, shards: list[ShardInfo]) -> None:
-        self.join_import()
         import yaml
         from megatron.energon import __version__
         from megatron.energon.bracecollapse import collapse
@@ -138,7 +142,6 @@ class EnergonIndex:
 
         self.writer.close()  # creates the lookup indexes and commits
         self._writer = None
-        self.kept_shards = len(shards)  # a re-opened writer (a second finish) keeps every row
         atomic_copy(self.work_path, os.path.join(meta, fmt.INDEX_SQLITE))
         info = WebdatasetInfo(energon_version=__version__, shard_counts={s.name: s.packs for s in shards})
         atomic_write(os.path.join(meta, fmt.INFO_JSON), json.dumps(to_json_object(info), indent=2))
