@@ -40,8 +40,8 @@ def _cook_path(config, corpus: str) -> tuple[float, int]:
     def once() -> int:
         shutil.rmtree(out, ignore_errors=True)
         out.mkdir(parents=True)
-        result = worker.cook_unit(Unit(0, corpus, "jsonl"))
-        packs = pack_window(list(result.samples), config.packing, worker.tokenizer.pad_id)
+        result, samples = worker.cook_samples(Unit(0, corpus, "jsonl"))
+        packs = pack_window(samples, config.packing, worker.tokenizer.pad_id)
         size = config.output.shard_size
         for i in range(0, len(packs), size):
             write_shard(str(out), i // size, i, packs[i : i + size])

@@ -157,11 +157,33 @@ def audio_clip_tokens(samples: int) -> int:
 
 
 # ---------------------------------------------------------------- encoding of members
-def npy_bytes(array: np.ndarray) -> bytes:
-    """Serialize one array as ``.npy`` bytes; never pickled, byte-identical for equal arrays."""
+def npy_header(array: np.ndarray) -> bytes:
+    """The ``.npy`` header ``np.save(f, array)`` writes before the data: magic, version, dict, padding.
+
+    ``npy_header(a) + a.tobytes(order="A") == np.save``'s bytes for any array ``np.save`` can write
+    without pickling, so a writer can send the header and then the array's own buffer (no copy).
+    Like ``np.save`` it picks format 1.0, or 2.0 when the header needs over 65535 bytes (a structured
+    dtype with many fields). Object dtypes raise ``ValueError``: members are never pickled.
+    """
+    if array.dtype.hasobject:
+        raise ValueError(f"object arrays are never written as .npy (dtype {array.dtype}): they would be pickled")
+    header = np.lib.format.header_data_from_array_1_0(array)
     buffer = io.BytesIO()
-    np.save(buffer, np.ascontiguousarray(array), allow_pickle=False)
+    try:
+        np.lib.format.write_array_header_1_0(buffer, header)
+    except ValueError:  # the header does not fit 1.0's uint16 length
+        buffer = io.BytesIO()
+        np.lib.format.write_array_header_2_0(buffer, header)
     return buffer.getvalue()
+
+
+def npy_bytes(array: np.ndarray) -> bytes:
+    """Serialize one array as ``.npy`` bytes, C order; never pickled, byte-identical for equal arrays.
+
+    The same bytes as ``np.save(f, np.ascontiguousarray(array), allow_pickle=False)``.
+    """
+    contiguous = np.ascontiguousarray(array)
+    return npy_header(contiguous) + contiguous.tobytes()
 
 
 def load_npy(data: bytes) -> np.ndarray:

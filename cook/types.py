@@ -151,6 +151,7 @@ class TokenizedSample:
     media: tuple[MediaItem, ...] = ()
     media_end: int = 0  # index just past the last media placeholder token (0: no media)
     truncated: bool = False
+    truncated_tokens: int = 0  # tokens cut off by truncation (0 unless ``truncated``)
 
     @property
     def length(self) -> int:

@@ -53,7 +53,13 @@ def fit_sample(sample: TokenizedSample, config: PackingConfig) -> TokenizedSampl
             RejectReason.TOO_LONG,
             f"{sample.length} tokens > packing.seq_len={seq_len}, and truncating would leave no target",
         )
-    return replace(sample, input_ids=sample.input_ids[:seq_len], loss_mask=sample.loss_mask[:seq_len], truncated=True)
+    return replace(
+        sample,
+        input_ids=sample.input_ids[:seq_len],
+        loss_mask=sample.loss_mask[:seq_len],
+        truncated=True,
+        truncated_tokens=sample.length - seq_len,
+    )
 
 
 def _media_label(item: MediaItem) -> str:
@@ -118,20 +124,26 @@ def _stack_audio(features: list[np.ndarray]) -> np.ndarray:
     return out
 
 
-def pack_window(samples: Sequence[TokenizedSample], config: PackingConfig, pad_id: int) -> list[Pack]:
-    """Pack one window of fitted samples; packs come out in a canonical, deterministic order."""
-    if not samples:
+def plan_window(lengths: Sequence[int], n_patches: Sequence[int], config: PackingConfig) -> list[list[int]]:
+    """Pack one window from the samples' lengths and visual patch counts alone (the driver's plan):
+    index lists into the window, in a canonical, deterministic order."""
+    if not len(lengths):
         return []
-    groups = pack(
-        [s.length for s in samples],
+    return pack(
+        lengths,
         config.seq_len,
         config.algorithm,
         pad_multiple=config.pad_multiple,
         max_sequences_per_pack=config.max_sequences_per_pack,
-        media=[s.n_patches for s in samples] if config.media_budget else None,
+        media=n_patches if config.media_budget else None,
         media_budget=config.media_budget,
         pack_count_multiple=config.pack_count_multiple,
         seed=config.seed,
         delta=config.delta,
     )
+
+
+def pack_window(samples: Sequence[TokenizedSample], config: PackingConfig, pad_id: int) -> list[Pack]:
+    """Pack one window of fitted samples; packs come out in a canonical, deterministic order."""
+    groups = plan_window([s.length for s in samples], [s.n_patches for s in samples], config)
     return [build_pack([samples[i] for i in group], pad_id, config.pad_multiple) for group in groups]

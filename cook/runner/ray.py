@@ -1,8 +1,10 @@
-"""Ray executor: CookWorker inside actors, results yielded in unit order with bounded in-flight work.
+"""Ray executor: CookWorker inside actors; jobs to the least busy actor; small results back.
 
-The Ray layer is only this: actors that each load one tokenizer and reuse it, a bounded set of
-calls (``IN_FLIGHT_PER_ACTOR`` per actor, so driver memory stays flat however large the input), each
-sent to the least busy actor, results handed on in input order, and crash handling.
+The Ray layer is only this: actors that each load one tokenizer and reuse it and run both kinds of
+job (cook a unit, write a shard), ``IN_FLIGHT_PER_ACTOR`` jobs per actor at a time, and crash
+handling. An actor returns its result pickled to bytes, so the driver counts exactly what crosses
+to it (``received_bytes``): summaries and shard entries, never samples, which the actors stage
+under the output directory (``cook.runner.staging.DiskStore``; shared storage on a cluster).
 ``start_ray(None, ...)`` starts a local Ray on 127.0.0.1 with capped CPUs and object store; an
 address joins a cluster (``auto``, ``ray://...``).
 
@@ -17,12 +19,14 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Iterable, Iterator
+import pickle
+from dataclasses import replace
 from typing import Any
 
 from cook import format as fmt
 from cook.config import PipelineConfig
-from cook.runner.units import Attempt, Unit, UnitResult
+from cook.runner.staging import DiskStore
+from cook.runner.units import Attempt, ShardDone, ShardTask, Unit, UnitSummary
 from cook.runner.worker import FAULT_ENV, CookWorker
 
 OBJECT_STORE_BYTES = 512 * 2**20
@@ -83,73 +87,76 @@ def _last_traced(path: str) -> int | None:
     return int(lines[-1]) if lines else None
 
 
+class RayWorker(CookWorker):
+    """The actor: a CookWorker whose results cross to the driver as pickled bytes."""
+
+    def run(self, job: Unit | ShardTask, attempt: Attempt) -> bytes:
+        if isinstance(job, Unit):
+            return pickle.dumps(self.cook_unit(job, attempt), protocol=pickle.HIGHEST_PROTOCOL)
+        import ray
+
+        done = replace(self.write_shard(job), writer=ray.get_runtime_context().get_node_id())
+        return pickle.dumps(done, protocol=pickle.HIGHEST_PROTOCOL)
+
+
 class RayExecutor:
     def __init__(self, config: PipelineConfig, address: str | None, num_actors: int) -> None:
         import ray
 
         cpus = max(os.cpu_count() or 1, math.ceil(num_actors * config.ray.cpus_per_actor))
         self._owns_ray = start_ray(address, cpus)
-        actor_class = ray.remote(num_cpus=config.ray.cpus_per_actor, max_restarts=-1, max_task_retries=0)(CookWorker)
+        actor_class = ray.remote(num_cpus=config.ray.cpus_per_actor, max_restarts=-1, max_task_retries=0)(RayWorker)
         options = actor_class.options(runtime_env={"env_vars": _worker_env()})
         self.actors: list[Any] = [options.remote(config) for _ in range(num_actors)]
+        self.store = DiskStore(config.output.dir)
+        self.slots = IN_FLIGHT_PER_ACTOR * num_actors
+        self.received_bytes = 0
         self._trace_dir = os.path.join(config.output.dir, fmt.PROGRESS_DIR)
-        self._next_actor = 0
+        self._busy = [0] * num_actors
+        self._running: dict[Any, tuple[Unit | ShardTask, Attempt, int, int]] = {}  # ref -> job, attempt, actor, tries
 
-    def _submit(self, unit: Unit, attempt: Attempt, actor: int | None = None) -> Any:
-        if actor is None:
-            actor = self._next_actor % len(self.actors)
-            self._next_actor += 1
-        return self.actors[actor].cook_unit.remote(unit, attempt)
+    def _submit(self, job: Unit | ShardTask, attempt: Attempt, tries: int) -> None:
+        actor = min(range(len(self.actors)), key=self._busy.__getitem__)
+        self._busy[actor] += 1
+        self._running[self.actors[actor].run.remote(job, attempt)] = (job, attempt, actor, tries)
 
-    def _collect(self, unit: Unit, attempt: Attempt, ref: Any) -> UnitResult:
+    def submit(self, job: Unit | ShardTask) -> None:
+        self._submit(job, Attempt(), 0)
+
+    def outstanding(self) -> int:
+        return len(self._running)
+
+    def next_done(self) -> UnitSummary | ShardDone:
+        """The next job to finish, in completion order; a job whose actor died is run again."""
         import ray
         from ray.exceptions import RayActorError, WorkerCrashedError
 
-        for _ in range(MAX_ATTEMPTS):
-            try:
-                return ray.get(ref)
-            except (RayActorError, WorkerCrashedError):
-                if attempt.trace is None:
-                    os.makedirs(self._trace_dir, exist_ok=True)
-                    attempt = Attempt(os.path.join(self._trace_dir, f"trace-{unit.index:06d}"), attempt.crashed)
-                else:
-                    last = _last_traced(attempt.trace)
-                    if last is not None and last not in attempt.crashed:
-                        attempt = Attempt(attempt.trace, attempt.crashed | {last})
-                ref = self._submit(unit, attempt)
-        raise RuntimeError(f"unit {unit.index} ({unit.path}) kept killing workers after {MAX_ATTEMPTS} attempts")
-
-    def map_units(self, units: Iterable[Unit]) -> Iterator[UnitResult]:
-        """Cook ``units``; results come back in input order.
-
-        Each free slot goes to the actor with the fewest calls outstanding (a faster actor takes more
-        units, and the last units go to whichever actor is free), and finished results wait in a
-        reorder buffer until their turn. Calls running plus results waiting never exceed
-        ``IN_FLIGHT_PER_ACTOR`` per actor, so memory stays flat however large the input.
-        """
-        import ray
-
-        todo = iter(enumerate(units))
-        limit = IN_FLIGHT_PER_ACTOR * len(self.actors)
-        outstanding = [0] * len(self.actors)
-        running: dict[Any, tuple[int, Unit, int]] = {}  # ref -> (position, unit, actor)
-        finished: dict[int, UnitResult] = {}
-        turn = 0
         while True:
-            while len(running) + len(finished) < limit and (item := next(todo, None)) is not None:
-                actor = min(range(len(self.actors)), key=outstanding.__getitem__)
-                outstanding[actor] += 1
-                running[self._submit(item[1], Attempt(), actor)] = (item[0], item[1], actor)
-            if turn in finished:
-                yield finished.pop(turn)
-                turn += 1
-            elif running:
-                (ref,), _ = ray.wait(list(running), num_returns=1)
-                position, unit, actor = running.pop(ref)
-                outstanding[actor] -= 1
-                finished[position] = self._collect(unit, Attempt(), ref)
-            else:
-                return
+            (ref,), _ = ray.wait(list(self._running), num_returns=1)
+            job, attempt, actor, tries = self._running.pop(ref)
+            self._busy[actor] -= 1
+            try:
+                payload = ray.get(ref)
+            except (RayActorError, WorkerCrashedError):
+                if tries + 1 >= MAX_ATTEMPTS:
+                    raise RuntimeError(f"{_describe(job)} kept killing workers after {MAX_ATTEMPTS} attempts") from None
+                self._submit(job, self._next_attempt(job, attempt), tries + 1)
+                continue
+            self.received_bytes += len(payload)
+            result: UnitSummary | ShardDone = pickle.loads(payload)
+            return result
+
+    def _next_attempt(self, job: Unit | ShardTask, attempt: Attempt) -> Attempt:
+        """After a crash, trace the unit's records; after a traced crash, blame the last record."""
+        if not isinstance(job, Unit):
+            return attempt
+        if attempt.trace is None:
+            os.makedirs(self._trace_dir, exist_ok=True)
+            return Attempt(os.path.join(self._trace_dir, f"trace-{job.index:06d}"), attempt.crashed)
+        last = _last_traced(attempt.trace)
+        if last is not None and last not in attempt.crashed:
+            return Attempt(attempt.trace, attempt.crashed | {last})
+        return attempt
 
     def close(self) -> None:
         import ray
@@ -159,3 +166,7 @@ class RayExecutor:
         self.actors = []
         if self._owns_ray:
             ray.shutdown()
+
+
+def _describe(job: Unit | ShardTask) -> str:
+    return f"unit {job.index} ({job.path})" if isinstance(job, Unit) else f"shard {job.shard_index}"

@@ -1,12 +1,14 @@
-"""Resumable progress: one atomic ``state.json`` per closed window (SPEC §2: resume an interrupted run).
+"""Resumable progress: an atomic ``state.json`` (SPEC §2: resume an interrupted run).
 
-A window is closed when its packs are written as shards. At that moment the state records where the
-input stands — ``next_unit`` and how many of that unit's samples are already packed (``skip``) —
-plus everything written so far: the shards, the byte length of ``rejects.jsonl.partial`` and the
-counts. Cooking is deterministic, so a resumed run re-cooks ``next_unit``, drops its first ``skip``
-samples (its rejects and records are already counted) and continues: the result is byte-identical
-to an uninterrupted run. Files written after the last state (a shard of an unfinished window,
-reject lines) are removed or truncated first.
+The state is saved when a window's shards are all written, and every ``CHECKPOINT_SHARDS`` shards
+within a window (the shard group of a long window, or of ``buffer_size: all``). It records where the
+first unfinished window starts — ``next_unit`` and how many of that unit's samples earlier windows
+packed (``skip``) — and the shards written so far, in order, which may include the first shards of
+that window; plus the byte length of ``rejects.jsonl.partial`` and the counts at the window's
+start. Cooking and planning are deterministic, so a resumed run plans the same window again, skips
+the shards it already has and goes on: the result is byte-identical to an uninterrupted run. Units
+already staged on disk (``cook.runner.staging``) are not cooked again. Files written after the last
+state (later shards, reject lines) are removed or truncated first.
 
 The fingerprint ties the state to the pipeline (minus ``ray``: the actor count never changes the
 output) and the unit plan; a different pipeline in the same directory is refused.
@@ -26,9 +28,11 @@ from cook import format as fmt
 from cook.config import PipelineConfig
 from cook.runner.units import Unit
 from cook.writer.atomic import atomic_write
+from cook.writer.dataset import recover_rejects
 from cook.writer.shards import ShardInfo
 
 STATE_NAME = "state.json"
+CHECKPOINT_SHARDS = 16
 
 
 def fingerprint(config: PipelineConfig, units: list[Unit]) -> str:
@@ -43,7 +47,9 @@ class RunState:
     fingerprint: str
     next_unit: int = 0
     skip: int = 0  # samples of next_unit already packed; its rejects/records are already counted
-    windows: int = 0
+    windows: int = 0  # windows whose shards are all written
+    window_shard: int = 0  # first shard of the first unfinished window
+    window_pack: int = 0  # first pack of the first unfinished window
     rejects_bytes: int = 0
     shards: list[ShardInfo] = field(default_factory=list)
     counts: dict[str, int] = field(default_factory=dict)
@@ -82,6 +88,7 @@ def roll_back(out_dir: str, state: RunState) -> None:
         name = os.path.basename(path)
         if name.removesuffix(fmt.INDEX_SUFFIX) not in keep:
             os.unlink(path)
+    recover_rejects(out_dir)
     partial = os.path.join(out_dir, fmt.REJECTS_NAME + ".partial")
     with contextlib.suppress(FileNotFoundError), open(partial, "r+b") as handle:
         handle.truncate(state.rejects_bytes)

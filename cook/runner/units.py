@@ -1,13 +1,32 @@
-"""Work units and their results: the only things that cross the Ray boundary."""
+"""What crosses between the driver and the workers: jobs out, small summaries back (SPEC §11).
+
+    driver --Unit-->       worker: cook the unit, stage its samples  --UnitSummary-->  driver
+    driver --ShardTask-->  worker: build packs from staged samples, write the shard --ShardDone--> driver
+
+A ``UnitSummary`` holds per-sample lengths and patch counts, the unit's rejects and counts; a
+``ShardDone`` holds the shard's sha256, size, Energon index rows and counts. Token ids, patches and
+audio features stay in the worker and the staging store (``cook.runner.staging``): the driver plans
+packs from the lengths alone.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
 import numpy as np
 
-from cook.types import RejectRecord, TokenizedSample
+from cook.types import RejectRecord
+from cook.writer.shards import ShardInfo, ShardLayout
+
+PACKED_COUNT_KEYS = (
+    "packs",
+    "sources_packed",
+    "tokens",
+    "target_tokens",
+    "padding_tokens",
+    "truncated_sequences",
+    "truncated_tokens",
+)
 
 
 @dataclass(frozen=True)
@@ -36,41 +55,45 @@ class Attempt:
 
 
 @dataclass(frozen=True, eq=False)
-class UnitResult:
-    """What a worker returns for a unit. Pickled columnar (see ``__reduce__``) to cross Ray cheaply."""
+class UnitSummary:
+    """A cooked unit as the driver sees it; its samples wait in the staging store under ``unit``."""
 
     unit: int
-    samples: tuple[TokenizedSample, ...]  # in record order
-    rejects: tuple[RejectRecord, ...]  # deterministic order: source failures, then cook/tokenize rejects
     records_in: int
+    rejects: tuple[RejectRecord, ...]  # deterministic order: source failures, then cook/tokenize rejects
+    lengths: np.ndarray  # int32 [N] tokens per sample, in record order
+    n_patches: np.ndarray  # int32 [N] visual patches per sample
+
+    @property
+    def samples(self) -> int:
+        return int(self.lengths.shape[0])
 
     @property
     def tokens(self) -> int:
-        return sum(s.length for s in self.samples)
-
-    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
-        """Send all samples' ids and masks as two concatenated arrays instead of two small arrays per
-        sample: Ray then moves a few large buffers, not tens of thousands of tiny ones."""
-        samples = self.samples
-        lengths = np.array([s.length for s in samples], dtype=np.int64)  # int64 [N]
-        ids = np.concatenate([s.input_ids for s in samples]) if samples else np.zeros(0, np.int32)
-        mask = np.concatenate([s.loss_mask for s in samples]) if samples else np.zeros(0, np.uint8)
-        sources = "\0".join(s.source for s in samples)  # a path never holds NUL
-        ends = np.array([s.media_end for s in samples], dtype=np.int64)  # int64 [N]
-        truncated = np.array([s.truncated for s in samples], dtype=bool)  # bool [N]
-        media = {i: s.media for i, s in enumerate(samples) if s.media}
-        columns = (lengths, ids, mask, sources, ends, truncated, media)
-        return _rebuild, (self.unit, columns, self.rejects, self.records_in)
+        return int(self.lengths.sum())
 
 
-def _rebuild(unit: int, columns: tuple, rejects: tuple, records_in: int) -> UnitResult:
-    lengths, ids, mask, sources, ends, truncated, media = columns
-    bounds = np.concatenate([[0], np.cumsum(lengths)]).tolist()
-    names = sources.split("\0") if len(lengths) else []
-    samples = tuple(
-        TokenizedSample(name, ids[a:b], mask[a:b], media.get(i, ()), end, cut)
-        for i, (name, a, b, end, cut) in enumerate(
-            zip(names, bounds[:-1], bounds[1:], ends.tolist(), truncated.tolist(), strict=True)
-        )
-    )
-    return UnitResult(unit, samples, rejects, records_in)
+@dataclass(frozen=True, eq=False)
+class ShardTask:
+    """One shard to write: pack ``first_pack + j`` holds the samples ``refs[bounds[j]:bounds[j+1]]``,
+    each ``(unit, position in unit)``, in pack order."""
+
+    shard_index: int
+    first_pack: int
+    refs: np.ndarray  # int64 [S, 2] (unit, position)
+    bounds: np.ndarray  # int64 [packs + 1]
+
+    @property
+    def packs(self) -> int:
+        return int(self.bounds.shape[0]) - 1
+
+
+@dataclass(frozen=True)
+class ShardDone:
+    """A written shard: its manifest entry, its Energon index rows, what it counts, who wrote it."""
+
+    shard_index: int
+    info: ShardInfo
+    layout: ShardLayout
+    counts: dict[str, int]  # PACKED_COUNT_KEYS
+    writer: str = ""  # the node that wrote it (Ray node id; "" in-process)

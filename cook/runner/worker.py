@@ -1,8 +1,13 @@
-"""CookWorker: one input unit -> UnitResult, composing sources -> cookers -> media -> tokenize -> fit.
+"""CookWorker: the two jobs a worker does (SPEC §11).
+
+    cook_unit(Unit) -> UnitSummary       sources -> cookers -> media -> tokenize -> fit; the samples go
+                                         to the staging store, the driver gets lengths and rejects
+    write_shard(ShardTask) -> ShardDone  staged samples -> build_pack -> shard + .tar.idx on disk; the
+                                         driver gets sha256, size, index rows and counts
 
 A worker holds what is expensive to load (the tokenizer, the media store) and reuses it for every
 unit. It knows nothing about Ray: the Ray layer wraps it in an actor, the local executor calls it
-directly. Every record read ends up exactly once in ``samples`` or in ``rejects``.
+directly. Every record read ends up exactly once in the staged samples or in ``rejects``.
 
 Each record's cook and media stages run under a time budget (``ray.record_timeout_s``, enforced
 with ``SIGALRM`` when the worker runs on its process's main thread): a pathological record becomes a
@@ -15,6 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import itertools
 import json
 import os
 import signal
@@ -22,14 +28,18 @@ import threading
 from collections.abc import Iterator
 from typing import Any
 
+import numpy as np
+
 from cook.config import PipelineConfig
 from cook.cookers import COOKERS
 from cook.errors import Rejected, RejectReason
-from cook.packing.packer import fit_sample
-from cook.runner.units import Attempt, Unit, UnitResult
+from cook.packing.packer import build_pack, fit_sample
+from cook.runner.staging import DiskStore, SampleStore
+from cook.runner.units import Attempt, ShardDone, ShardTask, Unit, UnitSummary
 from cook.sources import SOURCES
 from cook.tokenize import ChatTokenizer, tokenize_batch
-from cook.types import Conversation, MediaItem, RawRecord, RejectRecord, TokenizedSample
+from cook.types import Conversation, MediaItem, Pack, RawRecord, RejectRecord, TokenizedSample
+from cook.writer.shards import write_shard
 
 TOKENIZE_BATCH = 256
 # Fault injection for tests of crash handling: a record whose JSON contains this env var's value
@@ -81,9 +91,10 @@ def _no_cyclic_gc() -> Iterator[None]:
 
 
 class CookWorker:
-    def __init__(self, config: PipelineConfig) -> None:
+    def __init__(self, config: PipelineConfig, store: SampleStore | None = None) -> None:
         os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
         self.config = config
+        self.store: SampleStore = store if store is not None else DiskStore(config.output.dir)
         self.tokenizer = ChatTokenizer(config.tokenizer.path)
         self.cooker = COOKERS[config.cooker]
         self._media_store: Any = None
@@ -138,11 +149,17 @@ class CookWorker:
             if trace is not None:
                 trace.close()
 
-    def cook_unit(self, unit: Unit, attempt: Attempt | None = None) -> UnitResult:
+    def cook_unit(self, unit: Unit, attempt: Attempt | None = None) -> UnitSummary:
+        """Cook ``unit`` into the staging store; returns what the driver needs to plan packs."""
+        summary, samples = self.cook_samples(unit, attempt)
+        self.store.put(summary, samples)
+        return summary
+
+    def cook_samples(self, unit: Unit, attempt: Attempt | None = None) -> tuple[UnitSummary, list[TokenizedSample]]:
         with _no_cyclic_gc():
             return self._cook_unit(unit, attempt or Attempt())
 
-    def _cook_unit(self, unit: Unit, attempt: Attempt) -> UnitResult:
+    def _cook_unit(self, unit: Unit, attempt: Attempt) -> tuple[UnitSummary, list[TokenizedSample]]:
         samples: list[TokenizedSample] = []
         rejects: list[RejectRecord] = []
         count = [0]
@@ -153,7 +170,24 @@ class CookWorker:
                 self._tokenize(batch, samples, rejects)
                 batch = []
         self._tokenize(batch, samples, rejects)
-        return UnitResult(unit.index, tuple(samples), tuple(rejects), count[0])
+        summary = UnitSummary(
+            unit=unit.index,
+            records_in=count[0],
+            rejects=tuple(rejects),
+            lengths=np.array([s.length for s in samples], dtype=np.int32),
+            n_patches=np.array([s.n_patches for s in samples], dtype=np.int32),
+        )
+        return summary, samples
+
+    def write_shard(self, task: ShardTask) -> ShardDone:
+        """Build the task's packs from staged samples and write them as one shard."""
+        refs = task.refs.tolist()
+        samples = [self.store.get(unit)[position] for unit, position in refs]
+        bounds = task.bounds.tolist()
+        pad_id, pad_multiple = self.tokenizer.pad_id, self.config.packing.pad_multiple
+        packs = [build_pack(samples[a:b], pad_id, pad_multiple) for a, b in itertools.pairwise(bounds)]
+        info, layout = write_shard(self.config.output.dir, task.shard_index, task.first_pack, packs)
+        return ShardDone(task.shard_index, info, layout, _packed_counts(packs, samples))
 
     def _tokenize(self, batch: list[Cooked], samples: list[TokenizedSample], rejects: list[RejectRecord]) -> None:
         if not batch:
@@ -167,3 +201,16 @@ class CookWorker:
                 samples.append(fit_sample(result, self.config.packing))
             except Rejected as rejected:
                 rejects.append(_reject(conv.source, rejected))
+
+
+def _packed_counts(packs: list[Pack], samples: list[TokenizedSample]) -> dict[str, int]:
+    tokens = sum(p.tokens for p in packs)
+    return {
+        "packs": len(packs),
+        "sources_packed": len(samples),
+        "tokens": tokens,
+        "target_tokens": sum(int(p.loss_mask.sum()) for p in packs),
+        "padding_tokens": sum(p.padded_tokens for p in packs) - tokens,
+        "truncated_sequences": sum(s.truncated for s in samples),
+        "truncated_tokens": sum(s.truncated_tokens for s in samples),
+    }

@@ -30,6 +30,30 @@ def atomic_open(path: str) -> Iterator[BinaryIO]:
         raise
 
 
+@contextlib.contextmanager
+def atomic_fd(path: str) -> Iterator[int]:
+    """``atomic_open`` for unbuffered ``os.write``/``os.writev``: yields the temp file's descriptor.
+
+    The same promise: on success the data is fsynced and renamed onto ``path``; on an exception the
+    temp file is removed and ``path`` untouched. The descriptor is closed on every path.
+    """
+    tmp = f"{path}.tmp-{os.getpid()}"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o666)  # umask applies, as for open()
+    closed = False
+    try:
+        yield fd
+        os.fsync(fd)
+        closed = True
+        os.close(fd)
+        os.replace(tmp, path)
+    except BaseException:
+        if not closed:
+            os.close(fd)
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
+
+
 def atomic_write(path: str, data: bytes | str) -> None:
     with atomic_open(path) as handle:
         handle.write(data.encode("utf-8") if isinstance(data, str) else data)

@@ -12,13 +12,15 @@ the same shards (one ``train`` split holding every shard in order; a test compar
     index.uuid     the dataset's identity for Energon's caches; here derived from the shards' sha256
                    (``energon prepare`` draws a random one), so the same shards get the same id
 
-The sqlite file is built under ``.cook-progress/`` and committed at every checkpoint (before the
-run state is saved), so a resumed run keeps the rows of the shards it keeps and deletes the rest.
-It is copied into ``.nv-meta/`` atomically when the run finishes.
+The work sqlite file is built under ``.cook-progress/`` and committed at every checkpoint (before
+the run state is saved), so a resumed run keeps the rows of the shards it keeps and deletes the
+rest. When the run finishes, ``.nv-meta/index.sqlite`` is built fresh from its rows in shard order
+and renamed into place, so its bytes do not depend on how the run was interrupted and resumed.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -27,7 +29,7 @@ import uuid
 from typing import Any
 
 from cook import format as fmt
-from cook.writer.atomic import atomic_copy, atomic_write
+from cook.writer.atomic import atomic_write
 from cook.writer.shards import ShardInfo, ShardLayout
 
 
@@ -140,11 +142,36 @@ class EnergonIndex:
         from megatron.energon.flavors.webdataset.structs import WebdatasetInfo, WebdatasetSplits
         from megatron.energon.typed_converter import to_json_object
 
-        self.writer.close()  # creates the lookup indexes and commits
-        self._writer = None
-        atomic_copy(self.work_path, os.path.join(meta, fmt.INDEX_SQLITE))
+        self.commit()
+        self._build_published(os.path.join(meta, fmt.INDEX_SQLITE))
         info = WebdatasetInfo(energon_version=__version__, shard_counts={s.name: s.packs for s in shards})
         atomic_write(os.path.join(meta, fmt.INFO_JSON), json.dumps(to_json_object(info), indent=2))
         splits = WebdatasetSplits(split_parts={"train": collapse([s.name for s in shards], keep_order=True)})
         atomic_write(os.path.join(meta, fmt.SPLIT_YAML), yaml.dump(to_json_object(splits), sort_keys=False))
         atomic_write(os.path.join(meta, fmt.INDEX_UUID), dataset_uuid(shards))
+
+    def _build_published(self, path: str) -> None:
+        """A fresh ``index.sqlite`` from the work index's rows in shard order, written atomically.
+
+        Built the same way however the run went (resumed, rows deleted and added again, finish
+        interrupted and repeated), so the published file's bytes depend only on the shards.
+        """
+        from megatron.energon.epathlib import EPath
+        from megatron.energon.flavors.webdataset.indexing import SqliteIndexWriter
+
+        tmp = f"{path}.tmp-{os.getpid()}"
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        fresh = SqliteIndexWriter(EPath(tmp))
+        fresh.db.execute("ATTACH DATABASE ? AS work", (self.work_path,))
+        fresh.db.execute("INSERT INTO samples SELECT * FROM work.samples ORDER BY tar_file_id, sample_index")
+        fresh.db.execute(
+            "INSERT INTO sample_parts SELECT * FROM work.sample_parts "
+            "ORDER BY tar_file_id, sample_index, content_byte_offset"
+        )
+        fresh.db.commit()
+        fresh.db.execute("DETACH DATABASE work")
+        fresh.close()  # creates the lookup indexes and commits
+        with open(tmp, "rb+") as handle:
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)

@@ -1,8 +1,10 @@
-"""Pack -> the ordered tar members of one Energon sample (schema v1, SPEC §8)."""
+"""Pack -> the ordered tar members of one Energon sample (schema v1, SPEC §8), as zero-copy pieces."""
 
 from __future__ import annotations
 
 import json
+
+import numpy as np
 
 from cook import format as fmt
 from cook.types import Pack
@@ -23,8 +25,23 @@ def meta_json(pack: Pack) -> bytes:
     return json.dumps(body, sort_keys=True, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
 
 
-def pack_members(pack: Pack) -> list[tuple[str, bytes]]:
-    """``[(member name, bytes)]`` in ``format.MEMBERS`` order; optional members only when present."""
+def _array_pieces(array: np.ndarray, dtype: np.dtype) -> tuple[memoryview, memoryview]:
+    """One array member as ``(npy header, the data's bytes)``; the data is a view, never a copy made here.
+
+    ``np.ascontiguousarray`` returns ``array`` itself when it is already C-contiguous in ``dtype``;
+    otherwise it makes the one converted copy the member needs.
+    """
+    data = np.ascontiguousarray(array, dtype=dtype)  # dtype [shape of array], C order
+    return memoryview(fmt.npy_header(data)), data.reshape(-1).view(np.uint8).data  # uint8 [nbytes], a view
+
+
+def member_pieces(pack: Pack) -> list[tuple[str, tuple[memoryview, ...]]]:
+    """``[(member name, its bytes in pieces)]`` in ``format.MEMBERS`` order; optional members only when present.
+
+    Joined, each member's pieces are its ``.npy`` (or ``meta.json``) bytes. An array member is two
+    pieces, its header and a uint8 view of the pack's own buffer (when it already has the member
+    dtype and C order), so the shard writer hands the array's memory to the kernel without a copy.
+    """
     arrays = {
         fmt.INPUT_IDS: pack.input_ids,
         fmt.LOSS_MASK: pack.loss_mask,
@@ -35,13 +52,17 @@ def pack_members(pack: Pack) -> list[tuple[str, bytes]]:
         fmt.AUDIO_FEATURES: pack.audio_features,
         fmt.AUDIO_LENGTHS: pack.audio_lengths,
     }
-    out: list[tuple[str, bytes]] = []
+    out: list[tuple[str, tuple[memoryview, ...]]] = []
     for name in fmt.MEMBERS:
         if name == fmt.META:
-            out.append((name, meta_json(pack)))
+            out.append((name, (memoryview(meta_json(pack)),)))
             continue
         array = arrays[name]
         if array is not None:
-            dtype = fmt.MEMBER_DTYPES[name][0]
-            out.append((name, fmt.npy_bytes(array.astype(dtype, copy=False))))
+            out.append((name, _array_pieces(array, fmt.MEMBER_DTYPES[name][0])))
     return out
+
+
+def pack_members(pack: Pack) -> list[tuple[str, bytes]]:
+    """``[(member name, bytes)]``: ``member_pieces`` joined, the exact bytes of each member in a shard."""
+    return [(name, b"".join(pieces)) for name, pieces in member_pieces(pack)]

@@ -36,6 +36,10 @@ class RejectsWriter:
     def count(self) -> int:
         return sum(self.by_reason.values())
 
+    def tell(self) -> int:
+        """Bytes written so far (buffered or not)."""
+        return self._handle.tell()
+
     def sync(self) -> int:
         """Flush to disk; returns the file's length, for the resume state."""
         self._handle.flush()

@@ -1,5 +1,9 @@
 """Packs -> deterministic WebDataset tar shards, each with its ``.tar.idx``, written atomically.
 
+Members are streamed: tar header, ``.npy`` header, the array's own buffer and padding go to the file
+in ``os.writev`` batches, and the sha256 is updated piece by piece, so a 30 MB patch array is never
+copied on its way to the kernel (and the shard is never joined into one ``bytes``).
+
 Tar headers carry no time, owner or host information (mtime 0, uid/gid 0, mode 0644), so the same
 packs always give byte-identical shards. ``.tar.idx`` is Energon's index: one little-endian uint64
 per sample, the byte offset of its first header, plus the end offset of the last sample. The
@@ -17,8 +21,8 @@ from dataclasses import dataclass
 
 from cook import format as fmt
 from cook.types import Pack
-from cook.writer.atomic import atomic_open, atomic_write
-from cook.writer.members import pack_members
+from cook.writer.atomic import atomic_fd, atomic_write
+from cook.writer.members import member_pieces
 
 
 @dataclass(frozen=True)
@@ -71,32 +75,88 @@ class ShardLayout:
     parts: tuple[tuple[int, str, int, int], ...]  # (sample index, part name, content offset, size)
 
 
-def shard_bytes(first_pack: int, packs: list[Pack]) -> tuple[bytes, ShardLayout]:
-    """The tar of ``packs`` (keys ``pack_key(first_pack + i)``) and its layout."""
-    chunks: list[bytes] = []
+_ZEROS = memoryview(bytes(2 * BLOCK + RECORD))  # padding and the end-of-archive trailer are slices of this
+
+
+def _iov_max() -> int:
+    """The most buffers one ``writev`` takes (``IOV_MAX``, 1024 on Linux); 1024 where sysconf cannot say."""
+    limit = os.sysconf("SC_IOV_MAX") if "SC_IOV_MAX" in os.sysconf_names else -1
+    return limit if limit > 0 else 1024
+
+
+IOV_MAX = _iov_max()
+
+
+def shard_pieces(first_pack: int, packs: list[Pack]) -> tuple[list[memoryview], ShardLayout]:
+    """The tar of ``packs`` (keys ``pack_key(first_pack + i)``) as ordered, non-empty pieces, and its layout.
+
+    Per member: its tar header, its pieces from ``member_pieces`` (an array's ``.npy`` header, then a
+    view of the array's own buffer), then zero padding to a 512-byte block; then two zero blocks and
+    zeros up to a multiple of ``RECORD``, as ``tarfile`` closes an archive. Joined, the pieces are
+    the shard's bytes; no array is copied to build them.
+    """
+    pieces: list[memoryview] = []
     keys = [fmt.pack_key(first_pack + i) for i in range(len(packs))]
     offsets: list[int] = []
     parts: list[tuple[int, str, int, int]] = []
     offset = 0
     for i, pack in enumerate(packs):
         offsets.append(offset)
-        for member, data in pack_members(pack):
-            pad = -len(data) % BLOCK
-            chunks += (member_header(f"{keys[i]}.{member}", len(data)), data, b"\0" * pad)
-            parts.append((i, member, offset + BLOCK, len(data)))
-            offset += BLOCK + len(data) + pad
+        for member, contents in member_pieces(pack):
+            size = sum(piece.nbytes for piece in contents)
+            pad = -size % BLOCK
+            pieces += (memoryview(member_header(f"{keys[i]}.{member}", size)), *contents, _ZEROS[:pad])
+            parts.append((i, member, offset + BLOCK, size))
+            offset += BLOCK + size + pad
     offsets.append(offset)
     end = offset + 2 * BLOCK
-    chunks.append(b"\0" * (2 * BLOCK + -end % RECORD))
-    return b"".join(chunks), ShardLayout(tuple(keys), tuple(offsets), tuple(parts))
+    pieces.append(_ZEROS[: 2 * BLOCK + -end % RECORD])
+    layout = ShardLayout(tuple(keys), tuple(offsets), tuple(parts))
+    return [piece for piece in pieces if piece.nbytes], layout
+
+
+def _writev_all(fd: int, pieces: list[memoryview]) -> None:
+    """Write all of ``pieces`` (non-empty, at most ``IOV_MAX``) in order; a short write resumes mid-piece."""
+    pending = list(pieces)  # the caller's list stays whole: it hashes the pieces afterwards
+    while pending:
+        written = os.writev(fd, pending)
+        if written <= 0:
+            raise OSError(f"writev wrote {written} of {sum(p.nbytes for p in pending)} bytes")
+        done = 0
+        while done < len(pending) and written >= pending[done].nbytes:
+            written -= pending[done].nbytes
+            done += 1
+        pending = pending[done:]
+        if written:
+            pending[0] = pending[0][written:]
+
+
+def write_pieces(fd: int, pieces: list[memoryview]) -> tuple[int, str]:
+    """Write ``pieces`` to ``fd`` in ``writev`` batches of at most ``IOV_MAX``; -> (bytes, sha256 hex).
+
+    The digest is updated with each piece as its batch is written, so the bytes are never joined.
+    """
+    digest = hashlib.sha256()
+    size = 0
+    for start in range(0, len(pieces), IOV_MAX):
+        batch = pieces[start : start + IOV_MAX]
+        _writev_all(fd, batch)
+        for piece in batch:
+            digest.update(piece)
+            size += piece.nbytes
+    return size, digest.hexdigest()
 
 
 def write_shard(out_dir: str, shard_index: int, first_pack: int, packs: list[Pack]) -> tuple[ShardInfo, ShardLayout]:
-    """Write ``packs`` as one shard; keys are ``pack_key(first_pack + i)``."""
+    """Write ``packs`` as one shard and its ``.tar.idx``, atomically; keys are ``pack_key(first_pack + i)``.
+
+    Each member goes from its pack's array to the file with no copy when the array is C-contiguous in
+    the member dtype (``member_pieces``), else one. ``ShardInfo.sha256`` is the digest of the file.
+    """
     name = fmt.shard_name(shard_index)
-    data, layout = shard_bytes(first_pack, packs)
+    pieces, layout = shard_pieces(first_pack, packs)
     path = os.path.join(out_dir, name)
-    with atomic_open(path) as handle:
-        handle.write(data)
+    with atomic_fd(path) as fd:
+        size, sha256 = write_pieces(fd, pieces)
     atomic_write(path + fmt.INDEX_SUFFIX, struct.pack(f"<{len(layout.offsets)}Q", *layout.offsets))
-    return ShardInfo(name, len(packs), first_pack, len(data), hashlib.sha256(data).hexdigest()), layout
+    return ShardInfo(name, len(packs), first_pack, size, sha256), layout

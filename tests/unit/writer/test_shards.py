@@ -1,21 +1,35 @@
-"""The shard writer builds tar headers from a template: they must be exactly tarfile's bytes."""
+"""The shard writer: byte-identical to ``tarfile`` + ``np.save``, streamed with ``os.writev``, no member copied.
+
+The oracle below builds each shard independently of the writer (``tarfile`` with the same TarInfo
+settings, ``np.save`` of each array in its member dtype, C order), so a writer bug cannot make a
+test agree with itself.
+"""
 
 from __future__ import annotations
 
+import hashlib
 import io
+import os
 import struct
 import tarfile
+import tracemalloc
+from collections.abc import Callable
+from dataclasses import replace
+from pathlib import Path
 
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
 
 from cook import format as fmt
 from cook.packing.packer import build_pack
-from cook.types import TokenizedSample
-from cook.writer.members import pack_members
-from cook.writer.shards import _tar_info, member_header, shard_bytes
+from cook.types import Pack, TokenizedSample
+from cook.writer import shards
+from cook.writer.members import member_pieces, meta_json, pack_members
+from cook.writer.shards import ShardInfo, ShardLayout, _tar_info, member_header, write_shard
+from tests.unit.validate.packs_data import multimodal
 
 
 @pytest.mark.parametrize(
@@ -33,36 +47,223 @@ def test_member_header_is_tarfiles(name: str, size: int) -> None:
     assert member_header(name, size) == _tar_info(name, size).tobuf(tarfile.USTAR_FORMAT, "utf-8", "surrogateescape")
 
 
-def _pack(lengths: list[int]):
+# ---------------------------------------------------------------- packs and the oracle
+def _pack(lengths: list[int]) -> Pack:
     samples = [TokenizedSample(f"s#{n}", np.arange(n, dtype=np.int32), np.ones(n, np.uint8)) for n in lengths]
     return build_pack(samples, 0, 8)
 
 
-def test_shard_bytes_equal_a_tarfile_archive_and_index() -> None:
-    packs = [_pack([5, 17]), _pack([300]), _pack([1, 2, 3])]
-    data, layout = shard_bytes(7, packs)
-    offsets = list(layout.offsets)
-    reference = io.BytesIO()
-    expected_offsets = []
-    with tarfile.open(fileobj=reference, mode="w", format=tarfile.USTAR_FORMAT) as tar:
+def _visual(lengths: list[int], n_patches: int, seed: int = 0) -> Pack:
+    rng = np.random.default_rng(seed)
+    patches = rng.integers(0, 256, (n_patches, fmt.PATCH_VALUES), dtype=np.uint8)  # uint8 [P, 768]
+    return replace(_pack(lengths), pixel_patches=patches, media_sizes=np.array([[1, 16, 16 * n_patches]], np.int32))
+
+
+def _audio(lengths: list[int], frames: int, seed: int = 0) -> Pack:
+    rng = np.random.default_rng(seed)
+    features = rng.standard_normal((2, frames, fmt.MEL_BINS)).astype(np.float16)  # float16 [C, F, 128]
+    return replace(_pack(lengths), audio_features=features, audio_lengths=np.array([frames, frames - 1], np.int32))
+
+
+def _non_contiguous() -> Pack:
+    """Every array strided or Fortran-ordered, already in its member dtype: the writer makes one copy each."""
+    pack = _pack([9, 30])
+    ids = np.repeat(pack.input_ids, 2)[::2]  # int32 [T], stride 8
+    patches = np.asfortranarray(np.arange(5 * 768, dtype=np.uint8).reshape(5, 768))  # uint8 [5, 768], F order
+    features = np.arange(2 * 14 * 128, dtype=np.float16).reshape(2, 14, 128)[:, ::2]  # float16 [2, 7, 128]
+    return replace(
+        pack,
+        input_ids=ids,
+        loss_mask=np.repeat(pack.loss_mask, 3)[::3],
+        pixel_patches=patches,
+        media_sizes=np.array([[1, 16, 80]] * 2, np.int32)[::2],
+        audio_features=features,
+        audio_lengths=np.array([7, 3], np.int32),
+    )
+
+
+def _needs_conversion() -> Pack:
+    """Arrays in the wrong dtype (int64, bool, big-endian, float32, int16): converted once, to the member's."""
+    pack = _pack([12, 5])
+    return replace(
+        pack,
+        input_ids=pack.input_ids.astype(np.int64),
+        loss_mask=pack.loss_mask.astype(bool),
+        cu_seqlens=pack.cu_seqlens.astype(">i4"),
+        pixel_patches=np.arange(3 * 768, dtype=np.int16).reshape(3, 768) % 256,
+        media_sizes=np.array([[1, 16, 48]], np.int64),
+        audio_features=np.linspace(-2, 2, 1 * 9 * 128, dtype=np.float32).reshape(1, 9, 128),
+        audio_lengths=np.array([9], np.int64),
+    )
+
+
+def _npy(array: np.ndarray) -> bytes:
+    buffer = io.BytesIO()
+    np.save(buffer, array, allow_pickle=False)
+    return buffer.getvalue()
+
+
+def _oracle_members(pack: Pack) -> list[tuple[str, bytes]]:
+    """Each member's bytes from ``np.save`` (member dtype, C order); member ``x.npy`` is ``Pack.x``."""
+    out = []
+    for name in fmt.MEMBERS:
+        array = None if name == fmt.META else getattr(pack, name.removesuffix(".npy"))
+        if name == fmt.META:
+            out.append((name, meta_json(pack)))
+        elif array is not None:
+            out.append((name, _npy(np.ascontiguousarray(array.astype(fmt.MEMBER_DTYPES[name][0])))))
+    return out
+
+
+def _oracle(first_pack: int, packs: list[Pack]) -> tuple[bytes, bytes]:
+    """(the shard's bytes, its ``.tar.idx``) as Python's ``tarfile`` writes them."""
+    buffer, offsets = io.BytesIO(), []
+    with tarfile.open(fileobj=buffer, mode="w", format=tarfile.USTAR_FORMAT) as tar:
         for i, pack in enumerate(packs):
-            expected_offsets.append(tar.offset)
-            for member, blob in pack_members(pack):
-                tar.addfile(_tar_info(f"{fmt.pack_key(7 + i)}.{member}", len(blob)), io.BytesIO(blob))
-        expected_offsets.append(tar.offset)
-    assert data == reference.getvalue()
-    assert offsets == expected_offsets
-    with tarfile.open(fileobj=io.BytesIO(data)) as tar:
-        names = tar.getnames()
-    assert names[0] == "pack-000000007.input_ids.npy" and len(names) == 3 * 5
-    assert struct.calcsize("<Q") == 8
+            offsets.append(tar.offset)
+            for member, blob in _oracle_members(pack):
+                info = tarfile.TarInfo(f"{fmt.pack_key(first_pack + i)}.{member}")
+                info.size, info.mtime, info.mode, info.uid, info.gid = len(blob), 0, 0o644, 0, 0
+                info.uname = info.gname = ""
+                tar.addfile(info, io.BytesIO(blob))
+        offsets.append(tar.offset)
+    data = buffer.getvalue()
+    assert len(data) % tarfile.RECORDSIZE == 0
+    return data, struct.pack(f"<{len(offsets)}Q", *offsets)
 
 
+def _write(out: Path, first_pack: int, packs: list[Pack]) -> tuple[bytes, bytes, ShardInfo, ShardLayout]:
+    info, layout = write_shard(str(out), 3, first_pack, packs)
+    path = out / fmt.shard_name(3)
+    assert sorted(p.name for p in out.iterdir()) == [path.name, path.name + fmt.INDEX_SUFFIX]  # no temp left
+    return path.read_bytes(), Path(str(path) + fmt.INDEX_SUFFIX).read_bytes(), info, layout
+
+
+# ---------------------------------------------------------------- byte identity
+SHARDS: dict[str, Callable[[], list[Pack]]] = {
+    "text": lambda: [_pack([5, 17]), _pack([300]), _pack([1, 2, 3])],
+    "visual": lambda: [_visual([40], 3), _visual([7, 7], 1, seed=1)],
+    "audio": lambda: [_audio([20], 11)],
+    "multimodal": lambda: [multimodal(), _pack([4]), multimodal()],
+    "mixed": lambda: [_pack([8]), _visual([16], 2), _audio([3], 5), multimodal()],
+    "non_contiguous": lambda: [_non_contiguous(), _pack([2])],
+    "needs_conversion": lambda: [_needs_conversion()],
+    "empty_patches": lambda: [_visual([6], 0)],
+}
+
+
+@pytest.mark.parametrize("kind", sorted(SHARDS))
+def test_shard_is_byte_identical_to_tarfile_and_np_save(tmp_path: Path, kind: str) -> None:
+    packs = SHARDS[kind]()
+    data, idx, info, layout = _write(tmp_path, 7, packs)
+    expected, expected_idx = _oracle(7, packs)
+    assert data == expected
+    assert idx == expected_idx
+    assert info == ShardInfo(fmt.shard_name(3), len(packs), 7, len(data), hashlib.sha256(data).hexdigest())
+    assert layout.offsets == struct.unpack(f"<{len(idx) // 8}Q", idx)
+
+
+def test_member_pieces_join_to_np_save_bytes() -> None:
+    for pack in [multimodal(), _non_contiguous(), _needs_conversion()]:
+        joined = [(name, b"".join(pieces)) for name, pieces in member_pieces(pack)]
+        assert joined == _oracle_members(pack) == pack_members(pack)
+
+
+def _recording_writev(monkeypatch: pytest.MonkeyPatch, max_bytes: int | None = None) -> list[list[memoryview]]:
+    """Patch ``os.writev`` to record each call's buffers; with ``max_bytes``, write at most that per call."""
+    calls: list[list[memoryview]] = []
+    real = os.writev
+
+    def writev(fd: int, buffers: list[memoryview]) -> int:
+        calls.append(list(buffers))
+        if max_bytes is None:
+            return real(fd, buffers)
+        taken, budget = [], max_bytes
+        for buffer in buffers:
+            taken.append(memoryview(buffer)[:budget])
+            budget -= taken[-1].nbytes
+            if not budget:
+                break
+        return real(fd, taken)
+
+    monkeypatch.setattr(os, "writev", writev)
+    return calls
+
+
+def test_more_pieces_than_iov_max_go_out_in_batches(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    packs = [_pack([i % 50 + 1, 3]) for i in range(120)]  # 5 members x (header, npy header, data, padding)
+    calls = _recording_writev(monkeypatch)
+    data, idx, info, _ = _write(tmp_path, 0, packs)
+    assert sum(len(call) for call in calls) > shards.IOV_MAX >= 16
+    assert len(calls) >= 2 and all(len(call) <= shards.IOV_MAX for call in calls)
+    assert (data, idx) == _oracle(0, packs)
+    assert info.sha256 == hashlib.sha256(data).hexdigest()
+
+
+@pytest.mark.parametrize(("max_bytes", "iov_max"), [(777, 1024), (1, 3), (5000, 2)])
+def test_short_writes_resume_mid_piece(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, max_bytes: int, iov_max: int
+) -> None:
+    """A ``writev`` that writes less than asked (here: at most ``max_bytes``) loses and repeats nothing."""
+    packs = [_visual([30], 2), _audio([3], 4)] if max_bytes > 1 else [_pack([3])]
+    monkeypatch.setattr(shards, "IOV_MAX", iov_max)
+    calls = _recording_writev(monkeypatch, max_bytes)
+    data, idx, info, _ = _write(tmp_path, 11, packs)
+    assert (data, idx) == _oracle(11, packs)
+    assert info.sha256 == hashlib.sha256(data).hexdigest()
+    assert len(calls) >= len(data) // max_bytes and all(len(call) <= iov_max for call in calls)
+
+
+def test_a_failed_write_leaves_no_shard_and_no_temp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    def writev(fd: int, buffers: list[memoryview]) -> int:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(os, "writev", writev)
+    with pytest.raises(OSError, match="No space"):
+        write_shard(str(tmp_path), 0, 0, [_pack([4])])
+    assert list(tmp_path.iterdir()) == []
+
+
+# ---------------------------------------------------------------- no copy
+def test_members_reach_writev_as_views_of_the_packs_arrays(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The bytes handed to the kernel are the pack's own memory: a copy anywhere on the way fails this."""
+    pack = replace(
+        _visual([64], 5000),
+        audio_features=np.ones((1, 3000, 128), np.float16),
+        audio_lengths=np.array([3000], np.int32),
+    )
+    calls = _recording_writev(monkeypatch)
+    write_shard(str(tmp_path), 0, 0, [pack])
+    buffers = [buffer for call in calls for buffer in call]
+    arrays = (pack.pixel_patches, pack.audio_features, pack.input_ids, pack.cu_seqlens)
+    for array in arrays:
+        assert array is not None
+        views = [b for b in buffers if np.shares_memory(np.frombuffer(b, np.uint8), array)]
+        assert len(views) == 1 and views[0].nbytes == array.nbytes, array.shape
+    others = [b for b in buffers if not any(np.shares_memory(np.frombuffer(b, np.uint8), a) for a in arrays)]
+    assert max(b.nbytes for b in others) < 2 * tarfile.RECORDSIZE  # headers, padding: nothing array-sized
+
+
+def test_writing_allocates_nothing_the_size_of_a_member(tmp_path: Path) -> None:
+    pack = _visual([64], 8000)  # uint8 [8000, 768]: 6 MB of patches
+    write_shard(str(tmp_path), 0, 0, [pack])  # warm up imports and caches
+    tracemalloc.start()
+    try:
+        write_shard(str(tmp_path), 1, 1, [pack])
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert pack.pixel_patches is not None and peak < pack.pixel_patches.nbytes // 20, peak
+
+
+# ---------------------------------------------------------------- layout
 @settings(max_examples=40, deadline=None)
 @given(st.lists(st.lists(st.integers(1, 700), min_size=1, max_size=4), min_size=1, max_size=5), st.integers(0, 10**6))
-def test_layout_is_where_tarfile_finds_every_member(pack_lengths: list[list[int]], first: int) -> None:
+def test_layout_is_where_tarfile_finds_every_member(
+    tmp_path_factory: pytest.TempPathFactory, pack_lengths: list[list[int]], first: int
+) -> None:
     """What Energon's index is built from: each member's data offset and size, each sample's span."""
-    data, layout = shard_bytes(first, [_pack(lengths) for lengths in pack_lengths])
+    data, _, _, layout = _write(tmp_path_factory.mktemp("layout"), first, [_pack(lengths) for lengths in pack_lengths])
     with tarfile.open(fileobj=io.BytesIO(data)) as tar:
         members = tar.getmembers()
         end = tar.offset
@@ -74,3 +275,55 @@ def test_layout_is_where_tarfile_finds_every_member(pack_lengths: list[list[int]
     assert layout.parts == parts
     starts = [m.offset for m in members if m.name.endswith("." + fmt.INPUT_IDS)]
     assert layout.offsets == (*starts, end)
+
+
+# ---------------------------------------------------------------- npy_header
+@pytest.mark.parametrize(
+    "array",
+    [
+        np.arange(7, dtype="<i4"),
+        np.zeros((0, 768), np.uint8),
+        np.ones((3, 5, 128), "<f2"),
+        np.array(3.5),
+        np.arange(12, dtype=">i8").reshape(3, 4),
+        np.asfortranarray(np.arange(12, dtype=np.float32).reshape(3, 4)),
+        np.arange(40, dtype=np.int16).reshape(5, 8)[:, ::3],
+        np.zeros((2, 3), [("a", "<i4"), ("b", "u1", (2,))]),
+        np.zeros((2, 0, 3, 1, 1, 2), "<u2"),
+        np.array(["ab", "c"]),
+    ],
+    ids=lambda a: f"{a.dtype}{list(a.shape)}",
+)
+def test_npy_header_plus_data_is_np_save(array: np.ndarray) -> None:
+    assert fmt.npy_header(array) + array.tobytes(order="A") == _npy(array)
+    assert fmt.npy_bytes(array) == _npy(np.ascontiguousarray(array))
+
+
+def test_npy_header_switches_to_format_2_as_np_save_does() -> None:
+    array = np.zeros(2, [(f"field_{i:05d}", "<i4") for i in range(4000)])  # header over 65535 bytes
+    with pytest.warns(UserWarning, match="format 2.0"):
+        expected = _npy(array)
+    header = fmt.npy_header(array)
+    assert header[6:8] == b"\x02\x00" and header + array.tobytes() == expected
+
+
+def test_npy_header_refuses_object_arrays() -> None:
+    with pytest.raises(ValueError, match="object"):
+        fmt.npy_header(np.array([{"a": 1}], dtype=object))
+
+
+DTYPES = ["<i4", ">i4", "u1", "<f2", ">f8", "?", "<c8", "S3", "<U2", "<M8[s]", "i8"]
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    hnp.arrays(st.sampled_from(DTYPES).map(np.dtype), hnp.array_shapes(min_dims=0, max_dims=4, min_side=0, max_side=5)),
+    st.sampled_from(["C", "F", "strided"]),
+)
+def test_npy_header_matches_np_save_for_any_array(array: np.ndarray, layout: str) -> None:
+    if layout == "F":
+        array = np.asfortranarray(array)
+    elif layout == "strided" and array.ndim:
+        array = array[::2]
+    assert fmt.npy_header(array) + array.tobytes(order="A") == _npy(array)
+    assert fmt.npy_bytes(array) == _npy(np.ascontiguousarray(array))

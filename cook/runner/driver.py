@@ -1,0 +1,180 @@
+"""The driver's loop: hand out jobs, plan windows, commit shards in order, checkpoint (SPEC §11).
+
+The driver holds no samples. It sends ``Unit``s to cook and ``ShardTask``s to write, and gets back
+``UnitSummary``s (lengths, patch counts, rejects) and ``ShardDone``s (sha256, size, index rows).
+
+- Writes go out before cooks, so a planned window's shards are written while later units cook.
+- Cooks are bounded (``executor.slots`` at a time, results waiting for their turn included) and
+  held back while many shard tasks wait, so the staged samples stay bounded too.
+- Summaries are consumed in unit order (a reorder buffer): rejects are written in input order and
+  windows are the same whatever finishes first.
+- Shards are committed in index order: their Energon index rows are added, their counts summed.
+  A window whose shards are all committed is complete: the state moves to its end and the staged
+  units before it are dropped.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, deque
+from collections.abc import Sequence
+from dataclasses import asdict
+from typing import Protocol
+
+from cook.config import PipelineConfig
+from cook.packing.metrics import PackingStats
+from cook.runner.progress import Progress
+from cook.runner.resume import CHECKPOINT_SHARDS, RunState, save_state
+from cook.runner.staging import SampleStore
+from cook.runner.units import PACKED_COUNT_KEYS, ShardDone, ShardTask, Unit, UnitSummary
+from cook.runner.windows import Planner, Position, WindowPlan
+from cook.writer.dataset import DatasetWriter
+
+Snapshot = tuple[int, int, dict[str, int]]  # rejects bytes, records in, rejects per reason
+
+
+class Executor(Protocol):
+    """Runs jobs somewhere: in this process (``LocalExecutor``) or on Ray actors (``RayExecutor``)."""
+
+    store: SampleStore  # the driver reads staged summaries (resume) and drops finished units
+    slots: int  # jobs it takes at once
+    received_bytes: int  # what crossed to the driver
+
+    def submit(self, job: Unit | ShardTask) -> None: ...
+    def outstanding(self) -> int: ...
+    def next_done(self) -> UnitSummary | ShardDone: ...
+    def close(self) -> None: ...
+
+
+class Driver:
+    def __init__(
+        self, config: PipelineConfig, state: RunState, executor: Executor, writer: DatasetWriter, progress: Progress
+    ) -> None:
+        self.config, self.state, self.executor, self.writer, self.progress = config, state, executor, writer, progress
+        self.resume = Position(state.next_unit, state.skip)
+        self.planner = Planner(
+            config.packing, config.output.shard_size, self.resume, state.windows, state.window_shard, state.window_pack
+        )
+        self.stats = _restore_stats(state.packing, config.packing.seq_len, config.packing.pad_multiple)
+        self.unmet = int(state.packing.get("windows_short_of_pack_count_multiple", 0))
+        self.packed = {key: state.counts.get(key, 0) for key in PACKED_COUNT_KEYS}
+        start: Snapshot = (state.rejects_bytes, state.counts.get("records_in", 0), dict(state.rejects_by_reason))
+        self.snapshots: dict[int, Snapshot] = {self.resume.unit - 1: start}
+        if self.resume.skip:
+            self.snapshots[self.resume.unit] = start
+        self.records_in = start[1]
+        self.committed = len(state.shards)
+        self.done: dict[int, ShardDone] = {}
+        self.windows: deque[WindowPlan] = deque()
+        self.tasks: deque[ShardTask] = deque()
+        self.dropped = self.resume.unit  # staged units below this are gone
+        self.since_checkpoint = 0
+        self.shards_by_writer: Counter[str] = Counter()
+
+    def run(self, units: Sequence[Unit]) -> None:
+        todo = deque(units[self.resume.unit :])
+        waiting: dict[int, UnitSummary] = {}
+        turn, cooking, planned_all = self.resume.unit, 0, False
+        executor = self.executor
+        while True:
+            while self.tasks and executor.outstanding() < executor.slots:
+                executor.submit(self.tasks.popleft())
+            while (
+                todo
+                and executor.outstanding() < executor.slots
+                and cooking + len(waiting) < executor.slots
+                and len(self.tasks) < 2 * executor.slots
+            ):
+                unit = todo.popleft()
+                staged = executor.store.summary(unit.index)
+                if staged is not None:
+                    waiting[unit.index] = staged
+                else:
+                    executor.submit(unit)
+                    cooking += 1
+            while turn in waiting:
+                self._consume(waiting.pop(turn))
+                turn += 1
+            if turn == len(units) and not planned_all:
+                planned_all = True
+                for plan in self.planner.finish():
+                    self._open(plan)
+                self._commit()
+                continue
+            if executor.outstanding() == 0:
+                if planned_all and not self.tasks and not self.windows:
+                    break
+                if not self.tasks and not (todo and not waiting):
+                    raise RuntimeError(f"driver stalled at unit {turn}: nothing to run and nothing running")
+                continue
+            result = executor.next_done()
+            if isinstance(result, UnitSummary):
+                cooking -= 1
+                waiting[result.unit] = result
+            else:
+                self.done[result.shard_index] = result
+                self._commit()
+        self._checkpoint(Position(len(units)))
+
+    def _consume(self, summary: UnitSummary) -> None:
+        if summary.unit != self.resume.unit or not self.resume.skip:  # else counted before the interrupt
+            self.writer.add_rejects(summary.rejects)
+            self.records_in += summary.records_in
+        rejects_bytes, by_reason = self.writer.rejects_position()
+        self.snapshots[summary.unit] = (rejects_bytes, self.records_in, by_reason)
+        self.progress.update(summary.records_in, summary.tokens, len(summary.rejects))
+        for plan in self.planner.add(summary):
+            self._open(plan)
+
+    def _open(self, plan: WindowPlan) -> None:
+        self.windows.append(plan)
+        self.tasks.extend(task for task in plan.tasks if task.shard_index >= self.committed)
+
+    def _commit(self) -> None:
+        while self.committed in self.done:
+            shard = self.done.pop(self.committed)
+            self.writer.add_shard(self.committed, shard.layout)
+            self.state.shards.append(shard.info)
+            for key, value in shard.counts.items():
+                self.packed[key] += value
+            self.shards_by_writer[shard.writer] += 1
+            self.committed += 1
+            self.since_checkpoint += 1
+        completed = None
+        while self.windows and self.windows[0].shards.stop <= self.committed:
+            completed = self.windows.popleft()
+            self.stats = self.stats.merge(completed.stats)
+            self.unmet += completed.short_of_multiple
+            self.state.windows += 1
+            self.state.window_shard = completed.shards.stop
+            self.state.window_pack = completed.first_pack + completed.packs
+        if completed is not None:
+            self._checkpoint(completed.end)
+        elif self.since_checkpoint >= CHECKPOINT_SHARDS:
+            self._checkpoint(Position(self.state.next_unit, self.state.skip))
+
+    def _checkpoint(self, position: Position) -> None:
+        """Save the state: the input resumes at ``position``; every committed shard is kept."""
+        state = self.state
+        state.next_unit, state.skip = position.unit, position.skip
+        rejects_bytes, records_in, by_reason = self.snapshots[position.unit if position.skip else position.unit - 1]
+        state.rejects_bytes, state.rejects_by_reason = rejects_bytes, by_reason
+        rejected = sum(by_reason.values())
+        state.counts = {"records_in": records_in, "records_rejected": rejected, **self.packed}
+        state.packing = {**asdict(self.stats), "windows_short_of_pack_count_multiple": self.unmet}
+        self.writer.sync()  # the rejects and index rows before the state that counts them
+        save_state(self.config.output.dir, state)
+        self.since_checkpoint = 0
+        for unit in range(self.dropped, position.unit):  # no open window holds their samples
+            self.executor.store.drop(unit)
+        self.dropped = max(self.dropped, position.unit)
+        for unit in [u for u in self.snapshots if u < position.unit - 1]:
+            del self.snapshots[unit]
+
+
+def _restore_stats(saved: dict, capacity: int, pad_multiple: int) -> PackingStats:
+    if not saved:
+        return PackingStats(capacity, pad_multiple)
+    fields = {k: v for k, v in saved.items() if k != "windows_short_of_pack_count_multiple"}
+    fields["sequences_per_pack"] = tuple(tuple(pair) for pair in fields["sequences_per_pack"])
+    fields["fill_histogram"] = tuple(fields["fill_histogram"])
+    return PackingStats(**fields)

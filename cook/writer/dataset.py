@@ -1,0 +1,71 @@
+"""DatasetWriter: the driver's side of the output directory, behind one interface.
+
+Workers write the shards and their ``.tar.idx`` (``cook.writer.shards``). The driver writes the
+rest through this facade: ``rejects.jsonl``, Energon's index rows (``cook.writer.energon_index``),
+``.nv-meta/`` and ``cook_manifest.json``.
+
+``publish`` finishes a run in steps that can each be interrupted and repeated with the same result:
+
+    1. ``.nv-meta/`` (index.sqlite rebuilt from the work index, .info.json, split.yaml, index.uuid,
+       dataset.yaml), each file written atomically
+    2. ``rejects.jsonl.partial`` renamed to ``rejects.jsonl`` (a resumed run renames it back first:
+       ``recover_rejects``)
+    3. ``cook_manifest.json``, last: its presence marks the run finished
+
+The caller removes its progress directory after step 3.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Iterable
+from typing import Any
+
+from cook import format as fmt
+from cook.types import RejectRecord
+from cook.writer.energon_index import EnergonIndex
+from cook.writer.manifest import write_manifest
+from cook.writer.rejects import RejectsWriter
+from cook.writer.shards import ShardInfo, ShardLayout
+
+
+def recover_rejects(out_dir: str) -> None:
+    """Before resuming: an interrupted ``publish`` may have renamed the partial rejects file already."""
+    final = os.path.join(out_dir, fmt.REJECTS_NAME)
+    partial = final + ".partial"
+    if os.path.exists(final) and not os.path.exists(partial):
+        os.replace(final, partial)
+
+
+class DatasetWriter:
+    def __init__(self, out_dir: str, kept_shards: int, rejects_bytes: int, by_reason: dict[str, int]) -> None:
+        self.out_dir = out_dir
+        self.rejects = RejectsWriter(out_dir, rejects_bytes, by_reason)
+        self.index = EnergonIndex(out_dir, kept_shards)
+
+    def add_rejects(self, records: Iterable[RejectRecord]) -> None:
+        self.rejects.write(records)
+
+    def rejects_position(self) -> tuple[int, dict[str, int]]:
+        """Bytes written to the rejects file so far and the count per reason (no flush)."""
+        return self.rejects.tell(), dict(self.rejects.by_reason)
+
+    def add_shard(self, shard_index: int, layout: ShardLayout) -> None:
+        self.index.add_shard(shard_index, layout)
+
+    def sync(self) -> None:
+        """Make the rejects and index rows durable; called before the run state that counts them."""
+        self.rejects.sync()
+        self.index.commit()
+
+    def publish(self, shards: list[ShardInfo], manifest: dict[str, Any]) -> None:
+        self.index.finish(shards)
+        self.rejects.close()
+        write_manifest(self.out_dir, manifest)
+
+    def close(self) -> None:
+        """Leave without publishing (error or interrupt): files stay for a resumed run."""
+        self.index.join_import()
+        with contextlib.suppress(ValueError, OSError):
+            self.rejects.sync()

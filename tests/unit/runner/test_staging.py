@@ -1,0 +1,85 @@
+"""The staging store gives back every field of every sample, as read-only views of the stage file."""
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from cook.errors import RejectReason
+from cook.runner.staging import DiskStore, MemoryStore, stage_dir
+from cook.runner.units import UnitSummary
+from cook.types import MediaItem, PlaceholderBlock, RejectRecord, TokenizedSample
+
+
+def _samples() -> list[TokenizedSample]:
+    block = (PlaceholderBlock("<img>", "<image>", 1, "</img>"),)
+    image = MediaItem("image", block, patches=np.full((4, 768), 7, np.uint8), size=(1, 32, 32), visual_kind="image")
+    audio = MediaItem(
+        "audio",
+        block,
+        audio_features=np.arange(2 * 5 * 128, dtype=np.float16).reshape(2, 5, 128),
+        audio_lengths=np.array([5, 3], np.int32),
+    )
+    return [
+        TokenizedSample("a.jsonl#1", np.arange(5, dtype=np.int32), np.array([0, 0, 1, 1, 0], np.uint8)),
+        TokenizedSample(
+            "b.tar#ключ", np.arange(3, dtype=np.int32), np.array([0, 1, 1], np.uint8), (image, audio), 2, True, 9
+        ),
+        TokenizedSample("c#3", np.zeros(1, np.int32), np.ones(1, np.uint8)),
+    ]
+
+
+def _summary(unit: int, samples: list[TokenizedSample]) -> UnitSummary:
+    rejects = (RejectRecord("a.jsonl#2", RejectReason.BAD_JSON, "x\ny"),)
+    lengths = np.array([s.length for s in samples], np.int32)
+    return UnitSummary(unit, len(samples) + 1, rejects, lengths, np.array([s.n_patches for s in samples], np.int32))
+
+
+@pytest.mark.parametrize("kind", ["disk", "memory"])
+def test_samples_round_trip(kind: str, tmp_path: Path) -> None:
+    store = DiskStore(str(tmp_path)) if kind == "disk" else MemoryStore()
+    samples = _samples()
+    store.put(_summary(3, samples), samples)
+    back = store.get(3)
+    for got, want in zip(back, samples, strict=True):
+        assert (got.source, got.truncated, got.truncated_tokens) == (want.source, want.truncated, want.truncated_tokens)
+        assert got.input_ids.dtype == np.int32 and got.loss_mask.dtype == np.uint8
+        assert got.input_ids.tolist() == want.input_ids.tolist() and got.loss_mask.tolist() == want.loss_mask.tolist()
+        assert [(m.kind, m.visual_kind, m.size, m.n_patches) for m in got.media] == [
+            (m.kind, m.visual_kind, m.size, m.n_patches) for m in want.media
+        ]
+    image, audio = back[1].media
+    assert (image.patches == 7).all() and image.patches.shape == (4, 768)
+    assert (audio.audio_features == samples[1].media[1].audio_features).all()
+    assert audio.audio_lengths.tolist() == [5, 3]
+    store.drop(3)
+    with pytest.raises((KeyError, FileNotFoundError)):
+        DiskStore(str(tmp_path)).get(3) if kind == "disk" else store.get(3)
+
+
+def test_disk_summary_survives_the_process_and_drop_removes_it(tmp_path: Path) -> None:
+    samples = _samples()
+    summary = _summary(5, samples)
+    DiskStore(str(tmp_path)).put(summary, samples)
+    again = DiskStore(str(tmp_path)).summary(5)
+    assert again is not None
+    assert (again.unit, again.records_in, again.rejects) == (5, 4, summary.rejects)
+    assert again.lengths.tolist() == [5, 3, 1] and again.n_patches.tolist() == [0, 4, 0]
+    assert DiskStore(str(tmp_path)).summary(6) is None
+    DiskStore(str(tmp_path)).drop(5)
+    assert list(Path(stage_dir(str(tmp_path))).iterdir()) == []
+
+
+def test_staged_views_are_read_only(tmp_path: Path) -> None:
+    samples = _samples()
+    store = DiskStore(str(tmp_path))
+    store.put(_summary(0, samples), samples)
+    ids = store.get(0)[0].input_ids
+    with pytest.raises(ValueError):
+        ids[0] = 1
+
+
+def test_an_empty_unit_stages(tmp_path: Path) -> None:
+    store = DiskStore(str(tmp_path))
+    store.put(_summary(1, []), [])
+    assert list(store.get(1)) == []
