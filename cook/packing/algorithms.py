@@ -39,7 +39,7 @@ from cook.packing.placement import best_fit_batched, emptiest_fit, first_fit_bat
 from cook.packing.problem import I64, Problem, make_problem
 from cook.packing.structures import Pool, runs_of
 
-__all__ = ["ALGORITHMS", "PackFn", "pack"]
+__all__ = ["ALGORITHMS", "PackFn", "pack", "pack_flat"]
 
 
 class PackFn(Protocol):
@@ -61,6 +61,9 @@ class PackFn(Protocol):
 # ---------------------------------------------------------------------------------------------------
 # Algorithms: Problem -> int64 [n] bin number of each item
 # ---------------------------------------------------------------------------------------------------
+
+
+_CORES: dict[str, Callable[[Problem], I64]] = {}  # algorithm name -> placement core, filled below
 
 
 def _algorithm(core: Callable[[Problem], I64]) -> PackFn:
@@ -86,6 +89,7 @@ def _algorithm(core: Callable[[Problem], I64]) -> PackFn:
 
     run.__name__ = run.__qualname__ = core.__name__
     run.__doc__ = core.__doc__
+    _CORES[core.__name__] = core
     return run
 
 
@@ -266,9 +270,60 @@ def pack(
     )
 
 
+def pack_flat(
+    lengths: Sequence[int] | np.ndarray,
+    capacity: int,
+    algorithm: str = "best_fit_decreasing",
+    *,
+    pad_multiple: int = 1,
+    max_sequences_per_pack: int | None = None,
+    media: Sequence[int] | np.ndarray | None = None,
+    media_budget: int | None = None,
+    pack_count_multiple: int | None = None,
+    seed: int = 0,
+    delta: int = 0,
+) -> tuple[I64, I64]:
+    """``pack`` as two arrays, for windows of millions: ``order`` (int64 [N], the items pack by pack)
+    and ``bounds`` (int64 [P + 1]); pack ``j`` is ``order[bounds[j]:bounds[j + 1]]``. The same packs
+    in the same order as ``pack``, without a Python object per item."""
+    if algorithm not in ALGORITHMS:
+        raise ValueError(f"unknown packing algorithm {algorithm!r}; valid: {', '.join(sorted(ALGORITHMS))}")
+    if pack_count_multiple not in (None, 1):  # splitting to a multiple works on lists
+        packs = pack(
+            lengths,  # type: ignore[arg-type]
+            capacity,
+            algorithm,
+            pad_multiple=pad_multiple,
+            max_sequences_per_pack=max_sequences_per_pack,
+            media=media,  # type: ignore[arg-type]
+            media_budget=media_budget,
+            pack_count_multiple=pack_count_multiple,
+            seed=seed,
+            delta=delta,
+        )
+        sizes = np.array([len(q) for q in packs], dtype=np.int64)
+        flat = np.fromiter((i for q in packs for i in q), dtype=np.int64, count=int(sizes.sum()))
+        return flat, np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+    p = make_problem(lengths, capacity, pad_multiple, max_sequences_per_pack, media, media_budget, seed, delta)  # type: ignore[arg-type]
+    if not len(p.cost):
+        return np.zeros(0, np.int64), np.zeros(1, np.int64)
+    return _canonical_flat(_CORES[algorithm](p))
+
+
 # ---------------------------------------------------------------------------------------------------
 # Output
 # ---------------------------------------------------------------------------------------------------
+
+
+def _canonical_flat(bin_of: I64) -> tuple[I64, I64]:
+    """``_canonical`` as (order, bounds) arrays."""
+    order = np.argsort(bin_of, kind="stable")  # by bin, then by index
+    starts, ends = runs_of(bin_of[order])
+    rank = np.argsort(order[starts])
+    first, size = starts[rank], (ends - starts)[rank]
+    bounds = np.concatenate([[0], np.cumsum(size)]).astype(np.int64)
+    index = np.arange(len(order), dtype=np.int64) + np.repeat(first - bounds[:-1], size)
+    return order[index].astype(np.int64), bounds
 
 
 def _canonical(bin_of: I64) -> list[list[int]]:

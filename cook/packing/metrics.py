@@ -100,17 +100,25 @@ def stats_for(
 ) -> PackingStats:
     """Stats of ``packs`` (index lists into ``lengths``, raw token lengths). Raises ValueError for an
     empty pack or one whose padded lengths exceed ``capacity``: stats never paper over a packing bug."""
+    sizes = np.array([len(q) for q in packs], dtype=np.int64)  # int64 [P]
+    order = np.fromiter(chain.from_iterable(packs), dtype=np.int64, count=int(sizes.sum()))
+    return stats_for_flat(lengths, order, np.concatenate([[0], np.cumsum(sizes)]), capacity, pad_multiple)
+
+
+def stats_for_flat(
+    lengths: Sequence[int] | np.ndarray, order: np.ndarray, bounds: np.ndarray, capacity: int, pad_multiple: int = 1
+) -> PackingStats:
+    """``stats_for`` over packs given as ``order`` (int64 [N]) and ``bounds`` (int64 [P + 1])."""
     if capacity < 1 or pad_multiple < 1:
         raise ValueError(f"capacity and pad_multiple must be >= 1, got {capacity}, {pad_multiple}")
-    if not packs:
+    sizes = np.diff(bounds).astype(np.int64)  # int64 [P]
+    if not len(sizes):
         return PackingStats(capacity, pad_multiple)
-    sizes = np.array([len(q) for q in packs], dtype=np.int64)  # int64 [P]
     if sizes.min() == 0:
         raise ValueError(f"pack {int(np.argmin(sizes))} is empty")
-    index = np.fromiter(chain.from_iterable(packs), dtype=np.int64, count=int(sizes.sum()))
-    raw = np.asarray(lengths, dtype=np.int64)[index]  # int64 [N]
+    raw = np.asarray(lengths, dtype=np.int64)[order]  # int64 [N]
     padded = -(-raw // pad_multiple) * pad_multiple
-    starts = np.r_[0, np.cumsum(sizes)[:-1]]
+    starts = bounds[:-1]
     raw_per_pack = np.add.reduceat(raw, starts)  # int64 [P]
     used_per_pack = np.add.reduceat(padded, starts)
     over = np.flatnonzero(used_per_pack > capacity)

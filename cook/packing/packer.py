@@ -24,7 +24,7 @@ import numpy as np
 
 from cook.config import PackingConfig
 from cook.errors import Rejected, RejectReason
-from cook.packing.algorithms import pack
+from cook.packing.algorithms import pack_flat
 from cook.types import MediaItem, Pack, SequenceMeta, TokenizedSample
 
 
@@ -124,12 +124,16 @@ def _stack_audio(features: list[np.ndarray]) -> np.ndarray:
     return out
 
 
-def plan_window(lengths: Sequence[int], n_patches: Sequence[int], config: PackingConfig) -> list[list[int]]:
-    """Pack one window from the samples' lengths and visual patch counts alone (the driver's plan):
-    index lists into the window, in a canonical, deterministic order."""
-    if not len(lengths):
-        return []
-    return pack(
+def plan_window(
+    lengths: Sequence[int] | np.ndarray, n_patches: Sequence[int] | np.ndarray, config: PackingConfig
+) -> tuple[np.ndarray, np.ndarray]:
+    """Pack one window from the samples' lengths and visual patch counts alone (the driver's plan).
+
+    Returns ``order`` (int64 [N]) and ``bounds`` (int64 [packs + 1]): pack ``j`` holds the window's
+    samples ``order[bounds[j]:bounds[j + 1]]``, packs in a canonical, deterministic order. Arrays in
+    and out: no Python object per sample, for windows of millions.
+    """
+    return pack_flat(
         lengths,
         config.seq_len,
         config.algorithm,
@@ -145,5 +149,6 @@ def plan_window(lengths: Sequence[int], n_patches: Sequence[int], config: Packin
 
 def pack_window(samples: Sequence[TokenizedSample], config: PackingConfig, pad_id: int) -> list[Pack]:
     """Pack one window of fitted samples; packs come out in a canonical, deterministic order."""
-    groups = plan_window([s.length for s in samples], [s.n_patches for s in samples], config)
-    return [build_pack([samples[i] for i in group], pad_id, config.pad_multiple) for group in groups]
+    order, bounds = plan_window([s.length for s in samples], [s.n_patches for s in samples], config)
+    spans = zip(bounds[:-1].tolist(), bounds[1:].tolist(), strict=True)
+    return [build_pack([samples[i] for i in order[a:b].tolist()], pad_id, config.pad_multiple) for a, b in spans]

@@ -17,12 +17,11 @@ The end of a window is where a resumed run starts once the window's shards are a
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from itertools import chain
 
 import numpy as np
 
 from cook.config import PackingConfig
-from cook.packing.metrics import PackingStats, stats_for
+from cook.packing.metrics import PackingStats, stats_for_flat
 from cook.packing.packer import plan_window
 from cook.runner.units import ShardTask, UnitSummary
 
@@ -121,29 +120,26 @@ class Planner:
         refs = np.concatenate(
             [np.stack([np.full(s.stop - s.start, s.unit), np.arange(s.start, s.stop)], axis=1) for s in taken]
         ).astype(np.int64)  # int64 [N, 2]
-        length_list = lengths.tolist()
-        groups = plan_window(length_list, n_patches.tolist(), self.packing)
-        sizes = np.array([len(g) for g in groups], dtype=np.int64)
-        order = np.fromiter(chain.from_iterable(groups), dtype=np.int64, count=int(sizes.sum()))
-        bounds = np.concatenate([[0], np.cumsum(sizes)])  # int64 [packs + 1]
+        order, bounds = plan_window(lengths, n_patches, self.packing)
+        packs = len(bounds) - 1
         plan = WindowPlan(
             index=self._window,
             start=self._start,
             end=end,
             first_shard=self._shard,
             first_pack=self._pack,
-            packs=len(groups),
-            stats=stats_for(length_list, groups, self.packing.seq_len, self.packing.pad_multiple),
-            short_of_multiple=bool(self.packing.pack_count_multiple and len(groups) % self.packing.pack_count_multiple),
+            packs=packs,
+            stats=stats_for_flat(lengths, order, bounds, self.packing.seq_len, self.packing.pad_multiple),
+            short_of_multiple=bool(self.packing.pack_count_multiple and packs % self.packing.pack_count_multiple),
         )
-        for first in range(0, len(groups), self.shard_size):
-            last = min(first + self.shard_size, len(groups))
+        for first in range(0, packs, self.shard_size):
+            last = min(first + self.shard_size, packs)
             a, b = int(bounds[first]), int(bounds[last])
             plan.tasks.append(
                 ShardTask(self._shard, self._pack + first, refs[order[a:b]], bounds[first : last + 1] - a)
             )
             self._shard += 1
-        self._pack += len(groups)
+        self._pack += packs
         self._window += 1
         self._start = end
         return plan
