@@ -79,8 +79,13 @@ def _clear(out_dir: str) -> None:
             os.unlink(path)
 
 
+FINISHED = RunState("finished")  # prepare_output's answer for a run finished but for its clean-up
+
+
 def prepare_output(out_dir: str, overwrite: bool, run_fingerprint: str) -> tuple[OutputLock, RunState | None]:
-    """Lock ``out_dir``; return the state to resume from (same pipeline, interrupted) or None (fresh).
+    """Lock ``out_dir``; return the state to resume from (same pipeline, interrupted) or None (fresh),
+    or ``FINISHED`` when this very pipeline finished there but was interrupted while removing its
+    progress directory (the caller removes it and reports the finished run).
 
     Refuses (``ConfigError``) a finished run without ``--overwrite``, and an interrupted run of a
     different pipeline without ``--overwrite``.
@@ -94,9 +99,13 @@ def prepare_output(out_dir: str, overwrite: bool, run_fingerprint: str) -> tuple
         if overwrite:
             _clear(out_dir)
             return lock, None
-        if os.path.exists(os.path.join(out_dir, fmt.MANIFEST_NAME)):
-            raise ConfigError(f"output.dir: {out_dir!r} holds a finished run; pass --overwrite to replace it")
         state = load_state(out_dir)
+        if os.path.exists(os.path.join(out_dir, fmt.MANIFEST_NAME)):
+            if state is not None and state.fingerprint == run_fingerprint:
+                return lock, FINISHED  # interrupted after the manifest, before the progress was removed
+            with contextlib.suppress(OSError):
+                os.rmdir(os.path.join(out_dir, fmt.PROGRESS_DIR))  # an empty leftover of the same case
+            raise ConfigError(f"output.dir: {out_dir!r} holds a finished run; pass --overwrite to replace it")
         if state is not None and state.fingerprint != run_fingerprint:
             raise ConfigError(
                 f"output.dir: {out_dir!r} holds an interrupted run of a different pipeline or input; "

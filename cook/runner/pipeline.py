@@ -16,18 +16,19 @@ are the same for any number of actors or nodes, any schedule, and across a kill 
 
 from __future__ import annotations
 
+import json
 import os
-import shutil
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from cook import format as fmt
 from cook.config import PipelineConfig
 from cook.runner.driver import Driver, Executor
-from cook.runner.output_dir import prepare_output
+from cook.runner.output_dir import FINISHED, prepare_output
 from cook.runner.plan import plan_units
 from cook.runner.progress import Progress
-from cook.runner.resume import RunState, fingerprint, progress_dir, save_state
+from cook.runner.resume import RunState, fingerprint, remove_progress, save_state
 from cook.tokenize.tokenizer import ChatTokenizer, tokenizer_files_sha256
 from cook.writer.dataset import DatasetWriter
 from cook.writer.manifest import build_manifest
@@ -85,6 +86,20 @@ def _manifest(config: PipelineConfig, state: RunState, tokenizer: ChatTokenizer)
     )
 
 
+def _finished_summary(out_dir: str, started: float) -> RunSummary:
+    with open(os.path.join(out_dir, fmt.MANIFEST_NAME), encoding="utf-8") as handle:
+        manifest = json.load(handle)
+    return RunSummary(
+        out_dir=out_dir,
+        counts=manifest["counts"],
+        packing_efficiency=manifest["packing_efficiency"],
+        rejects_by_reason=manifest["rejects_by_reason"],
+        shards=len(manifest["shards"]),
+        seconds=time.monotonic() - started,
+        resumed=True,
+    )
+
+
 def run_pipeline(
     config: PipelineConfig, executor_factory: ExecutorFactory, overwrite: bool = False, progress: bool = True
 ) -> RunSummary:
@@ -94,6 +109,12 @@ def run_pipeline(
     units = plan_units(config.input)
     run_fingerprint = fingerprint(config, units)
     lock, resumed = prepare_output(out_dir, overwrite, run_fingerprint)
+    if resumed is FINISHED:
+        try:
+            remove_progress(out_dir)
+        finally:
+            lock.release()
+        return _finished_summary(out_dir, started)
     try:
         tokenizer = ChatTokenizer(config.tokenizer.path)
         state = resumed or RunState(run_fingerprint)
@@ -114,7 +135,7 @@ def run_pipeline(
             bar.close()
         manifest = _manifest(config, state, tokenizer)
         writer.publish(state.shards, manifest)
-        shutil.rmtree(progress_dir(out_dir), ignore_errors=True)  # finished: nothing left to resume
+        remove_progress(out_dir)  # finished: nothing left to resume
     finally:
         lock.release()
     return RunSummary(

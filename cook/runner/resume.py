@@ -21,6 +21,7 @@ import glob
 import hashlib
 import json
 import os
+import shutil
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -63,6 +64,25 @@ class RunState:
 
 def progress_dir(out_dir: str) -> str:
     return os.path.join(out_dir, fmt.PROGRESS_DIR)
+
+
+def remove_progress(out_dir: str) -> None:
+    """Remove the progress directory of a finished run, ``state.json`` last: an interrupt midway
+    leaves the state, by which a rerun knows the run finished and completes the removal."""
+    root = progress_dir(out_dir)
+    if not os.path.isdir(root):
+        return
+    _remove_all_but_state(root)
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(os.path.join(root, STATE_NAME))
+    os.rmdir(root)
+
+
+def _remove_all_but_state(root: str) -> None:
+    for name in sorted(os.listdir(root)):
+        if name != STATE_NAME:
+            path = os.path.join(root, name)
+            shutil.rmtree(path) if os.path.isdir(path) else os.unlink(path)
 
 
 def save_state(out_dir: str, state: RunState) -> None:
