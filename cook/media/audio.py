@@ -112,51 +112,58 @@ def _decode_soundfile(data: bytes, max_duration_s: float, start_s: float | None,
     resampler = _Resampler(int(info.samplerate))
     check_duration(info.frames / info.samplerate, max_duration_s, _KNOB)
     start, stop = _window_frames(info.samplerate, start_s, end_s)
-    blocksize = 10 * int(info.samplerate)
+    for block in _soundfile_blocks(data, 10 * int(info.samplerate), start, stop):  # float32 [n, channels]
+        resampler.push(block.mean(axis=1, dtype=np.float32))
+    return resampler.finish()
+
+
+def _soundfile_blocks(data: bytes, blocksize: int, start: int, stop: int | None) -> Iterator[np.ndarray]:
+    """``soundfile.blocks`` over the bytes; libsndfile's errors are ``media_decode``. Only the library
+    call is guarded: the caller's loop body runs outside this generator."""
+    import soundfile as sf
+
     try:
-        for block in sf.blocks(
+        yield from sf.blocks(
             io.BytesIO(data), blocksize=blocksize, start=start, stop=stop, dtype="float32", always_2d=True
-        ):  # float32 [n, channels]
-            resampler.push(block.mean(axis=1, dtype=np.float32))
+        )
     except (sf.LibsndfileError, RuntimeError, ValueError) as err:
         raise Rejected(RejectReason.MEDIA_DECODE, f"audio undecodable: {short_error(err)}") from None
-    return resampler.finish()
 
 
 def decode_container_audio(
     data: bytes, max_duration_s: float, start_s: float | None = None, end_s: float | None = None
 ) -> np.ndarray:
     """The first audio stream of any container PyAV reads (mp3, ogg, m4a, a video's track) -> float32 [S]."""
-    import av
+    from cook.media.video import open_container
 
-    from cook.media.video import av_errors
-
-    try:
-        with av.open(io.BytesIO(data), mode="r") as container:
-            if not container.streams.audio:
-                raise Rejected(RejectReason.MEDIA_DECODE, "no audio stream")
-            stream = container.streams.audio[0]
-            if stream.duration and stream.time_base:
-                check_duration(float(stream.duration * stream.time_base), max_duration_s, _KNOB)
-            elif container.duration and container.duration > 0:
-                check_duration(container.duration / 1_000_000, max_duration_s, _KNOB)
-            return _decode_stream(_planar_float_frames(container, stream), max_duration_s, start_s, end_s)
-    except Rejected:
-        raise
-    except av_errors() as err:
-        raise Rejected(RejectReason.MEDIA_DECODE, f"audio undecodable: {short_error(err)}") from None
+    with open_container(data, "audio") as container:
+        if not container.streams.audio:
+            raise Rejected(RejectReason.MEDIA_DECODE, "no audio stream")
+        stream = container.streams.audio[0]
+        if stream.duration and stream.time_base:
+            check_duration(float(stream.duration * stream.time_base), max_duration_s, _KNOB)
+        elif container.duration and container.duration > 0:
+            check_duration(container.duration / 1_000_000, max_duration_s, _KNOB)
+        return _decode_stream(_planar_float_frames(container, stream), max_duration_s, start_s, end_s)
 
 
 def _planar_float_frames(container: Any, stream: Any) -> Iterator[tuple[int, np.ndarray]]:
-    """Yield (sample rate, float32 [channels, n]) per decoded frame, channels and rate unchanged."""
+    """Yield (sample rate, float32 [channels, n]) per decoded frame, channels and rate unchanged.
+
+    Only PyAV's calls (decode, resample, to_ndarray) are guarded (``decoding``); ``_decode_stream``,
+    which consumes this, runs outside the guard, so a bug there propagates.
+    """
     import av
 
-    resampler = av.AudioResampler(format="fltp")
-    for frame in container.decode(stream):
-        for converted in resampler.resample(frame):
+    from cook.media.video import decoding
+
+    with decoding("audio"):
+        resampler = av.AudioResampler(format="fltp")
+        for frame in container.decode(stream):
+            for converted in resampler.resample(frame):
+                yield converted.sample_rate, converted.to_ndarray()
+        for converted in resampler.resample(None):
             yield converted.sample_rate, converted.to_ndarray()
-    for converted in resampler.resample(None):
-        yield converted.sample_rate, converted.to_ndarray()
 
 
 def _decode_stream(

@@ -105,6 +105,9 @@ def load_rgb(image: Image.Image, draft_to: tuple[int, int] | None = None) -> Ima
 
     ``draft_to`` (upright ``(W, H)``, the size the caller resizes to next) lets a JPEG decode at 1/2,
     1/4 or 1/8 scale when the result stays at least that large.
+
+    Only Pillow's own calls are guarded (``PIL_DECODE_ERRORS`` -> ``media_decode``): an exception
+    from cook's code (``to_rgb``'s arithmetic) is a bug and propagates.
     """
     try:
         if draft_to is not None and image.format == "JPEG":
@@ -113,34 +116,48 @@ def load_rgb(image: Image.Image, draft_to: tuple[int, int] | None = None) -> Ima
             image.draft(None, (height, width) if transposed else (width, height))
         image.load()
         ImageOps.exif_transpose(image, in_place=True)
-        return to_rgb(image)
-    except Rejected:
-        raise
     except PIL_DECODE_ERRORS as err:
         raise Rejected(RejectReason.MEDIA_DECODE, f"image undecodable: {short_error(err)}") from None
+    return to_rgb(image)
 
 
 def to_rgb(image: Image.Image) -> Image.Image:
-    """Any Pillow mode -> mode ``RGB`` uint8 (rules in the module docstring)."""
+    """Any Pillow mode of a loaded image -> mode ``RGB`` uint8 (rules in the module docstring)."""
     mode = image.mode
     if mode == "RGB":
         return image
     if mode.startswith("I;16") or mode == "I":
-        grey = np.clip(np.asarray(image, dtype=np.float64), 0, 65535) / 257.0  # float64 [H, W]
+        grey = np.clip(_pixels(image), 0, 65535) / 257.0  # float64 [H, W]
         return Image.fromarray(np.rint(grey).astype(np.uint8)).convert("RGB")
     if mode == "F":
-        grey = np.nan_to_num(np.asarray(image, dtype=np.float64), nan=0.0, posinf=255.0, neginf=0.0)
+        grey = np.nan_to_num(_pixels(image), nan=0.0, posinf=255.0, neginf=0.0)  # float64 [H, W]
         if grey.size and grey.max() <= 1.0:
             grey = grey * 255.0
         return Image.fromarray(np.rint(np.clip(grey, 0, 255)).astype(np.uint8)).convert("RGB")
     if mode in _ALPHA_MODES or (mode == "P" and "transparency" in image.info):
-        rgba = image.convert("RGBA")
+        rgba = _convert(image, "RGBA")
         background = Image.new("RGBA", rgba.size, (*BACKGROUND, 255))
         return Image.alpha_composite(background, rgba).convert("RGB")
+    return _convert(image, "RGB")
+
+
+def _convert(image: Image.Image, mode: str) -> Image.Image:
+    """Pillow's ``convert``: a conversion it refuses (``ValueError``) is ``media_unsupported``, any
+    other failure on the file's data (a bad palette, transparency entry) ``media_decode``."""
     try:
-        return image.convert("RGB")
+        return image.convert(mode)
     except ValueError as err:
-        raise Rejected(RejectReason.MEDIA_UNSUPPORTED, f"image mode {mode!r}: {short_error(err)}") from None
+        raise Rejected(RejectReason.MEDIA_UNSUPPORTED, f"image mode {image.mode!r}: {short_error(err)}") from None
+    except PIL_DECODE_ERRORS as err:
+        raise Rejected(RejectReason.MEDIA_DECODE, f"image mode {image.mode!r}: {short_error(err)}") from None
+
+
+def _pixels(image: Image.Image) -> np.ndarray:
+    """A single-band integer or float image -> float64 [H, W] through Pillow's array interface."""
+    try:
+        return np.asarray(image, dtype=np.float64)
+    except PIL_DECODE_ERRORS as err:
+        raise Rejected(RejectReason.MEDIA_DECODE, f"image mode {image.mode!r}: {short_error(err)}") from None
 
 
 def _round_even(value: float) -> int:

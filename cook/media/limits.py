@@ -33,7 +33,9 @@ if TYPE_CHECKING:
 MAX_SOURCE_FPS: Final = 1000.0  # a stream claiming more frames per second than this is corrupt
 
 # What Pillow raises on corrupt input at open/load/convert time (plugins raise SyntaxError, EOFError,
-# struct.error, IndexError, ... on malformed headers and bodies). Caught only around Pillow calls.
+# struct.error, IndexError, KeyError, ... on malformed headers and bodies). Caught ONLY around a
+# Pillow call (open, getexif, draft, load, exif_transpose, convert): the same exception from cook's own
+# code is a bug, and a bug must stop the run (exit 1), not reject every image.
 PIL_DECODE_ERRORS: Final = (
     OSError,
     ValueError,

@@ -4,7 +4,8 @@
           -> packet index (demux only: keyframe timestamps, frame count; nothing decoded)
           -> n frames at evenly spaced times in the clip window -> seek + decode each
           -> swscale to planar RGB at the video patch grid (BICUBIC) -> patches uint8 [frames * gh * gw, 768]
-          -> one block per pair of frames: "Frame i sampled at X.XX seconds: <img><image>x(gh*gw/4)</img>"
+          -> one block per pair of frames, each on its own line (SPEC §5):
+             "Frame 1 sampled at X.XX seconds: <img><image>x(gh*gw/4)</img>\\nFrame 2 sampled at ..."
 
 **Frame count.** ``window_s`` is the clip ``[start_s, end_s]`` of the ``MediaRef`` intersected with
 ``[0, duration]`` (the whole video by default). ``n = floor(window_s * fps)``, clamped to
@@ -14,8 +15,11 @@ Frames are sampled at the midpoints of ``n`` equal segments of the window:
 after ``t_i`` (the last frame when ``t_i`` is past the end). A short or low-frame-rate video may repeat
 frames. Example: 3 s at 10 fps, ``fps = 2`` -> 6 -> clamped to 8 -> targets 0.1875, 0.5625, ... 2.8125 s
 -> frames at 0.2, 0.6, 1.0, 1.4, 1.7, 2.1, 2.5, 2.9 s -> 4 groups prefixed "Frame 1 sampled at 0.20
-seconds: ", "Frame 2 sampled at 1.00 seconds: ", ... (the time of each group's first frame, relative to
-the video's start, whatever the clip window).
+seconds: ", "\\nFrame 2 sampled at 1.00 seconds: ", ... (the time of each group's first frame, relative
+to the video's start, whatever the clip window). The ``\\n`` that puts each group after the first on its
+own line is part of that group's prefix, so the text between ``</img>`` and the next ``<img>`` is one
+string, ``"\\nFrame 2 sampled at 1.00 seconds: "``, tokenized as Hugging Face tokenizes it. Without
+``media.video.frame_timestamps`` the prefixes are ``""``, ``"\\n"``, ``"\\n"``, ...
 
 **Seeking, not scanning.** One demux pass (packets only, no decoding) lists the packet and keyframe
 timestamps. For each target the decoder continues forward when it already stands at or after the last
@@ -34,8 +38,10 @@ square frame -> 32 x 32). Sample aspect ratio and rotation metadata are ignored.
 from __future__ import annotations
 
 import bisect
+import contextlib
 import io
 import math
+from collections.abc import Iterator
 from fractions import Fraction
 from typing import TYPE_CHECKING, Any, Final
 
@@ -66,25 +72,36 @@ RESAMPLE_SWS: Final = "BICUBIC"  # swscale's bicubic, the same kernel family as 
 
 
 def av_errors() -> tuple[type[BaseException], ...]:
-    """What PyAV raises on corrupt, truncated or unsupported input."""
+    """What PyAV raises on corrupt, truncated or unsupported input. Caught ONLY around a PyAV call
+    (``decoding``): the same exception from cook's own code is a bug and must stop the run."""
     import av
 
     return (av.error.FFmpegError, OSError, ValueError, EOFError, IndexError, ZeroDivisionError)
 
 
-def process_video(ref: MediaRef, data: bytes, config: MediaConfig) -> tuple[MediaItem, ...]:
-    """Video bytes -> ``(frames item,)`` or ``(frames item, audio item)`` (``use_audio`` and a track)."""
+@contextlib.contextmanager
+def decoding(what: str) -> Iterator[None]:
+    """Wrap one PyAV call (open, demux, seek, decode, reformat): its ``av_errors()`` become
+    ``Rejected(media_decode)``. Never wrap cook's own code in it."""
+    try:
+        yield
+    except av_errors() as err:
+        raise Rejected(RejectReason.MEDIA_DECODE, f"{what} undecodable: {short_error(err)}") from None
+
+
+def open_container(data: bytes, what: str) -> InputContainer:
+    """Bytes -> an open PyAV input container (header parsed, nothing decoded)."""
     import av
 
-    errors = av_errors()
-    try:
-        with av.open(io.BytesIO(data), mode="r") as container:
-            item = _frames_item(ref, container, config)
-            has_audio = bool(container.streams.audio)
-    except Rejected:
-        raise
-    except errors as err:
-        raise Rejected(RejectReason.MEDIA_DECODE, f"video undecodable: {short_error(err)}") from None
+    with decoding(what):
+        return av.open(io.BytesIO(data), mode="r")
+
+
+def process_video(ref: MediaRef, data: bytes, config: MediaConfig) -> tuple[MediaItem, ...]:
+    """Video bytes -> ``(frames item,)`` or ``(frames item, audio item)`` (``use_audio`` and a track)."""
+    with open_container(data, "video") as container:
+        item = _frames_item(ref, container, config)
+        has_audio = bool(container.streams.audio)
     if not (config.video.use_audio and has_audio):
         return (item,)
     from cook.media.audio import decode_container_audio, make_audio_item
@@ -120,7 +137,7 @@ def _frames_item(ref: MediaRef, container: InputContainer, config: MediaConfig) 
     per_group = fmt.image_embeddings(size[1], size[0])
     blocks = tuple(
         PlaceholderBlock(
-            prefix=fmt.video_frame_line(group, times[group * fmt.TEMPORAL_PATCH]) if vcfg.frame_timestamps else "",
+            prefix=frame_prefix(group, times[group * fmt.TEMPORAL_PATCH], vcfg.frame_timestamps),
             start=fmt.IMG_START,
             token=fmt.IMAGE_TOKEN,
             count=per_group,
@@ -138,6 +155,15 @@ def _frames_item(ref: MediaRef, container: InputContainer, config: MediaConfig) 
     )
 
 
+def frame_prefix(group: int, seconds: float, timestamps: bool) -> str:
+    """The text before frame group ``group``'s ``<img>``: each group after the first starts a new line.
+
+    >>> frame_prefix(0, 0.2, True), frame_prefix(1, 1.0, True), frame_prefix(1, 1.0, False)
+    ('Frame 1 sampled at 0.20 seconds: ', '\\nFrame 2 sampled at 1.00 seconds: ', '\\n')
+    """
+    return ("\n" if group else "") + (fmt.video_frame_line(group, seconds) if timestamps else "")
+
+
 def frame_patches(frames: list[Any], size: tuple[int, int]) -> np.ndarray:
     """Decoded frames -> uint8 [frames * (H/16)(W/16), 768], each resized to ``size`` (W, H).
 
@@ -151,7 +177,8 @@ def frame_patches(frames: list[Any], size: tuple[int, int]) -> np.ndarray:
     converted: dict[int, np.ndarray] = {}
     for frame in frames:
         if id(frame) not in converted:
-            planar = reformatter.reformat(frame, width, height, format="gbrp", interpolation=RESAMPLE_SWS)
+            with decoding("video frame"):
+                planar = reformatter.reformat(frame, width, height, format="gbrp", interpolation=RESAMPLE_SWS)
             green, blue, red = (_plane(plane, height, width) for plane in planar.planes)
             converted[id(frame)] = patchify_planes([red, green, blue])
     return np.concatenate([converted[id(frame)] for frame in frames])
@@ -216,7 +243,7 @@ class PacketIndex:
         packets: list[int] = []
         n_packets, end_pts = 0, 0
         start_pts = stream.start_time or 0
-        for packet in container.demux(stream):
+        for packet in _demuxed(container, stream):
             if packet.size == 0:  # the flush packet at EOF
                 continue
             n_packets += 1
@@ -250,6 +277,26 @@ class PacketIndex:
         return float((pts - self.start_pts) * self.time_base)
 
 
+def _demuxed(container: InputContainer, stream: VideoStream) -> Iterator[Any]:
+    """``container.demux(stream)``: packets, nothing decoded; PyAV's errors are ``media_decode``."""
+    with decoding("video"):
+        yield from container.demux(stream)
+
+
+def _decoded(container: InputContainer, stream: VideoStream) -> Iterator[Any]:
+    """``container.decode(stream)`` from where the demuxer stands; PyAV's errors are ``media_decode``.
+    (The caller's loop body runs outside this generator, so its errors are not caught here.)"""
+    with decoding("video"):
+        yield from container.decode(stream)
+
+
+def _seek(container: InputContainer, stream: VideoStream, pts: int) -> Iterator[Any]:
+    """Seek back to ``pts`` (a keyframe) and return a fresh frame iterator from there."""
+    with decoding("video"):
+        container.seek(pts, stream=stream, backward=True)
+    return _decoded(container, stream)
+
+
 def _worth_seeking(index: PacketIndex, position: int, keyframe: int) -> bool:
     """Seek to ``keyframe`` only when more than ``SEEK_SKIPS_FRAMES`` frames lie between it and the decoder."""
     return position < keyframe and index.frames_between(position, keyframe) > SEEK_SKIPS_FRAMES
@@ -278,8 +325,7 @@ def decode_frames_at(
             continue
         keyframe = index.keyframe_before(target)
         if iterator is None or position is None or keyframe is None or _worth_seeking(index, position, keyframe):
-            container.seek(target if keyframe is None else keyframe, stream=stream, backward=True)
-            iterator = container.decode(stream)
+            iterator = _seek(container, stream, target if keyframe is None else keyframe)
         for frame in iterator:
             decoded += 1
             current = frame

@@ -36,7 +36,7 @@ from cook.errors import Rejected, RejectReason
 from cook.packing.packer import build_pack, fit_sample
 from cook.runner.staging import DiskStore, SampleStore
 from cook.runner.units import Attempt, ShardDone, ShardTask, Unit, UnitSummary
-from cook.sources import SOURCES
+from cook.sources import SOURCES, source_name
 from cook.tokenize import ChatTokenizer, tokenize_batch
 from cook.types import Conversation, MediaItem, Pack, RawRecord, RejectRecord, TokenizedSample
 from cook.writer.shards import write_shard
@@ -127,7 +127,10 @@ class CookWorker:
             return conv, self._media(raw, conv)
 
     def _cooked(self, unit: Unit, attempt: Attempt, rejects: list[RejectRecord], count: list[int]) -> Iterator[Cooked]:
-        read = SOURCES[unit.format](unit.path, self.config.input.max_record_bytes, unit.span, unit.first_index)
+        name = source_name(unit.path, self.config.input.path)
+        read = SOURCES[unit.format](
+            unit.path, self.config.input.max_record_bytes, unit.span, unit.first_index, name=name
+        )
         trace = open(attempt.trace, "w") if attempt.trace else None  # noqa: SIM115
         try:
             for ordinal, raw in enumerate(read):

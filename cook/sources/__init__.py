@@ -2,15 +2,19 @@
 
 ``SOURCES`` maps an input format to its reader; ``list_inputs`` expands the configured path or glob
 into a sorted file list, so the unit order (and therefore the output) never depends on the file system.
+Every reader is called as ``SOURCES[fmt](path, max_record_bytes, span, first_index, name=...)``:
+``path`` is opened, ``name`` (``source_name(path, input.path)``) starts every source id, so the ids
+do not depend on how ``input.path`` was spelled.
 """
 
 from __future__ import annotations
 
-from cook.sources.files import detect_format, list_inputs
+from cook.sources.files import detect_format, list_inputs, source_name
+from cook.sources.json_array import read_json
 from cook.sources.jsonl import read_jsonl
 from cook.sources.parquet import read_parquet
 from cook.sources.wds import read_wds
 
-SOURCES = {"jsonl": read_jsonl, "parquet": read_parquet, "wds": read_wds}
+SOURCES = {"jsonl": read_jsonl, "json": read_json, "parquet": read_parquet, "wds": read_wds}
 
-__all__ = ["SOURCES", "detect_format", "list_inputs"]
+__all__ = ["SOURCES", "detect_format", "list_inputs", "source_name"]

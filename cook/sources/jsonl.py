@@ -1,31 +1,45 @@
 """JSONL file (or a byte range of it) -> RawRecord per line, streamed.
 
-Source id ``<file>#<line>`` (lines count from 1 in the whole file; ``first_index`` is the number of
-the first line of the span). Whitespace-only lines are not records and are skipped. A span always
-starts at a line start and ends just after a newline (see ``cook.runner.plan``).
+Source id ``<name>#<line>`` (``name``: the file's source name, see ``files.source_name``; lines count
+from 1 in the whole file; ``first_index`` is the number of the first line of the span).
+Whitespace-only lines are not records and are skipped. A span always starts at a line start and
+ends just after a newline (see ``cook.runner.plan``).
+
+A file whose first non-blank byte is ``[`` is most likely a pretty-printed JSON array under a
+``.jsonl`` name: every reject from it carries ``ARRAY_HINT`` in its detail.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterator
-from typing import BinaryIO
+from typing import BinaryIO, Final
 
 from cook.sources.decode import decode_json_object
+from cook.sources.files import first_byte
 from cook.types import RawRecord, RejectRecord
+
+ARRAY_HINT: Final = "; the file looks like a JSON array: name the file .json to read it as one"
 
 
 def read_jsonl(
-    path: str, max_record_bytes: int, span: tuple[int, int] | None = None, first_index: int = 1
+    path: str,
+    max_record_bytes: int,
+    span: tuple[int, int] | None = None,
+    first_index: int = 1,
+    name: str | None = None,
 ) -> Iterator[RawRecord | RejectRecord]:
+    name = path if name is None else name
+    hint = ARRAY_HINT if first_byte(path) == b"[" else ""
     with open(path, "rb") as handle:
         lines = handle if span is None else _span_lines(handle, *span)
         for line_number, line in enumerate(lines, start=first_index):
             if not line.strip():
                 continue
-            source = f"{path}#{line_number}"
+            source = f"{name}#{line_number}"
             fields = decode_json_object(line, source, max_record_bytes)
             if isinstance(fields, RejectRecord):
-                yield fields
+                yield dataclasses.replace(fields, detail=fields.detail + hint) if hint else fields
             else:
                 yield RawRecord(source=source, fields=fields, origin=path)
 

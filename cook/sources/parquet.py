@@ -1,8 +1,9 @@
 """Parquet file (or a range of its row groups) -> RawRecord per row, streamed a batch at a time.
 
-Source id ``<file>#<row>`` (rows count from 1 in the whole file, like JSONL lines; ``first_index``
-is the number of the span's first row). ``span`` is ``(first_row_group, stop_row_group)``. A file
-pyarrow cannot open is one ``bad_archive`` failure for the whole span.
+Source id ``<name>#<row>`` (``name``: the file's source name, ``files.source_name``; rows count from
+1 in the whole file, like JSONL lines; ``first_index`` is the number of the span's first row).
+``span`` is ``(first_row_group, stop_row_group)``. A file pyarrow cannot open is one ``bad_archive``
+failure for the whole span.
 """
 
 from __future__ import annotations
@@ -16,10 +17,16 @@ BATCH_ROWS = 1024
 
 
 def read_parquet(
-    path: str, max_record_bytes: int, span: tuple[int, int] | None = None, first_index: int = 1
+    path: str,
+    max_record_bytes: int,
+    span: tuple[int, int] | None = None,
+    first_index: int = 1,
+    name: str | None = None,
 ) -> Iterator[RawRecord | RejectRecord]:
     import pyarrow as pa
     import pyarrow.parquet as pq
+
+    name = path if name is None else name
 
     try:
         parquet = pq.ParquetFile(path)
@@ -30,13 +37,13 @@ def read_parquet(
             sizes = _row_sizes(batch)
             for index, fields in enumerate(batch.to_pylist()):
                 row += 1
-                source = f"{path}#{row}"
+                source = f"{name}#{row}"
                 if sizes is not None and sizes[index] > max_record_bytes:
                     yield RejectRecord(source, RejectReason.TOO_LARGE, "row larger than input.max_record_bytes")
                     continue
                 yield RawRecord(source=source, fields=fields, origin=path)
     except (pa.ArrowException, OSError) as err:
-        yield RejectRecord(f"{path}#<file>", RejectReason.BAD_ARCHIVE, f"unreadable parquet: {err}"[:300])
+        yield RejectRecord(f"{name}#<file>", RejectReason.BAD_ARCHIVE, f"unreadable parquet: {err}"[:300])
 
 
 def _row_sizes(batch: object) -> list[int] | None:

@@ -1,4 +1,5 @@
-"""WebDataset tar -> RawRecord per sample, streamed. Source id ``<file>#<key>``.
+"""WebDataset tar -> RawRecord per sample, streamed. Source id ``<name>#<key>`` (``name``: the
+file's source name, ``files.source_name``).
 
 Members are grouped into samples the WebDataset way: the key is the member path up to the first dot
 of its basename, consecutive members with the same key form one sample. The ``.json`` member is the
@@ -39,9 +40,14 @@ def _unsafe(member: tarfile.TarInfo) -> str | None:
 
 
 def read_wds(
-    path: str, max_record_bytes: int, span: tuple[int, int] | None = None, first_index: int = 1
+    path: str,
+    max_record_bytes: int,
+    span: tuple[int, int] | None = None,
+    first_index: int = 1,
+    name: str | None = None,
 ) -> Iterator[RawRecord | RejectRecord]:
     """A tar is always one whole unit: ``span`` and ``first_index`` are accepted and ignored."""
+    name = path if name is None else name
     key: str | None = None
     members: dict[str, bytes] = {}
     problem: str | None = None
@@ -53,7 +59,7 @@ def read_wds(
                 member_key, ext = split_member_name(member.name)
                 if member_key != key:
                     if key is not None:
-                        yield _sample(path, key, members, problem, max_record_bytes)
+                        yield _sample(path, name, key, members, problem, max_record_bytes)
                     key, members, problem = member_key, {}, None
                 reason = _unsafe(member)
                 if reason is not None:
@@ -66,17 +72,17 @@ def read_wds(
                 members[posixpath.basename(member.name)] = handle.read() if handle else b""
     except (tarfile.TarError, OSError, EOFError) as err:
         if key is not None:
-            yield _sample(path, key, members, problem or f"archive broken inside sample: {err}", max_record_bytes)
+            yield _sample(path, name, key, members, problem or f"archive broken inside sample: {err}", max_record_bytes)
             key = None
-        yield RejectRecord(f"{path}#<archive>", RejectReason.BAD_ARCHIVE, f"tar unreadable: {err}"[:300])
+        yield RejectRecord(f"{name}#<archive>", RejectReason.BAD_ARCHIVE, f"tar unreadable: {err}"[:300])
     if key is not None:
-        yield _sample(path, key, members, problem, max_record_bytes)
+        yield _sample(path, name, key, members, problem, max_record_bytes)
 
 
 def _sample(
-    path: str, key: str, members: dict[str, bytes], problem: str | None, max_bytes: int
+    path: str, name: str, key: str, members: dict[str, bytes], problem: str | None, max_bytes: int
 ) -> RawRecord | RejectRecord:
-    source = f"{path}#{key}"
+    source = f"{name}#{key}"
     if problem is not None:
         return RejectRecord(source, RejectReason.UNSAFE_MEMBER, problem)
     json_names = sorted(n for n in members if n.endswith(".json"))

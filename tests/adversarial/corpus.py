@@ -2,9 +2,9 @@
 record must have: a reject reason code, or ``OK`` (handled safely: cooked, with any forged markup
 as plain text and any odd media converted).
 
-``build_corpus(root)`` writes JSONL, WebDataset tars, Parquet files and media files under ``root``
-and returns ``{source id: expected outcome}``; a pipeline with ``input.path=root/data`` and
-``input.media_root=root/media`` cooks it.
+``build_corpus(root)`` writes JSONL, JSON-array, WebDataset tars, Parquet files and media files under
+``root`` and returns ``{source id: expected outcome}``; a pipeline with ``input.path=root/data`` and
+``input.media_root=root/media`` cooks it. Source ids are relative to ``root/data`` (``a.jsonl#3``).
 """
 
 from __future__ import annotations
@@ -168,6 +168,12 @@ def _wds_cases(jpeg: bytes) -> list[tuple[str, Callable[[tarfile.TarFile, str], 
         }
     ).encode()
     text = json.dumps({"conversations": [{"from": "human", "value": "hi"}, {"from": "gpt", "value": "yo"}]}).encode()
+    tags_only = json.dumps(  # the common LLaVA-in-WebDataset layout: no media field, the image is a member
+        {"conversations": [{"from": "human", "value": "<image> what?"}, {"from": "gpt", "value": "a cat"}]}
+    ).encode()
+    two_tags = json.dumps(
+        {"conversations": [{"from": "human", "value": "<image> vs <image>?"}, {"from": "gpt", "value": "same"}]}
+    ).encode()
 
     def sample(*members: tuple[str, bytes, bytes]) -> Callable[[tarfile.TarFile, str], None]:
         def write(tar: tarfile.TarFile, key: str) -> None:
@@ -195,6 +201,28 @@ def _wds_cases(jpeg: bytes) -> list[tuple[str, Callable[[tarfile.TarFile, str], 
         ("bad_json", sample(("KEY.json", b"{nope", reg)), "bad_json"),
         ("missing_member", sample(("KEY.json", conv, reg)), "media_missing"),
         ("corrupt_member", sample(("KEY.json", conv, reg), ("KEY.img.jpg", jpeg[:100], reg)), "media_decode"),
+        ("json_names_no_media", sample(("KEY.json", tags_only, reg), ("KEY.jpg", jpeg, reg)), OK),
+        (
+            "members_in_name_order",
+            sample(("KEY.json", two_tags, reg), ("KEY.1.jpg", jpeg, reg), ("KEY.0.jpg", jpeg, reg)),
+            OK,
+        ),
+        ("one_member_two_tags", sample(("KEY.json", two_tags, reg), ("KEY.jpg", jpeg, reg)), "media_count_mismatch"),
+        ("member_without_tag", sample(("KEY.json", text, reg), ("KEY.jpg", jpeg, reg)), "media_count_mismatch"),
+    ]
+
+
+def _json_array_cases() -> list[tuple[bytes, str]]:
+    """Elements of one pretty-printed JSON array file: each succeeds or fails on its own."""
+    good = json.dumps(chat("an element of a JSON array"), indent=2).encode()
+    return [
+        (good, OK),
+        (b'{"messages": [{"role": "user", "content": tru}]}', "bad_json"),
+        (b'{"messages": 1, "messages": 2}', "bad_json"),
+        (b'"a string"', "bad_type"),
+        (b'{"messages": [{"role": "user", "content": "\xff"}]}', "bad_utf8"),
+        (json.dumps({"messages": [{"role": "user", "content": "x" * 3_000_000}, ANSWER]}).encode(), "too_large"),
+        (good, OK),
     ]
 
 
@@ -207,29 +235,33 @@ def build_corpus(root: Path) -> dict[str, str]:
     for name, blob in files.items():
         (media / name).write_bytes(blob)
     expected: dict[str, str] = {}
-    jsonl = data / "a.jsonl"
-    with open(jsonl, "wb") as handle:
+    with open(data / "a.jsonl", "wb") as handle:
         for number, (record, outcome) in enumerate(_jsonl_cases(str(media)), start=1):
             handle.write((record if isinstance(record, bytes) else json.dumps(record).encode()) + b"\n")
-            expected[f"{jsonl}#{number}"] = outcome
-    tar_path = data / "b.tar"
-    with tarfile.open(tar_path, "w") as tar:
+            expected[f"a.jsonl#{number}"] = outcome
+    with tarfile.open(data / "b.tar", "w") as tar:
         for key, write, outcome in _wds_cases(files["ok.jpg"]):
             write(tar, key)
-            expected[
-                f"{tar_path}#{'../' + key if key == 'dotdot' else '/tmp/' + key if key == 'absolute' else key}"
-            ] = outcome
+            expected[f"b.tar#{'../' + key if key == 'dotdot' else '/tmp/' + key if key == 'absolute' else key}"] = (
+                outcome
+            )
     truncated = data / "c.tar"
     with tarfile.open(truncated, "w") as tar:
         for key, write, _ in _wds_cases(files["ok.jpg"])[:1]:
             write(tar, key)
     truncated.write_bytes(truncated.read_bytes()[:700])
-    expected[f"{truncated}#good"] = "unsafe_member"
-    expected[f"{truncated}#<archive>"] = "bad_archive"
+    expected["c.tar#good"] = "unsafe_member"
+    expected["c.tar#<archive>"] = "bad_archive"
     pq.write_table(pa.table({"prompt": ["a", "b"], "completion": ["c", "d"]}), data / "d.parquet")
-    expected.update({f"{data / 'd.parquet'}#{i}": "unknown_format" for i in (1, 2)})
+    expected.update({f"d.parquet#{i}": "unknown_format" for i in (1, 2)})
     pq.write_table(pa.table({"messages": [1, 2]}), data / "e.parquet")
-    expected.update({f"{data / 'e.parquet'}#{i}": "bad_type" for i in (1, 2)})
+    expected.update({f"e.parquet#{i}": "bad_type" for i in (1, 2)})
     (data / "f.parquet").write_bytes(b"PAR1" + b"\x00" * 64 + b"PAR1")
-    expected[f"{data / 'f.parquet'}#<file>"] = "bad_archive"
+    expected["f.parquet#<file>"] = "bad_archive"
+    elements = _json_array_cases()
+    (data / "g.json").write_bytes(b"[\n" + b",\n".join(element for element, _ in elements) + b"\n]\n")
+    expected.update({f"g.json#{i}": outcome for i, (_, outcome) in enumerate(elements, start=1)})
+    pretty = json.dumps([chat("a JSON array under a .jsonl name")], indent=2)  # every line is a fragment
+    (data / "h.jsonl").write_text(pretty)
+    expected.update({f"h.jsonl#{i}": "bad_json" for i in range(1, len(pretty.splitlines()) + 1)})
     return expected

@@ -176,7 +176,9 @@ def test_video_frame_count_and_timestamps(seconds: float, source_fps: int, sampl
     assert item.size == (n_frames, 64, 64) and item.n_patches == n_frames * 16
     assert item.n_embeddings == fmt.video_embeddings(n_frames, 64, 64) == n_frames // 2 * 4
     times = expected_frame_times(seconds, source_fps, n_frames)
-    assert [b.prefix for b in item.blocks] == [fmt.video_frame_line(g, times[2 * g]) for g in range(n_frames // 2)]
+    assert [b.prefix for b in item.blocks] == [
+        ("\n" if g else "") + fmt.video_frame_line(g, times[2 * g]) for g in range(n_frames // 2)
+    ]
     assert all(b.count == 4 for b in item.blocks)
 
 
@@ -184,9 +186,9 @@ def test_video_timestamps_pinned() -> None:
     (item,) = process_media(VIDEO, video_bytes(seconds=1.0, fps=10, width=32, height=32), config())
     assert [b.prefix for b in item.blocks] == [
         "Frame 1 sampled at 0.10 seconds: ",
-        "Frame 2 sampled at 0.40 seconds: ",
-        "Frame 3 sampled at 0.60 seconds: ",
-        "Frame 4 sampled at 0.90 seconds: ",
+        "\nFrame 2 sampled at 0.40 seconds: ",
+        "\nFrame 3 sampled at 0.60 seconds: ",
+        "\nFrame 4 sampled at 0.90 seconds: ",
     ]
 
 

@@ -12,7 +12,7 @@ from cook import format as fmt
 from cook.config import VideoConfig
 from cook.errors import Rejected, RejectReason
 from cook.media import process_media
-from cook.media.video import PacketIndex, decode_frames_at, frame_count, sample_times
+from cook.media.video import PacketIndex, decode_frames_at, frame_count, frame_prefix, sample_times
 from cook.types import MediaRef
 
 from .media_data import compressed_audio, config, grey_level, sine, video_bytes
@@ -51,12 +51,11 @@ def test_three_second_video(three_seconds: bytes) -> None:
     assert [b.count for b in item.blocks] == [252] * 4
     assert item.n_embeddings == fmt.video_embeddings(8, 448, 576) == 1008
     assert [b.prefix for b in item.blocks] == [
-        fmt.video_frame_line(0, 0.2),
-        fmt.video_frame_line(1, 1.0),
-        fmt.video_frame_line(2, 1.7),
-        fmt.video_frame_line(3, 2.5),
+        "Frame 1 sampled at 0.20 seconds: ",
+        "\nFrame 2 sampled at 1.00 seconds: ",
+        "\nFrame 3 sampled at 1.70 seconds: ",
+        "\nFrame 4 sampled at 2.50 seconds: ",
     ]
-    assert item.blocks[0].prefix == "Frame 1 sampled at 0.20 seconds: "
     assert all((b.start, b.token, b.end) == (fmt.IMG_START, fmt.IMAGE_TOKEN, fmt.IMG_END) for b in item.blocks)
     # frames are the ones at/after the segment midpoints, patches frame-major
     sampled = [2, 6, 10, 14, 17, 21, 25, 29]
@@ -67,7 +66,7 @@ def test_three_second_video(three_seconds: bytes) -> None:
 
 def test_without_timestamps(three_seconds: bytes) -> None:
     (item,) = process_media(VIDEO, three_seconds, config(video={"frame_timestamps": False}))
-    assert [b.prefix for b in item.blocks] == [""] * 4
+    assert [b.prefix for b in item.blocks] == ["", "\n", "\n", "\n"]  # still one line per frame group
 
 
 def test_ten_seconds_and_square_target() -> None:
@@ -84,7 +83,8 @@ def test_clip_window(three_seconds: bytes) -> None:
     (item,) = process_media(ref, three_seconds, config())
     assert item.size[0] == 8
     # targets 1.0625 + k * 0.125 -> frames 1.1 1.2 1.4 1.5 1.6 1.7 1.9 2.0; times from the video start
-    expected = [fmt.video_frame_line(i, t) for i, t in enumerate((1.1, 1.4, 1.6, 1.9))]
+    expected = [frame_prefix(i, t, True) for i, t in enumerate((1.1, 1.4, 1.6, 1.9))]
+    assert expected[1] == "\nFrame 2 sampled at 1.40 seconds: "
     assert [b.prefix for b in item.blocks] == expected
     with pytest.raises(Rejected) as err:
         process_media(MediaRef(kind="video", ref="clip.mp4", start_s=5.0), three_seconds, config())
