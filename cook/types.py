@@ -190,6 +190,9 @@ class Pack:
     media_sizes: np.ndarray | None = None  # int32 [M, 3]
     audio_features: np.ndarray | None = None  # float16 [C, F, 128]
     audio_lengths: np.ndarray | None = None  # int32 [C]
+    # ``pixel_patches`` in pieces (each uint8 [P_i, 768]), written one after another instead of being
+    # concatenated first: the shard writer hands each image's own buffer to the kernel
+    pixel_patch_parts: tuple[np.ndarray, ...] = ()
 
     @property
     def tokens(self) -> int:

@@ -67,7 +67,9 @@ def _media_label(item: MediaItem) -> str:
     return item.visual_kind or item.kind
 
 
-def build_pack(samples: Sequence[TokenizedSample], pad_id: int, pad_multiple: int) -> Pack:
+def build_pack(samples: Sequence[TokenizedSample], pad_id: int, pad_multiple: int, join_patches: bool = True) -> Pack:
+    """Concatenate ``samples`` into one pack. With ``join_patches=False`` the visual patches stay
+    as the items' own arrays (``Pack.pixel_patch_parts``), for a writer that streams them."""
     lengths = np.array([s.length for s in samples], dtype=np.int64)
     padded = -(-lengths // pad_multiple) * pad_multiple
     cu = np.zeros(len(samples) + 1, dtype=np.int32)
@@ -106,7 +108,8 @@ def build_pack(samples: Sequence[TokenizedSample], pad_id: int, pad_multiple: in
             )
             for s, length, n_targets in zip(samples, lengths.tolist(), targets, strict=True)
         ),
-        pixel_patches=np.concatenate(patches) if patches else None,
+        pixel_patches=np.concatenate(patches) if patches and join_patches else None,
+        pixel_patch_parts=tuple(patches) if not join_patches else (),
         media_sizes=np.array(sizes, dtype=np.int32) if sizes else None,
         audio_features=_stack_audio(features) if features else None,
         audio_lengths=np.concatenate(clip_lengths).astype(np.int32) if clip_lengths else None,

@@ -188,7 +188,7 @@ class CookWorker:
         samples = [self.store.get(unit)[position] for unit, position in refs]
         bounds = task.bounds.tolist()
         pad_id, pad_multiple = self.tokenizer.pad_id, self.config.packing.pad_multiple
-        packs = [build_pack(samples[a:b], pad_id, pad_multiple) for a, b in itertools.pairwise(bounds)]
+        packs = [build_pack(samples[a:b], pad_id, pad_multiple, False) for a, b in itertools.pairwise(bounds)]
         info, layout = write_shard(self.config.output.dir, task.shard_index, task.first_pack, packs)
         return ShardDone(task.shard_index, info, layout, _packed_counts(packs, samples))
 

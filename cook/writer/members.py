@@ -60,7 +60,19 @@ def member_pieces(pack: Pack) -> list[tuple[str, tuple[memoryview, ...]]]:
         array = arrays[name]
         if array is not None:
             out.append((name, _array_pieces(array, fmt.MEMBER_DTYPES[name][0])))
+        elif name == fmt.PIXEL_PATCHES and pack.pixel_patch_parts:
+            out.append((name, _parts_pieces(pack.pixel_patch_parts)))
     return out
+
+
+def _parts_pieces(parts: tuple[np.ndarray, ...]) -> tuple[memoryview, ...]:
+    """The ``pixel_patches`` member from its pieces: one header for the whole ``[sum P_i, 768]``
+    array (what ``np.save`` writes for their concatenation), then each piece's own bytes."""
+    rows = sum(int(part.shape[0]) for part in parts)
+    dtype = fmt.MEMBER_DTYPES[fmt.PIXEL_PATCHES][0]
+    shape_only = np.broadcast_to(np.zeros((1, fmt.PATCH_VALUES), dtype), (rows, fmt.PATCH_VALUES))
+    views = [np.ascontiguousarray(part, dtype=dtype).reshape(-1).view(np.uint8).data for part in parts]
+    return (memoryview(fmt.npy_header(shape_only)), *views)
 
 
 def pack_members(pack: Pack) -> list[tuple[str, bytes]]:
