@@ -13,7 +13,10 @@ def _summary(unit: int, lengths: list[int]) -> UnitSummary:
     return UnitSummary(unit, len(lengths), (), np.array(lengths, np.int32), np.zeros(len(lengths), np.int32))
 
 
-def _plan(sizes: list[list[int]], buffer_size: int | str, shard_size: int, start: Position = Position(0)):
+START = Position(0)
+
+
+def _plan(sizes: list[list[int]], buffer_size: int | str, shard_size: int, start: Position = START):
     packing = PackingConfig(seq_len=64, pad_multiple=4, buffer_size=buffer_size)  # type: ignore[arg-type]
     planner = Planner(packing, shard_size, start, 0, 0, 0)
     windows = []
