@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import difflib
 import types
 import typing
 from dataclasses import dataclass, field
@@ -34,6 +35,11 @@ def _key(default: Any, doc: str, **constraints: Any) -> Any:
 
 
 REQUIRED: Any = dataclasses.MISSING
+# The largest pack capacity. Packing keeps per-capacity state (best fit buckets its bins by free
+# tokens: an int64 per token of seq_len, 128 MiB at 2**24, measured), so seq_len=10**12 would ask for
+# terabytes after the whole cook; 2**24 is beyond any trained context and far inside int32
+# (2**31 - 1), the dtype of input_ids and cu_seqlens.
+MAX_SEQ_LEN = 2**24
 
 
 @dataclass(frozen=True)
@@ -93,7 +99,9 @@ class MediaConfig:
 
 @dataclass(frozen=True)
 class PackingConfig:
-    seq_len: int = _key(8192, "Pack capacity in tokens (a multiple of pad_multiple).", minimum=1)
+    seq_len: int = _key(
+        8192, "Pack capacity in tokens (a multiple of pad_multiple; at most 2**24).", minimum=1, maximum=MAX_SEQ_LEN
+    )
     algorithm: str = _key("best_fit_decreasing", "Packing algorithm (cook.packing.ALGORITHMS).")
     buffer_size: int | Literal["all"] = _key(10000, "Samples packed together, or 'all'.", minimum=1)
     pad_multiple: int = _key(8, "Each sequence is padded to a multiple of this.", minimum=1)
@@ -115,10 +123,15 @@ class OutputConfig:
 
 @dataclass(frozen=True)
 class RayConfig:
-    address: str | None = _key(None, "Ray address (auto, ray://...); null starts an embedded local Ray.")
+    address: str | None = _key(
+        None, "Ray cluster to join (HOST:PORT, auto, ray://HOST[:PORT]); null starts an embedded local Ray."
+    )
     num_actors: int = _key(2, "Cooking actors; each loads the tokenizer once.", minimum=1)
     cpus_per_actor: float = _key(1.0, "CPUs reserved per actor.", exclusiveMinimum=0)
     record_timeout_s: float = _key(60.0, "Time budget of one record (timeout reject).", exclusiveMinimum=0)
+    connect_timeout_s: float = _key(
+        30.0, "Joining a cluster (ray.address) fails with one line after this many seconds.", exclusiveMinimum=0
+    )
 
 
 @dataclass(frozen=True)
@@ -219,7 +232,12 @@ def config_from_dict(data: Any, origin: str = "pipeline") -> PipelineConfig:
 
 def _one_line(error: Any) -> str:
     if error.validator == "additionalProperties":
-        return error.message.replace("Additional properties are not allowed", "unknown key")
+        valid = list(error.schema.get("properties", {}))
+        unknown = sorted(set(error.instance) - set(valid))
+        close = {name: difflib.get_close_matches(name, valid, n=1, cutoff=0.6) for name in unknown}
+        hint = "; ".join(f"{name}: did you mean {match[0]}?" for name, match in close.items() if match)
+        message = error.message.replace("Additional properties are not allowed", "unknown key")
+        return f"{message} ({hint})" if hint else message
     if error.validator == "anyOf":
         return f"{error.instance!r} is not a valid value"
     return error.message
@@ -243,11 +261,34 @@ def _check_relations(config: PipelineConfig, origin: str) -> None:
         raise ConfigError(f"{origin}: " + "; ".join(problems))
 
 
+def _did_you_mean(name: str, valid: list[str]) -> str:
+    close = difflib.get_close_matches(name, valid, n=1, cutoff=0.6)
+    return f"did you mean {close[0]}?" if close else f"valid: {', '.join(valid)}"
+
+
+def _check_key_path(key: str) -> None:
+    """``--set`` names a key of the dataclasses: a typo is reported as the flag's, with the closest key."""
+    cls: Any = PipelineConfig
+    parts = key.split(".")
+    for depth, part in enumerate(parts):
+        if not dataclasses.is_dataclass(cls):
+            raise ConfigError(f"--set {key}: {parts[depth - 1]!r} is not a mapping")
+        names = [f.name for f in dataclasses.fields(cls)]
+        if part not in names:
+            raise ConfigError(f"--set {key}: unknown key ({_did_you_mean(part, names)})")
+        cls = typing.get_type_hints(cls)[part]
+
+
 def apply_override(data: dict[str, Any], assignment: str) -> None:
-    """Apply one ``--set key.path=value`` (value parsed as YAML) to the raw mapping, in place."""
+    """Apply one ``--set key.path=value`` (value parsed as YAML) to the raw mapping, in place.
+
+    The key path must name a key of the pipeline (``PipelineConfig``): ``--set packing.seqlen=1`` is
+    ``--set packing.seqlen: unknown key (did you mean seq_len?)``, before the file's own keys are checked.
+    """
     key, sep, raw = assignment.partition("=")
     if not sep or not key:
         raise ConfigError(f"--set {assignment!r}: expected key.path=value")
+    _check_key_path(key)
     try:
         value = yaml.safe_load(raw) if raw else ""
     except yaml.YAMLError as err:

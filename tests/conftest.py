@@ -64,7 +64,7 @@ def ray_session():
     """One embedded local Ray for the tests that need it, shut down at the end."""
     import ray
 
-    from cook.runner.ray import start_ray
+    from cook.runner.ray_connect import start_ray
 
     started = start_ray(None, num_cpus=2)
     yield ray

@@ -5,17 +5,23 @@ clips) and each sequence's text decoded with the dataset's tokenizer, target tok
 green on a terminal, ``[[...]]`` otherwise. Runs of placeholders are shown collapsed
 (``<image>×256``), and control characters from the data are escaped so text cannot drive the terminal.
 
-Exit 0; 2 for a directory that is not a dataset, a pack index out of range or a source no pack holds;
-1 for a pack too broken to show (``cook validate`` says why).
+``--source`` takes a source id exactly as written (``<file>#<line or key>``) or a suffix of one; a
+suffix that several sources end with lists them instead of picking one, and a source that was
+rejected says so, with its reason from ``rejects.jsonl``.
+
+Exit 0; 2 for a directory that is not a dataset, a pack index out of range, an ambiguous suffix or a
+source no pack holds (a rejected one included); 1 for a pack too broken to show (``cook validate``
+says why).
 """
 
 from __future__ import annotations
 
 import argparse
 import itertools
+import json
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
@@ -26,8 +32,9 @@ from cook.types import Pack
 from cook.validate import NotADataset, check_is_dataset
 from cook.validate.media import VISUAL_KINDS, clip_tokens, visual_embeddings
 from cook.validate.members import parse_pack
-from cook.validate.packs import find_pack, find_source, shard_spans
+from cook.validate.packs import ONLY_META, find_pack, iter_packs, shard_spans
 
+SHOWN_MATCHES = 5
 _ESCAPES = {c: f"\\x{c:02x}" for c in [*range(32), 127, *range(0x80, 0xA0)] if c not in (9, 10)}
 COLLAPSED = (fmt.IMAGE_TOKEN, fmt.AUDIO_TOKEN, fmt.PAD_TOKEN)
 
@@ -54,9 +61,10 @@ def handle(args: argparse.Namespace) -> int:
         return _fail(str(err))
     index = args.pack
     if args.source is not None:
-        index = find_source(args.dir, args.source)
-        if index is None:
-            return _fail(f"no pack in {args.dir} holds source {args.source!r}")
+        found_index, problem = locate_source(args.dir, args.source)
+        if found_index is None:
+            return _fail(problem)
+        index = found_index
     found = find_pack(args.dir, index) if index >= 0 else None
     if found is None:
         total = sum(span.packs for span in shard_spans(args.dir))
@@ -77,6 +85,79 @@ def handle(args: argparse.Namespace) -> int:
     except BrokenPipeError:  # a pager or `head` closed stdout: the reader has what it wanted
         sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - keeps the interpreter's final flush quiet
     return 0
+
+
+def _pack_sources(root: str) -> Iterator[tuple[int, list[str]]]:
+    """(pack index, its sources) for every pack, reading meta.json only."""
+    for _, raw in iter_packs(root, skip=ONLY_META):
+        digits = raw.key.removeprefix(fmt.PACK_KEY_PREFIX)
+        try:
+            body = json.loads(bytes(raw.members.get(fmt.META, b"{}")))
+        except ValueError:
+            continue  # an unreadable meta.json holds no findable source; cook validate reports it
+        sequences = body.get("sequences", []) if isinstance(body, dict) else []
+        if digits.isdigit():
+            yield int(digits), [str(s.get("source", "")) for s in sequences if isinstance(s, dict)]
+
+
+def _rejected(root: str, source: str) -> dict[str, dict[str, Any]]:
+    """Rejected sources equal to ``source`` or ending with it -> their rejects.jsonl line."""
+    found: dict[str, dict[str, Any]] = {}
+    try:
+        with open(os.path.join(root, fmt.REJECTS_NAME), encoding="utf-8") as handle:
+            for line in handle:
+                try:
+                    row = json.loads(line)
+                except ValueError:
+                    continue  # cook validate reports a broken rejects.jsonl
+                name = str(row.get("source", "")) if isinstance(row, dict) else ""
+                if name.endswith(source):
+                    found.setdefault(name, row)
+    except FileNotFoundError:
+        pass
+    return found
+
+
+def _listed(names: list[str]) -> str:
+    shown = ", ".join(_one_line(name) for name in sorted(names)[:SHOWN_MATCHES])
+    return shown + (f", ... ({len(names) - SHOWN_MATCHES} more)" if len(names) > SHOWN_MATCHES else "")
+
+
+def locate_source(root: str, source: str) -> tuple[int | None, str]:
+    """(pack index, "") of the pack holding ``source`` (exact, else the one source ending with it), or
+    (None, one line saying why not: ambiguous, rejected with its reason, or held nowhere)."""
+    suffix: dict[str, int] = {}
+    for index, names in _pack_sources(root):
+        if source in names:
+            return index, ""
+        for name in names:
+            if name.endswith(source):
+                suffix.setdefault(name, index)
+    rejected = _rejected(root, source)
+    if source in rejected:
+        return None, _rejection(source, rejected[source])
+    if len(suffix) == 1 and not rejected:
+        return next(iter(suffix.values())), ""
+    if len(suffix) + len(rejected) > 1:
+        return None, (
+            f"--source {source!r} is ambiguous: {len(suffix) + len(rejected)} sources end with it "
+            f"({_listed([*suffix, *rejected])}); give more of it"
+        )
+    if rejected:
+        name, row = next(iter(rejected.items()))
+        return None, _rejection(name, row)
+    return None, f"no pack in {root} holds source {source!r}, and rejects.jsonl does not name it"
+
+
+def _one_line(text: str) -> str:
+    """Data text made safe for one stderr line: control characters (newlines too) escaped."""
+    return text.translate(_ESCAPES).replace("\n", "\\n").replace("\t", "\\t")
+
+
+def _rejection(name: str, row: dict[str, Any]) -> str:
+    detail = _one_line(str(row.get("detail", "")))[:200]
+    reason = _one_line(str(row.get("reason", "?")))
+    return f"source {_one_line(name)!r} was rejected ({reason}: {detail}), so no pack holds it; see rejects.jsonl"
 
 
 def render(pack: Pack, key: str, shard: str, source: str | None, tokenizer: Any, color: bool) -> str:

@@ -1,7 +1,8 @@
 """``cook`` command line: ``main(argv) -> exit code``. The only place that prints results or picks exit codes.
 
-Exit codes: 0 done; 1 a bug or a failed job (or an invalid dataset for ``validate``); 2 bad config or
-usage, with one line saying what is wrong.
+Exit codes: 0 done; 1 a bug (with its traceback) or a failed job (or an invalid dataset for
+``validate``); 2 bad config or usage, with one line saying what is wrong; 130 interrupted (Ctrl-C):
+one line, no traceback, after the run has closed its executor (``cook run`` resumes on a rerun).
 """
 
 from __future__ import annotations
@@ -12,7 +13,10 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
+from cook import __version__
 from cook.errors import ConfigError
+
+INTERRUPTED = "interrupted: rerun the same command to resume"
 
 
 class _Parser(argparse.ArgumentParser):
@@ -24,7 +28,8 @@ def build_parser() -> argparse.ArgumentParser:
     from cook.cli import run_cmd
 
     parser = _Parser(prog="cook", description="Cook raw multimodal conversations into packed Energon shards.")
-    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    parser.add_argument("--version", action="store_true", help="print the version and exit")
+    sub = parser.add_subparsers(dest="command", parser_class=_Parser)
     run_cmd.add_parser(sub)
     for name in ("validate", "inspect", "stats"):
         module = _optional_command(name)
@@ -45,13 +50,23 @@ def _optional_command(name: str) -> Any:
 
 
 def main(argv: list[str] | None = None) -> int:
+    command = None
     try:
         args = build_parser().parse_args(argv)
+        command = args.command
+        if args.version:
+            print(f"cook {__version__}")
+            return 0
+        if command is None:
+            raise ConfigError("usage: give a command: run, validate, inspect or stats (cook --help)")
         handler: Callable[[argparse.Namespace], int] = args.handler
         return handler(args)
     except ConfigError as err:
         print(f"cook: error: {err}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:  # the handlers' ``finally`` blocks have run: executor, Ray and lock closed
+        print(INTERRUPTED if command == "run" else "interrupted", file=sys.stderr)
+        return 130
 
 
 # One BLAS/OpenMP thread per process, set before numpy loads: cook's parallelism is its workers

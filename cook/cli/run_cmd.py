@@ -1,13 +1,31 @@
-"""``cook run PIPELINE.yaml [--input] [--output] [--set k=v ...] [--ray-address] [--workers N] [--overwrite]``."""
+"""``cook run PIPELINE.yaml [--input] [--output] [--set k=v ...] [--ray-address] [--workers N] [--overwrite]``.
+
+Before any work: the pipeline is validated (``cook.config``), checked against the machine
+(``cook.cli.preflight``: media paths, tokenizer, output directory) and, with ``--ray-address``, the
+cluster is joined (``cook.runner.ray_connect``: bounded, one line when it cannot be). A problem in
+any of them is exit 2 with one line, before the output directory is touched.
+
+After the run: the summary table on stdout; on stderr a warning when more than 1% of the packed
+records were truncated, and, when nothing was packed, exit 1 with one line naming the top reject
+reasons (the rejects and the manifest are written, so the user can see why).
+"""
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
+from cook.cli.preflight import preflight
 from cook.config import PipelineConfig, load_config
+from cook.errors import ConfigError
 from cook.runner.pipeline import RunSummary, run_pipeline
+
+TRUNCATION_WARN_SHARE = 0.01  # warn when more than this share of the packed records was truncated
+TOP_REASONS = 3
 
 
 def add_parser(sub: Any) -> None:
@@ -16,7 +34,9 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--input", help="override input.path")
     p.add_argument("--output", help="override output.dir")
     p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY.PATH=VALUE")
-    p.add_argument("--ray-address", help="join this Ray cluster (auto, ray://...) instead of an embedded one")
+    p.add_argument(
+        "--ray-address", help="join this Ray cluster (HOST:PORT, auto, ray://HOST[:PORT]) instead of an embedded one"
+    )
     p.add_argument("--workers", type=int, help="cooking actors (overrides ray.num_actors); 0 cooks in-process")
     p.add_argument("--overwrite", action="store_true", help="replace a finished run in the output directory")
     p.add_argument("--quiet", action="store_true", help="no progress output")
@@ -36,7 +56,13 @@ def executor_factory(address: str | None, workers: int):
     return make
 
 
-def summary_table(summary: RunSummary) -> str:
+def tail_padding(summary: RunSummary, seq_len: int) -> int:
+    """Capacity no sequence uses: packs x seq_len = tokens + pad-multiple padding + tail padding."""
+    c = summary.counts
+    return c["packs"] * seq_len - c["tokens"] - c["padding_tokens"]
+
+
+def summary_table(summary: RunSummary, seq_len: int) -> str:
     c = summary.counts
     rows = [
         ("output", summary.out_dir + (" (resumed an interrupted run)" if summary.resumed else "")),
@@ -44,11 +70,15 @@ def summary_table(summary: RunSummary) -> str:
         ("sources packed", f"{c['sources_packed']:,}"),
         ("records rejected", f"{c['records_rejected']:,}"),
         *((f"  {reason}", f"{n:,}") for reason, n in summary.rejects_by_reason.items()),
-        ("packs", f"{c['packs']:,}"),
+        ("truncated sequences", f"{c.get('truncated_sequences', 0):,} (cut to packing.seq_len)"),
+        ("truncated tokens", f"{c.get('truncated_tokens', 0):,}"),
+        ("packs", f"{c['packs']:,} (seq_len {seq_len:,})"),
         ("shards", f"{summary.shards:,}"),
         ("tokens", f"{c['tokens']:,}"),
         ("target tokens", f"{c['target_tokens']:,}"),
-        ("padding tokens", f"{c['padding_tokens']:,}"),
+        ("padding tokens", f"{c['padding_tokens']:,} (each sequence to packing.pad_multiple)"),
+        ("tail padding", f"{tail_padding(summary, seq_len):,} (each pack to seq_len)"),
+        ("packs x seq_len", f"{c['packs'] * seq_len:,} (tokens + padding + tail)"),
         ("packing efficiency", f"{summary.packing_efficiency:.2%}"),
         ("wall time", f"{summary.seconds:.1f} s"),
         ("throughput", f"{c['tokens'] / max(summary.seconds, 1e-9):,.0f} tokens/s"),
@@ -58,7 +88,32 @@ def summary_table(summary: RunSummary) -> str:
     return "\n".join([rule, *(f"{k:<{width}}  {v}" for k, v in rows), rule])
 
 
-def handle(args: argparse.Namespace) -> int:
+def truncation_warning(counts: dict[str, int], seq_len: int) -> str | None:
+    """One stderr line when more than 1% of the packed records were truncated to fit ``seq_len``."""
+    truncated, packed = counts.get("truncated_sequences", 0), counts.get("sources_packed", 0)
+    if not packed or truncated <= TRUNCATION_WARN_SHARE * packed:
+        return None
+    return (
+        f"cook: warning: {truncated:,} of {packed:,} packed records ({truncated / packed:.1%}) were truncated to "
+        f"packing.seq_len={seq_len:,}, {counts.get('truncated_tokens', 0):,} tokens cut; raise packing.seq_len, "
+        f"or set packing.overflow=reject to reject them instead"
+    )
+
+
+def nothing_packed(summary: RunSummary, config: PipelineConfig) -> str:
+    """The one line of a run that packed nothing: how many were rejected and why."""
+    rejected = summary.counts.get("records_rejected", 0)
+    if not summary.counts.get("records_in", 0):
+        return f"no record was packed: the input held no records (input.path {config.input.path!r})"
+    top = sorted(summary.rejects_by_reason.items(), key=lambda item: (-item[1], item[0]))[:TOP_REASONS]
+    reasons = ", ".join(f"{reason} {n}" for reason, n in top)
+    return (
+        f"no record was packed: {rejected} rejected (top reasons: {reasons}); "
+        f"see {summary.out_dir}/rejects.jsonl and cook_manifest.json"
+    )
+
+
+def _overrides(args: argparse.Namespace) -> list[str]:
     overrides = list(args.overrides)
     if args.input:
         overrides.append(f"input.path={args.input}")
@@ -66,17 +121,48 @@ def handle(args: argparse.Namespace) -> int:
         overrides.append(f"output.dir={args.output}")
     if args.workers is not None:
         if args.workers < 0:
-            from cook.errors import ConfigError
-
             raise ConfigError("--workers: must be >= 0")
         if args.workers > 0:
             overrides.append(f"ray.num_actors={args.workers}")
     if args.ray_address:
         overrides.append(f"ray.address={args.ray_address}")
-    config = load_config(args.pipeline, overrides)
+    return overrides
+
+
+@contextmanager
+def joined_cluster(config: PipelineConfig, workers: int) -> Iterator[None]:
+    """Join ``ray.address`` before any work (bounded; ConfigError when it cannot be), leave it after."""
+    if workers == 0 or config.ray.address in (None, "local"):  # in-process, or the executor's embedded Ray
+        yield
+        return
+    from cook.runner.ray_connect import start_ray
+
+    joined = start_ray(config.ray.address, 0, config.ray.connect_timeout_s)
+    try:
+        yield
+    finally:
+        if joined:
+            import ray
+
+            ray.shutdown()
+
+
+def handle(args: argparse.Namespace) -> int:
+    config = load_config(args.pipeline, _overrides(args))
+    preflight(config)
     workers = 0 if args.workers == 0 else config.ray.num_actors
-    summary = run_pipeline(
-        config, executor_factory(config.ray.address, workers), overwrite=args.overwrite, progress=not args.quiet
-    )
-    print(summary_table(summary), file=sys.stdout)
+    with joined_cluster(config, workers):
+        summary = run_pipeline(
+            config, executor_factory(config.ray.address, workers), overwrite=args.overwrite, progress=not args.quiet
+        )
+    try:
+        print(summary_table(summary, config.packing.seq_len), file=sys.stdout, flush=True)
+    except BrokenPipeError:  # a pager or `head` closed stdout; the run itself is done
+        sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - keeps the interpreter's final flush quiet
+    warning = truncation_warning(summary.counts, config.packing.seq_len)
+    if warning:
+        print(warning, file=sys.stderr)
+    if summary.counts["packs"] == 0:
+        print(f"cook: error: {nothing_packed(summary, config)}", file=sys.stderr)
+        return 1
     return 0

@@ -1,9 +1,12 @@
-"""``cook stats DIR [--plot FILE.png] [--json]``: packing efficiency, pack fill and sequence-length
-histograms, sources per pack, media-token share and reject reasons.
+"""``cook stats DIR [--plot FILE.png] [--json] [--global-batch-size N]``: packing efficiency, pack fill
+and sequence-length histograms, sources per pack, media-token share, truncation and reject reasons.
 
 A text table on stdout, or one JSON object with ``--json`` (``cook.validate.stats.summarize``).
 ``--plot`` writes a 2x2 PNG (matplotlib, Agg): fill histogram, sequence lengths, sources per pack,
-reject reasons. Exit 0; 2 for a directory that is not a dataset.
+reject reasons. Truncation (``truncated_sequences``, ``truncated_tokens``) comes from the manifest's
+counts (0 for a manifest written before they were counted). ``--global-batch-size N`` adds
+``steps_per_epoch`` = packs // N (full global batches of N packs in one pass). Exit 0; 2 for a directory that is not a
+dataset or a ``--plot`` path that cannot be written (checked before the dataset is read).
 """
 
 from __future__ import annotations
@@ -15,6 +18,8 @@ import os
 import sys
 from typing import Any
 
+from cook import format as fmt
+from cook.errors import ConfigError
 from cook.validate import NotADataset, check_is_dataset
 from cook.validate.stats import compute_stats, summarize
 
@@ -24,6 +29,7 @@ def add_parser(sub: Any) -> None:
     p.add_argument("dir", help="cooked dataset directory")
     p.add_argument("--plot", metavar="FILE.png", help="write a 2x2 PNG of the histograms")
     p.add_argument("--json", action="store_true", help="print one JSON object on stdout")
+    p.add_argument("--global-batch-size", type=int, metavar="N", help="also report steps per epoch at N packs a step")
     p.set_defaults(handler=handle)
 
 
@@ -33,9 +39,19 @@ def handle(args: argparse.Namespace) -> int:
     except NotADataset as err:
         print(f"cook: error: {err}", file=sys.stderr)
         return 2
-    summary = summarize(compute_stats(args.dir))
     if args.plot:
-        plot(summary, args.plot, args.dir)
+        check_plot_path(args.plot)
+    if args.global_batch_size is not None and args.global_batch_size < 1:
+        raise ConfigError(f"--global-batch-size: must be >= 1, got {args.global_batch_size}")
+    summary = {**summarize(compute_stats(args.dir)), **truncation(args.dir)}
+    if args.global_batch_size is not None:
+        summary["global_batch_size"] = args.global_batch_size
+        summary["steps_per_epoch"] = summary["packs"] // args.global_batch_size
+    if args.plot:
+        try:
+            plot(summary, args.plot, args.dir)
+        except OSError as err:
+            raise ConfigError(f"--plot {args.plot}: cannot write ({err.strerror or err})") from None
         print(f"cook stats: wrote {args.plot}", file=sys.stderr)
     try:
         print(json.dumps(summary) if args.json else table(summary))
@@ -43,6 +59,24 @@ def handle(args: argparse.Namespace) -> int:
     except BrokenPipeError:  # a pager or `head` closed stdout
         sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - keeps the interpreter's final flush quiet
     return 0
+
+
+def check_plot_path(path: str) -> None:
+    """``--plot FILE.png`` can be written: its directory exists and is writable, and it is not a directory."""
+    parent = os.path.dirname(os.path.abspath(path))
+    if os.path.isdir(path):
+        raise ConfigError(f"--plot {path}: is a directory; give a file name such as stats.png")
+    if not os.path.isdir(parent):
+        raise ConfigError(f"--plot {path}: directory {parent!r} does not exist")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise ConfigError(f"--plot {path}: directory {parent!r} is not writable")
+
+
+def truncation(root: str) -> dict[str, int]:
+    """``truncated_sequences`` and ``truncated_tokens`` from the manifest's counts (0 when absent)."""
+    with open(os.path.join(root, fmt.MANIFEST_NAME), encoding="utf-8") as handle:
+        counts = json.load(handle).get("counts", {})
+    return {key: int(counts.get(key, 0)) for key in ("truncated_sequences", "truncated_tokens")}
 
 
 def _bar(count: int, most: int, width: int = 30) -> str:
@@ -73,7 +107,10 @@ def table(s: dict[str, Any]) -> str:
         f"packs               {s['packs']:,}  (seq_len {s['seq_len']})",
         f"sources             {s['sources']:,}" + (f" of {s['records_in']:,} records" if s["records_in"] else ""),
         f"tokens              {s['tokens']:,} + {s['padding_tokens']:,} padding",
+        f"truncated           {s.get('truncated_sequences', 0):,} sequences, "
+        f"{s.get('truncated_tokens', 0):,} tokens cut{_truncated_share(s)}",
         f"packing efficiency  {s['packing_efficiency']:.2%}  (tokens / (packs * seq_len))",
+        *_steps(s),
         f"media tokens        image {media['image']:,} ({media['image_share']:.1%}), "
         f"audio {media['audio']:,} ({media['audio_share']:.1%})",
         "",
@@ -90,6 +127,21 @@ def table(s: dict[str, Any]) -> str:
         *(f"  {reason:<16}  {n:>8,}" for reason, n in s["rejects"].items()),
     ]
     return "\n".join(lines)
+
+
+def _steps(s: dict[str, Any]) -> list[str]:
+    if "steps_per_epoch" not in s:
+        return []
+    left = s["packs"] - s["steps_per_epoch"] * s["global_batch_size"]
+    return [
+        f"steps per epoch     {s['steps_per_epoch']:,} at global batch size {s['global_batch_size']:,}"
+        + (f" (+ {left:,} packs left over)" if left else "")
+    ]
+
+
+def _truncated_share(s: dict[str, Any]) -> str:
+    truncated, sources = s.get("truncated_sequences", 0), s.get("sources", 0)
+    return f" ({truncated / sources:.1%} of the sources)" if truncated and sources else ""
 
 
 def plot(s: dict[str, Any], path: str, title: str) -> None:

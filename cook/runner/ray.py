@@ -5,8 +5,7 @@ job (cook a unit, write a shard), ``IN_FLIGHT_PER_ACTOR`` jobs per actor at a ti
 handling. An actor returns its result pickled to bytes, so the driver counts exactly what crosses
 to it (``received_bytes``): summaries and shard entries, never samples, which the actors stage
 under the output directory (``cook.runner.staging.DiskStore``; shared storage on a cluster).
-``start_ray(None, ...)`` starts a local Ray on 127.0.0.1 with capped CPUs and object store; an
-address joins a cluster (``auto``, ``ray://...``).
+Starting or joining Ray (bounded connect, token-auth hints) is ``cook.runner.ray_connect``.
 
 When an actor dies on a unit, Ray restarts the actor and the unit is cooked again with a trace
 (``Attempt.trace``, under the output directory, so it must be on storage the driver can read). If
@@ -25,57 +24,13 @@ from typing import Any
 
 from cook import format as fmt
 from cook.config import PipelineConfig
+from cook.runner.ray_connect import start_ray, worker_env
 from cook.runner.staging import DiskStore
 from cook.runner.units import Attempt, ShardDone, ShardTask, Unit, UnitSummary
-from cook.runner.worker import FAULT_ENV, CookWorker
+from cook.runner.worker import CookWorker
 
-OBJECT_STORE_BYTES = 512 * 2**20
 IN_FLIGHT_PER_ACTOR = 2
 MAX_ATTEMPTS = 8
-# The embedded local Ray is only cook's: no idle workers started ahead (the actors bring their own
-# runtime env), and no task events or metrics for a dashboard that is not there. Given as Ray's
-# ``RAY_<setting>`` environment variables (inherited by the processes ``ray.init`` starts), not as
-# ``_system_config``: a Ray that no longer knows a setting ignores the variable, while an unknown
-# ``_system_config`` key makes its GCS fail to start. A value already in the environment wins.
-LOCAL_RAY_ENV = {
-    "RAY_prestart_worker_first_driver": "false",
-    "RAY_enable_worker_prestart": "false",
-    "RAY_task_events_report_interval_ms": "0",
-    "RAY_enable_metrics_collection": "false",
-    "RAY_event_stats": "false",
-}
-
-
-def _worker_env() -> dict[str, str]:
-    env = {"TOKENIZERS_PARALLELISM": "false"}
-    if os.environ.get(FAULT_ENV):
-        env[FAULT_ENV] = os.environ[FAULT_ENV]
-    return env
-
-
-def start_ray(address: str | None, num_cpus: int) -> bool:
-    """Start or join Ray; returns True when this call started it (and must shut it down)."""
-    import ray
-
-    if ray.is_initialized():
-        return False
-    runtime_env = {"env_vars": _worker_env()}
-    if address is None:
-        for name, value in LOCAL_RAY_ENV.items():
-            os.environ.setdefault(name, value)
-        ray.init(
-            address="local",
-            num_cpus=num_cpus,
-            object_store_memory=OBJECT_STORE_BYTES,
-            include_dashboard=False,
-            _node_ip_address="127.0.0.1",
-            runtime_env=runtime_env,
-            log_to_driver=False,
-            configure_logging=False,
-        )
-    else:
-        ray.init(address=address, runtime_env=runtime_env, log_to_driver=False, configure_logging=False)
-    return True
 
 
 def _last_traced(path: str) -> int | None:
@@ -104,9 +59,9 @@ class RayExecutor:
         import ray
 
         cpus = max(os.cpu_count() or 1, math.ceil(num_actors * config.ray.cpus_per_actor))
-        self._owns_ray = start_ray(address, cpus)
+        self._owns_ray = start_ray(address, cpus, config.ray.connect_timeout_s)
         actor_class = ray.remote(num_cpus=config.ray.cpus_per_actor, max_restarts=-1, max_task_retries=0)(RayWorker)
-        options = actor_class.options(runtime_env={"env_vars": _worker_env()})
+        options = actor_class.options(runtime_env={"env_vars": worker_env()})
         self.actors: list[Any] = [options.remote(config) for _ in range(num_actors)]
         self.store = DiskStore(config.output.dir)
         self.slots = IN_FLIGHT_PER_ACTOR * num_actors

@@ -4,7 +4,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from cook.config import load_config, pipeline_schema
+from cook.config import MAX_SEQ_LEN, load_config, pipeline_schema
 from cook.errors import ConfigError
 from tests.conftest import REPO
 
@@ -40,6 +40,15 @@ def test_defaults_and_overrides(tmp_path: Path) -> None:
         (BASE, ["packing.buffer_size=0"], "packing.buffer_size: 0 is not a valid value"),
         (BASE, ["oops"], "--set 'oops': expected key.path=value"),
         (BASE, ["input.path.deeper=1"], "--set input.path.deeper: 'path' is not a mapping"),
+        (BASE, ["packing.seqlen=1"], "--set packing.seqlen: unknown key (did you mean seq_len?)"),
+        (BASE, ["ray.conect_timeout_s=5"], "--set ray.conect_timeout_s: unknown key (did you mean connect_timeout_s?)"),
+        (BASE, ["pakcing.seq_len=1"], "--set pakcing.seq_len: unknown key (did you mean packing?)"),
+        (BASE, ["packing.zzz=1"], "--set packing.zzz: unknown key (valid: seq_len, algorithm, buffer_size,"),
+        (BASE, ["input.media_stores.x=1"], "--set input.media_stores.x: 'media_stores' is not a mapping"),
+        ({**BASE, "packing": {"seq_lenn": 5}}, [], "(seq_lenn: did you mean seq_len?)"),
+        (BASE, [f"packing.seq_len={10**12}"], "packing.seq_len: 1000000000000 is greater than the maximum of 16777216"),
+        (BASE, [f"packing.seq_len={2**31}"], "packing.seq_len: 2147483648 is greater than the maximum"),
+        (BASE, ["ray.connect_timeout_s=0"], "ray.connect_timeout_s: 0 is less than or equal to the minimum of 0"),
     ],
 )
 def test_errors_are_one_line_and_name_the_key(tmp_path: Path, data: dict, overrides: list, message: str) -> None:
@@ -47,6 +56,19 @@ def test_errors_are_one_line_and_name_the_key(tmp_path: Path, data: dict, overri
         load_config(write(tmp_path, data), overrides)
     text = str(info.value)
     assert message in text and "\n" not in text
+
+
+def test_a_set_typo_is_the_flags_not_the_files(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError) as info:
+        load_config(write(tmp_path, BASE), ["packing.seqlen=1"])
+    assert str(info.value) == "--set packing.seqlen: unknown key (did you mean seq_len?)"
+
+
+def test_seq_len_bound_and_connect_timeout_default(tmp_path: Path) -> None:
+    assert MAX_SEQ_LEN == 2**24 < 2**31 - 1
+    cfg = load_config(write(tmp_path, BASE), [f"packing.seq_len={MAX_SEQ_LEN}"])
+    assert cfg.packing.seq_len == MAX_SEQ_LEN and cfg.ray.connect_timeout_s == 30.0
+    assert load_config(write(tmp_path, BASE), ["ray.connect_timeout_s=2.5"]).ray.connect_timeout_s == 2.5
 
 
 def test_all_errors_collected(tmp_path: Path) -> None:
@@ -88,6 +110,7 @@ def test_required_keys_exist() -> None:
         "output.dir",
         "ray.address",
         "ray.num_actors",
+        "ray.connect_timeout_s",
     ]:
         node = props
         *parents, leaf = dotted.split(".")

@@ -1,0 +1,461 @@
+"""Whole ``cook run`` jobs, in-process and with 1 and 2 Ray actors, against bare decode/tokenize (issue 12).
+
+    .venv/bin/python -m bench.run_all bench_job
+
+Every cook figure is **marginal**: (big run) - (small run) of the same command, so what a job pays
+once (imports, Ray start, tokenizer load, the manifest) cancels and what is left is the cost of the
+extra input. Each figure is the median over ``BENCH_REPEATS`` repeats (default 3); within a repeat
+the runs are interleaved, so drift on a shared machine hits them alike.
+
+- **Images**: a LLaVA WebDataset (``KEY.json`` + ``KEY.jpg``, ``IMAGES_PER_TAR`` samples per tar, one
+  work unit per tar) of photo-like JPEGs (``bench_media.photo_jpeg``) whose sides are multiples of
+  32 px from 640x480 to 1600x1184, so each patch grid is the native one (inside ``[1024, 13312]``, both
+  sides even; checked): cook's media work is decode + patchify, no resize. ``pipelines/omni_sft.yaml``
+  with ``input.format=wds``, ``cooker=llava``, ``packing.seq_len=16384``; the json's ``"image"`` names
+  the sample's own ``.jpg`` member, which the media store resolves first. Baseline: Pillow decode to
+  RGB + the uint8 [P, 768] patch copy, in this process. Big run ``BENCH_IMAGES`` images (default 768),
+  small run 16; no record may be rejected.
+- **Text**: ``common.text_corpus`` copies with ``pipelines/text_sft.yaml`` (1 MiB work units, so the
+  actors have units to share). Baseline: the tokenizer's ``encode_batch`` on the chat-template
+  rendering of the same conversations, one thread (as in bench_text_cook). Big run
+  ``BENCH_TEXT_COPIES`` copies of the demo chats (default 160), small run 8. The demo chats hold one
+  record with a bad role per copy: it is rejected, as in bench_text_cook.
+
+How a job's processes are counted (the driver's CPU, the whole tree's CPU, the driver's peak RSS) is
+in ``bench/job_run.py``; this measurement runs in its own process (``run()`` starts it) because it
+makes itself the child subreaper of the jobs.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tarfile
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from bench.common import DEMO_TOKENIZER, REPO, WORK, single_threaded_tokenizers, text_corpus
+from bench.job_run import become_subreaper, run_job
+
+COMMAND = ".venv/bin/python -m bench.run_all bench_job"
+IMAGES_PER_TAR = 8
+SMALL_IMAGES = 16
+SMALL_TEXT_COPIES = 8
+TEXT_UNIT_BYTES = 2**20
+PATCH_PX = 16
+IMAGE_SETS = ("--set", "input.format=wds", "--set", "cooker=llava", "--set", "packing.seq_len=16384")
+TEXT_SETS = ("--set", f"input.unit_bytes={TEXT_UNIT_BYTES}")
+SINGLE_THREAD_ENV = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
+CPU_RATIO_TARGET = {"images": 0.6, "text": None}  # bare CPU / in-process job CPU, at least
+DRIVER_SHARE_TARGET = {"images": 0.10, "text": 0.05}  # driver CPU / job CPU with 2 actors, at most
+SPEEDUP_TARGET = 1.7  # in-process wall / 2-actor wall, at least
+FLAT_RSS = 1.2  # "flat": the driver's peak at ~10x the input at most 1.2x its peak at 1x
+WORKERS = (0, 1, 2)
+
+
+def _env_int(name: str, default: int) -> int:
+    return int(os.environ.get(name, default))
+
+
+# ---------------------------------------------------------------- inputs (deterministic, cached)
+def image_size(seed: int) -> tuple[int, int]:
+    """(W, H), multiples of 32 px: 640..1600 x 480..1184, so the native patch grid has even sides."""
+    rng = np.random.default_rng([12, seed])
+    return 32 * int(rng.integers(20, 51)), 32 * int(rng.integers(15, 38))
+
+
+def photo(seed: int) -> bytes:
+    from bench.bench_media import photo_jpeg
+
+    path = WORK / "job_photos" / f"{seed:05d}.jpg"
+    if not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(".tmp")
+        tmp.write_bytes(photo_jpeg(20_000 + seed, *image_size(seed)))
+        tmp.rename(path)
+    return path.read_bytes()
+
+
+def image_dataset(n_images: int) -> Path:
+    """A directory of LLaVA WebDataset tars holding photos 0 .. n_images - 1."""
+    root = WORK / f"job_images_{n_images}"
+    if (root / "done").exists():
+        return root
+    print(f"bench_job: writing {n_images} photos into {root}", file=sys.stderr)
+    shutil.rmtree(root, ignore_errors=True)
+    root.mkdir(parents=True)
+    turns = [{"from": "human", "value": "<image>\nDescribe."}, {"from": "gpt", "value": "A photo."}]
+    for part in range(n_images // IMAGES_PER_TAR):
+        with tarfile.open(root / f"part-{part:04d}.tar", "w", format=tarfile.USTAR_FORMAT) as tar:
+            for seed in range(part * IMAGES_PER_TAR, (part + 1) * IMAGES_PER_TAR):
+                key = f"img{seed:05d}"
+                record = json.dumps({"conversations": turns, "image": f"{key}.jpg"}).encode()
+                for name, data in ((f"{key}.json", record), (f"{key}.jpg", photo(seed))):
+                    info = tarfile.TarInfo(name)
+                    info.size = len(data)
+                    tar.addfile(info, io.BytesIO(data))
+    (root / "done").write_text("")
+    return root
+
+
+def check_native_grid(n_images: int) -> None:
+    """Every photo's patch grid is its native one: cook decodes and patchifies, never resizes."""
+    from cook.config import ImageConfig
+    from cook.media.image import choose_grid
+
+    config = ImageConfig()
+    for seed in range(n_images):
+        width, height = image_size(seed)
+        grid = choose_grid(height, width, config.min_patches, config.max_patches)
+        assert grid == (height // PATCH_PX, width // PATCH_PX), (seed, width, height, grid)
+
+
+# ---------------------------------------------------------------- baselines (this process, CPU s)
+def bare_image(data: bytes) -> None:
+    """Pillow decode to RGB, then the uint8 [P, 768] patch copy (16x16, channel-major), as cook stores."""
+    from PIL import Image
+
+    pixels = np.asarray(Image.open(io.BytesIO(data)).convert("RGB"))  # uint8 [H, W, 3]
+    height, width, channels = pixels.shape
+    grid = pixels.reshape(height // PATCH_PX, PATCH_PX, width // PATCH_PX, PATCH_PX, channels)
+    np.ascontiguousarray(grid.transpose(0, 2, 4, 1, 3).reshape(-1, channels * PATCH_PX * PATCH_PX))
+
+
+def marginal_cpu(big: Callable[[], object], small: Callable[[], object], repeats: int) -> float:
+    """Median over repeats of CPU(big) - CPU(small), run back to back; results dropped at once."""
+    diffs = []
+    for _ in range(repeats):
+        start = time.process_time()
+        big()
+        middle = time.process_time()
+        small()
+        diffs.append((middle - start) - (time.process_time() - middle))
+    return statistics.median(diffs)
+
+
+def bare_images(n_big: int, repeats: int) -> float:
+    photos = [photo(seed) for seed in range(n_big)]
+
+    def each(items: Sequence[bytes]) -> None:
+        for data in items:
+            bare_image(data)
+
+    return marginal_cpu(lambda: each(photos), lambda: each(photos[:SMALL_IMAGES]), repeats)
+
+
+def bare_text(copies: int, repeats: int) -> float:
+    from transformers import AutoTokenizer
+
+    hf = AutoTokenizer.from_pretrained(str(DEMO_TOKENIZER))
+    rows = [json.loads(line) for line in text_corpus(1).read_text().splitlines()]
+    texts = [hf.apply_chat_template(row["messages"], tokenize=False) for row in rows]
+    big, small = texts * copies, texts * SMALL_TEXT_COPIES  # text_corpus(c) is the rows c times over
+    encode = hf.backend_tokenizer.encode_batch
+    return marginal_cpu(
+        lambda: encode(big, add_special_tokens=False), lambda: encode(small, add_special_tokens=False), repeats
+    )
+
+
+# ---------------------------------------------------------------- jobs
+@dataclass(frozen=True)
+class Workload:
+    """What to cook and how: inputs by size ("big", "small", "tenth" = a tenth of big) and their bytes."""
+
+    name: str
+    pipeline: str
+    sets: tuple[str, ...]
+    inputs: dict[str, Path]
+    source_bytes: dict[str, int]
+    rejects_expected: bool
+
+
+@dataclass(frozen=True)
+class Job:
+    """One ``cook run`` (see bench/job_run.py for how each figure is counted)."""
+
+    wall_s: float
+    tree_cpu_s: float
+    driver_cpu_s: float
+    driver_hwm_mib: float
+    stored_bytes: int
+    received_bytes: float | None  # ``driver_received_bytes`` of ``cook run --json``, if it reports one
+    records: int
+    rejected: int
+    left_behind: int
+
+
+def _received_bytes(stdout: str) -> float | None:
+    """``driver_received_bytes`` at any depth of the JSON object ``cook run --json`` printed, if any."""
+    for text in (stdout, *reversed(stdout.strip().splitlines())):
+        try:
+            tree = json.loads(text)
+        except ValueError:
+            continue
+        stack = [tree]
+        while stack:
+            node = stack.pop()
+            if isinstance(node, dict):
+                if isinstance(node.get("driver_received_bytes"), int | float):
+                    return float(node["driver_received_bytes"])
+                stack.extend(node.values())
+    return None
+
+
+def cook_supports_json() -> bool:
+    done = subprocess.run(
+        [sys.executable, "-m", "cook.cli.main", "run", "--help"], cwd=REPO, capture_output=True, text=True
+    )
+    return "--json" in done.stdout
+
+
+def cook_job(work: Workload, size: str, workers: int, use_json: bool) -> Job:
+    """``cook run`` into a scratch directory, removed after; a rejected record fails the benchmark
+    unless the workload expects rejects."""
+    out = WORK / "job_out"
+    args = ["run", work.pipeline, "--input", str(work.inputs[size]), "--output", str(out)]
+    args += ["--workers", str(workers), *work.sets, "--overwrite", "--quiet", *(["--json"] if use_json else [])]
+    env = {**os.environ, "RAY_AUTH_MODE": "disabled", "TOKENIZERS_PARALLELISM": "false"}
+    stats = run_job(args, REPO, env, WORK / "job_scratch")
+    if stats.rc != 0:
+        raise RuntimeError(f"cook {' '.join(args)} exited {stats.rc}:\n{stats.stderr[-3000:]}")
+    counts = json.loads((out / "cook_manifest.json").read_text())["counts"]
+    if counts["records_rejected"] and not work.rejects_expected:
+        raise RuntimeError(f"cook {' '.join(args)} rejected {counts['records_rejected']} records: see {out}")
+    stored = sum(p.stat().st_size for p in out.glob("shard-*.tar"))
+    shutil.rmtree(out)
+    print(
+        f"  {work.name} {size} workers={workers}: {counts['records_in']:,} records, wall {stats.wall_s:.1f} s, "
+        f"job CPU {stats.tree_cpu_s:.1f} s, driver CPU {stats.driver_cpu_s:.1f} s, "
+        f"driver peak {stats.driver_hwm_mib:.0f} MiB",
+        file=sys.stderr,
+    )
+    return Job(
+        stats.wall_s, stats.tree_cpu_s, stats.driver_cpu_s, stats.driver_hwm_mib, stored,
+        _received_bytes(stats.stdout), counts["records_in"], counts["records_rejected"], stats.left_behind,
+    )  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Figures:
+    """Medians over repeats. Per worker count: marginal wall, job CPU and driver CPU seconds."""
+
+    wall_s: dict[int, float]
+    wall_range_s: dict[int, tuple[float, float]]  # min and max over the repeats, to judge the noise
+    tree_cpu_s: dict[int, float]
+    driver_cpu_s: dict[int, float]
+    stored_bytes: float  # marginal, 2 actors
+    received_bytes: float | None  # marginal, 2 actors
+    hwm_tenth_mib: float  # not marginal: the driver's peak with 2 actors
+    hwm_big_mib: float
+    records: int  # marginal
+    rejected: int  # marginal
+    left_behind: int  # summed over every job
+
+
+def measure(work: Workload, repeats: int, use_json: bool) -> Figures:
+    series: dict[str, list[float]] = {}
+
+    def add(key: str, value: float | None) -> None:
+        if value is not None:
+            series.setdefault(key, []).append(value)
+
+    for repeat in range(repeats):
+        print(f"bench_job {work.name}: repeat {repeat + 1}/{repeats}", file=sys.stderr)
+        for w in WORKERS:
+            small, big = cook_job(work, "small", w, use_json), cook_job(work, "big", w, use_json)
+            add(f"wall{w}", big.wall_s - small.wall_s)
+            add(f"tree{w}", big.tree_cpu_s - small.tree_cpu_s)
+            add(f"driver{w}", big.driver_cpu_s - small.driver_cpu_s)
+            add("left", small.left_behind + big.left_behind)
+            if w == 2:
+                add("stored", big.stored_bytes - small.stored_bytes)
+                if big.received_bytes is not None and small.received_bytes is not None:
+                    add("received", big.received_bytes - small.received_bytes)
+                add("hwm_big", big.driver_hwm_mib)
+                add("records", big.records - small.records)
+                add("rejected", big.rejected - small.rejected)
+        tenth = cook_job(work, "tenth", 2, use_json)
+        add("hwm_tenth", tenth.driver_hwm_mib)
+        add("left", tenth.left_behind)
+    med = {key: statistics.median(values) for key, values in series.items()}
+    return Figures(
+        wall_s={w: med[f"wall{w}"] for w in WORKERS},
+        wall_range_s={w: (min(series[f"wall{w}"]), max(series[f"wall{w}"])) for w in WORKERS},
+        tree_cpu_s={w: med[f"tree{w}"] for w in WORKERS},
+        driver_cpu_s={w: med[f"driver{w}"] for w in WORKERS},
+        stored_bytes=med["stored"],
+        received_bytes=med.get("received"),
+        hwm_tenth_mib=med["hwm_tenth"],
+        hwm_big_mib=med["hwm_big"],
+        records=int(med["records"]),
+        rejected=int(med["rejected"]),
+        left_behind=int(sum(series["left"])),
+    )
+
+
+def image_workload(n_images: int) -> Workload:
+    check_native_grid(n_images)
+    counts = {"big": n_images, "small": SMALL_IMAGES, "tenth": max(1, round(n_images / 10 / IMAGES_PER_TAR))}
+    counts["tenth"] *= IMAGES_PER_TAR
+    inputs = {size: image_dataset(n) for size, n in counts.items()}
+    source = {size: sum(len(photo(seed)) for seed in range(n)) for size, n in counts.items()}
+    return Workload("images", "pipelines/omni_sft.yaml", IMAGE_SETS, inputs, source, rejects_expected=False)
+
+
+def text_workload(copies: int) -> Workload:
+    inputs = {size: text_corpus(c) for size, c in (("big", copies), ("small", SMALL_TEXT_COPIES))}
+    inputs["tenth"] = text_corpus(max(1, round(copies / 10)))
+    source = {size: path.stat().st_size for size, path in inputs.items()}
+    return Workload("text", "pipelines/text_sft.yaml", TEXT_SETS, inputs, source, rejects_expected=True)
+
+
+# ---------------------------------------------------------------- report
+def _verdict(ok: bool) -> str:
+    return "met" if ok else "**not met**"
+
+
+def figure_rows(work: Workload, fig: Figures, bare_cpu_s: float) -> str:
+    """The table rows of one workload: figure | median | target | met."""
+    source = work.source_bytes["big"] - work.source_bytes["small"]
+    cpu_ratio = bare_cpu_s / fig.tree_cpu_s[0]
+    one, two = fig.wall_s[0] / fig.wall_s[1], fig.wall_s[0] / fig.wall_s[2]
+    share, share_target = fig.driver_cpu_s[2] / fig.tree_cpu_s[2], DRIVER_SHARE_TARGET[work.name]
+    growth = fig.hwm_big_mib / fig.hwm_tenth_mib
+    times = work.source_bytes["big"] / work.source_bytes["tenth"]
+    cpu_target = CPU_RATIO_TARGET[work.name]
+    received = "n/a: `cook run --json` reports no `driver_received_bytes`"
+    if fig.received_bytes is not None:
+        received = f"{fig.received_bytes / source:.4f}"
+    return "\n".join(
+        [
+            f"| CPU: bare / in-process job ({bare_cpu_s:.2f} s / {fig.tree_cpu_s[0]:.2f} s) | **{cpu_ratio:.2f}** | "
+            + (f"≥ {cpu_target:.2f} | {_verdict(cpu_ratio >= cpu_target)} |" if cpu_target else "— | |"),
+            f"| wall speed-up, Ray 1 actor vs in-process | {one:.2f}x | — | |",
+            f"| wall speed-up, Ray 2 actors vs in-process | **{two:.2f}x** | ≥ {SPEEDUP_TARGET}x "
+            f"| {_verdict(two >= SPEEDUP_TARGET)} |",
+            f"| driver CPU / job CPU, 2 actors ({fig.driver_cpu_s[2]:.2f} s / {fig.tree_cpu_s[2]:.2f} s) "
+            f"| **{share:.1%}** | ≤ {share_target:.0%} | {_verdict(share <= share_target)} |",
+            f"| stored shard bytes per source byte | {fig.stored_bytes / source:.2f} | — | |",
+            f"| bytes received by the driver per source byte | {received} | — | |",
+            f"| driver peak RSS, 2 actors, at 1x -> {times:.1f}x the source bytes | {fig.hwm_tenth_mib:,.0f} -> "
+            f"{fig.hwm_big_mib:,.0f} MiB ({growth:.2f}x) | flat: ≤ {FLAT_RSS}x | {_verdict(growth <= FLAT_RSS)} |",
+        ]
+    )
+
+
+def detail_rows(work: Workload, fig: Figures, unit: str) -> str:
+    labels = {0: "in-process (`--workers 0`)", 1: "Ray, 1 actor (`--workers 1`)", 2: "Ray, 2 actors (`--workers 2`)"}
+    return "\n".join(
+        f"| {work.name} | {labels[w]} | {fig.wall_s[w]:.2f} | {fig.wall_range_s[w][0]:.2f} .. "
+        f"{fig.wall_range_s[w][1]:.2f} | {fig.records / fig.wall_s[w]:,.0f} {unit}/s "
+        f"| {fig.tree_cpu_s[w]:.2f} | {fig.driver_cpu_s[w]:.2f} |"
+        for w in WORKERS
+    )
+
+
+def section(results: list[tuple[Workload, Figures, float]], repeats: int, copies: int) -> str:
+    (images, image_fig, image_bare), (text, text_fig, text_bare) = results
+    mb = {w.name: (w.source_bytes["big"] - w.source_bytes["small"]) / 1e6 for w, _, _ in results}
+    n_chats = len(text_corpus(1).read_text().splitlines())
+    left = image_fig.left_behind + text_fig.left_behind
+    leftovers = "No job left a process running (none had to be killed)."
+    if left:
+        leftovers = f"**{left} processes were still alive 60 s after their driver exited and were killed.**"
+    head = "| figure | median | target | met |\n| --- | ---: | ---: | --- |"
+    return f"""## Whole `cook run` jobs: CPU vs bare decode/tokenize, Ray scale-out, the driver's share (issue 12)
+
+`{COMMAND}`
+
+Every figure but peak RSS is **marginal**, (big run) - (small run) of the same `cook run`, so
+start-up (imports, Ray start, tokenizer load, manifest) cancels; median of {repeats} repeat(s), the
+runs interleaved; each ratio is of the medians.
+
+- **Images**: {SMALL_IMAGES + image_fig.records:,} vs {SMALL_IMAGES} photo-like JPEGs ({mb["images"]:.1f} MB marginal),
+  640x480 .. 1600x1184 with sides multiples of 32 px (native patch grid: decode + patchify, no
+  resize), as a LLaVA WebDataset of {IMAGES_PER_TAR} samples per tar (one work unit each):
+  `cook run pipelines/omni_sft.yaml --set input.format=wds --set cooker=llava --set packing.seq_len=16384`;
+  0 records rejected. Baseline: Pillow `Image.open(BytesIO).convert("RGB")`, `np.asarray` and the
+  uint8 [P, 768] 16x16 patch copy, in one process.
+- **Text**: {copies} vs {SMALL_TEXT_COPIES} copies of the {n_chats} demo chats ({text_fig.records:,} marginal records,
+  {mb["text"]:.1f} MB of JSONL; one chat per copy has a bad role and is rejected: {text_fig.rejected:,} of them):
+  `cook run pipelines/text_sft.yaml --set input.unit_bytes={TEXT_UNIT_BYTES}`. Baseline: the demo
+  tokenizer's `encode_batch` on the chat-template rendering of the same conversations, one thread.
+
+Images:
+
+{head}
+{figure_rows(images, image_fig, image_bare)}
+
+Text:
+
+{head}
+{figure_rows(text, text_fig, text_bare)}
+
+Marginal seconds per job:
+
+| input | run | wall s | wall s, min .. max | rate | job CPU s | driver CPU s |
+| --- | --- | ---: | ---: | ---: | ---: | ---: |
+{detail_rows(images, image_fig, "images")}
+{detail_rows(text, text_fig, "records")}
+
+How each figure is measured (bench/job_run.py):
+
+- *Driver CPU*: user + system time of the `cook` process (`python -m bench.job_run`, which calls
+  `cook.cli.main.main`), read from `/proc/PID/stat` after it exited and before it was reaped
+  (`waitid(WNOWAIT)`): all its threads to the end, none of its children.
+- *Job CPU*: the driver's, plus the own user + system time of every other process under the benchmark
+  (gcs_server, raylet, agents, actors; the benchmark is the child subreaper, so orphans stay under it),
+  polled every 0.2 s with the last value kept; not `RUSAGE_CHILDREN`, which misses the actors' CPU
+  (they are not reaped through `wait` along the chain to the benchmark).
+- *Bare CPU*: `time.process_time` of the benchmark process around the baseline loop, big set minus
+  small set, each output dropped at once.
+- *Wall*: `time.perf_counter` from starting the driver to its exit (Ray's shutdown included).
+- *Stored bytes*: the sum of the `shard-*.tar` sizes, per JPEG (or JSONL) byte, 2 actors.
+- *Driver-received bytes*: `driver_received_bytes` of `cook run --json`, when it reports one (bytes of
+  worker results that crossed to the driver), per source byte, 2 actors.
+- *Driver peak RSS*: `VmHWM` of the driver's `/proc/self/status` just before it exits (its own peak
+  since exec), 2 actors, at a tenth of the big input and at the big input.
+
+{leftovers}
+Machine: {os.cpu_count()} cores, shared with other work (1-min load average {os.getloadavg()[0]:.1f} at the
+end): wall times, and so the speed-ups, suffer from any other load; CPU seconds much less.
+"""
+
+
+def report() -> str:
+    become_subreaper()
+    single_threaded_tokenizers()
+    repeats = _env_int("BENCH_REPEATS", 3)
+    n_images, copies = _env_int("BENCH_IMAGES", 768), _env_int("BENCH_TEXT_COPIES", 160)
+    if n_images % IMAGES_PER_TAR or n_images <= SMALL_IMAGES:
+        raise SystemExit(f"BENCH_IMAGES={n_images}: must be a multiple of {IMAGES_PER_TAR} above {SMALL_IMAGES}")
+    if copies <= SMALL_TEXT_COPIES:
+        raise SystemExit(f"BENCH_TEXT_COPIES={copies}: must be above {SMALL_TEXT_COPIES}")
+    use_json = cook_supports_json()
+    results = []
+    for work, bare in ((image_workload(n_images), bare_images), (text_workload(copies), bare_text)):
+        bare_s = bare(n_images if work.name == "images" else copies, repeats)
+        results.append((work, measure(work, repeats, use_json), bare_s))
+    return section(results, repeats, copies)
+
+
+def run() -> str:
+    """The section, measured in a fresh process (it becomes the child subreaper of the jobs)."""
+    env = {**os.environ, **{name: "1" for name in SINGLE_THREAD_ENV}}
+    done = subprocess.run(
+        [sys.executable, "-m", "bench.bench_job"], env=env, cwd=REPO, check=True, stdout=subprocess.PIPE, text=True
+    )
+    return done.stdout
+
+
+if __name__ == "__main__":
+    print(report(), end="")
