@@ -13,10 +13,12 @@ reasons (the rejects and the manifest are written, so the user can see why).
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import asdict
 from typing import Any
 
 from cook.cli.preflight import preflight
@@ -40,6 +42,7 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--workers", type=int, help="cooking actors (overrides ray.num_actors); 0 cooks in-process")
     p.add_argument("--overwrite", action="store_true", help="replace a finished run in the output directory")
     p.add_argument("--quiet", action="store_true", help="no progress output")
+    p.add_argument("--json", action="store_true", help="print the run summary as one JSON object instead of a table")
     p.set_defaults(handler=handle)
 
 
@@ -156,7 +159,10 @@ def handle(args: argparse.Namespace) -> int:
             config, executor_factory(config.ray.address, workers), overwrite=args.overwrite, progress=not args.quiet
         )
     try:
-        print(summary_table(summary, config.packing.seq_len), file=sys.stdout, flush=True)
+        text = (
+            json.dumps(asdict(summary), sort_keys=True) if args.json else summary_table(summary, config.packing.seq_len)
+        )
+        print(text, file=sys.stdout, flush=True)
     except BrokenPipeError:  # a pager or `head` closed stdout; the run itself is done
         sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - keeps the interpreter's final flush quiet
     warning = truncation_warning(summary.counts, config.packing.seq_len)

@@ -31,11 +31,13 @@ def atomic_open(path: str) -> Iterator[BinaryIO]:
 
 
 @contextlib.contextmanager
-def atomic_fd(path: str) -> Iterator[int]:
+def atomic_fd(path: str, drop_cache: bool = False) -> Iterator[int]:
     """``atomic_open`` for unbuffered ``os.write``/``os.writev``: yields the temp file's descriptor.
 
     The same promise: on success the data is fsynced and renamed onto ``path``; on an exception the
     temp file is removed and ``path`` untouched. The descriptor is closed on every path.
+    ``drop_cache`` hands the file's page-cache pages back once it is durable: a writer of many
+    large files that it never reads again then reuses warm pages instead of taking fresh ones.
     """
     tmp = f"{path}.tmp-{os.getpid()}"
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o666)  # umask applies, as for open()
@@ -43,6 +45,8 @@ def atomic_fd(path: str) -> Iterator[int]:
     try:
         yield fd
         os.fsync(fd)
+        if drop_cache:
+            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)  # written and durable: free its pages now
         closed = True
         os.close(fd)
         os.replace(tmp, path)

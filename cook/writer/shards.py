@@ -156,7 +156,7 @@ def write_shard(out_dir: str, shard_index: int, first_pack: int, packs: list[Pac
     name = fmt.shard_name(shard_index)
     pieces, layout = shard_pieces(first_pack, packs)
     path = os.path.join(out_dir, name)
-    with atomic_fd(path) as fd:
+    with atomic_fd(path, drop_cache=True) as fd:
         size, sha256 = write_pieces(fd, pieces)
     atomic_write(path + fmt.INDEX_SUFFIX, struct.pack(f"<{len(layout.offsets)}Q", *layout.offsets))
     return ShardInfo(name, len(packs), first_pack, size, sha256), layout

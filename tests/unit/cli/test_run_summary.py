@@ -77,3 +77,17 @@ def test_nothing_packed_names_the_top_reasons() -> None:
     empty = _summary(packs=0, sources_packed=0, records_rejected=0, records_in=0)
     empty.rejects_by_reason = {}
     assert "the input held no records" in nothing_packed(empty, config)
+
+
+def test_run_json_is_the_summary(tmp_path, capsys) -> None:
+    import json
+
+    from cook.cli.main import main
+
+    assert (
+        main(["run", "pipelines/demo.yaml", "--output", str(tmp_path / "o"), "--workers", "0", "--quiet", "--json"])
+        == 0
+    )
+    body = json.loads(capsys.readouterr().out)
+    assert body["counts"]["records_in"] == body["counts"]["sources_packed"] + body["counts"]["records_rejected"]
+    assert body["shards"] >= 2 and body["driver_received_bytes"] == 0  # in-process: nothing crosses
