@@ -46,7 +46,7 @@ def add_parser(sub: Any) -> None:
     p.set_defaults(handler=handle)
 
 
-def executor_factory(address: str | None, workers: int):
+def executor_factory(address: str | None, workers: int, quiet: bool = True):
     def make(config: PipelineConfig):
         if workers == 0:
             from cook.runner.local import LocalExecutor
@@ -54,7 +54,10 @@ def executor_factory(address: str | None, workers: int):
             return LocalExecutor(config)
         from cook.runner.ray import RayExecutor
 
-        return RayExecutor(config, address, workers)
+        actors = min(workers, config.ray.num_actors)  # run_pipeline caps it at the number of units
+        if not quiet:
+            print(f"cook: starting Ray ({actors} actor{'s' * (actors > 1)})...", file=sys.stderr, flush=True)
+        return RayExecutor(config, address, actors)
 
     return make
 
@@ -156,7 +159,10 @@ def handle(args: argparse.Namespace) -> int:
     workers = 0 if args.workers == 0 else config.ray.num_actors
     with joined_cluster(config, workers):
         summary = run_pipeline(
-            config, executor_factory(config.ray.address, workers), overwrite=args.overwrite, progress=not args.quiet
+            config,
+            executor_factory(config.ray.address, workers, args.quiet),
+            overwrite=args.overwrite,
+            progress=not args.quiet,
         )
     try:
         text = (

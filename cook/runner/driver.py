@@ -72,6 +72,7 @@ class Driver:
 
     def run(self, units: Sequence[Unit]) -> None:
         todo = deque(units[self.resume.unit :])
+        self.unit_bytes = {unit.index: unit.size_bytes for unit in todo}
         waiting: dict[int, UnitSummary] = {}
         turn, cooking, planned_all = self.resume.unit, 0, False
         executor = self.executor
@@ -121,7 +122,9 @@ class Driver:
             self.records_in += summary.records_in
         rejects_bytes, by_reason = self.writer.rejects_position()
         self.snapshots[summary.unit] = (rejects_bytes, self.records_in, by_reason)
-        self.progress.update(summary.records_in, summary.tokens, len(summary.rejects))
+        self.progress.update(
+            self.unit_bytes.get(summary.unit, 0), summary.records_in, summary.tokens, len(summary.rejects)
+        )
         for plan in self.planner.add(summary):
             self._open(plan)
 

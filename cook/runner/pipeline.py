@@ -20,7 +20,7 @@ import json
 import os
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from cook import format as fmt
 from cook.config import PipelineConfig
@@ -86,6 +86,17 @@ def _manifest(config: PipelineConfig, state: RunState, tokenizer: ChatTokenizer)
     )
 
 
+def _discard_if_nothing_done(out_dir: str, state: RunState) -> None:
+    """An early failure (before any unit was consumed) leaves no partial files behind."""
+    if state.next_unit == 0 and not state.shards and state.rejects_bytes == 0:
+        partial = os.path.join(out_dir, fmt.REJECTS_NAME + ".partial")
+        if os.path.isfile(partial) and os.path.getsize(partial) == 0:
+            os.unlink(partial)
+        staged = os.path.join(out_dir, fmt.PROGRESS_DIR, "stage")
+        if not (os.path.isdir(staged) and os.listdir(staged)):
+            remove_progress(out_dir)
+
+
 def _finished_summary(out_dir: str, started: float) -> RunSummary:
     with open(os.path.join(out_dir, fmt.MANIFEST_NAME), encoding="utf-8") as handle:
         manifest = json.load(handle)
@@ -120,9 +131,10 @@ def run_pipeline(
         state = resumed or RunState(run_fingerprint)
         save_state(out_dir, state)  # from here on, staged units survive an interrupt
         writer = DatasetWriter(out_dir, len(state.shards), state.rejects_bytes, state.rejects_by_reason)
-        bar = Progress(len(units) - state.next_unit, enabled=progress)
+        bar = Progress(sum(unit.size_bytes for unit in units[state.next_unit :]), enabled=progress)
         try:
-            executor = executor_factory(config)
+            workers = max(1, min(config.ray.num_actors, len(units) - state.next_unit))  # never more than units
+            executor = executor_factory(replace(config, ray=replace(config.ray, num_actors=workers)))
             try:
                 driver = Driver(config, state, executor, writer, bar)
                 driver.run(units)
@@ -130,6 +142,7 @@ def run_pipeline(
                 executor.close()
         except BaseException:
             writer.close()
+            _discard_if_nothing_done(out_dir, state)
             raise
         finally:
             bar.close()

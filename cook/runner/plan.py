@@ -70,6 +70,8 @@ def plan_units(config: InputConfig) -> list[Unit]:
             pieces = list(parquet_spans(path, config.unit_bytes))
         else:
             pieces = [(None, 1)]
-        base = len(units)
-        units.extend([Unit(base + i, path, fmt, span, first) for i, (span, first) in enumerate(pieces)])
+        base, size = len(units), os.path.getsize(path)
+        for i, (span, first) in enumerate(pieces):
+            share = span[1] - span[0] if fmt == "jsonl" and span else size // len(pieces)
+            units.append(Unit(base + i, path, fmt, span, first, share))
     return units

@@ -42,6 +42,7 @@ class Unit:
     format: str
     span: tuple[int, int] | None = None
     first_index: int = 1
+    size_bytes: int = 0  # about how much input it holds (for progress only)
 
 
 @dataclass(frozen=True)
