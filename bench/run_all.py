@@ -15,7 +15,15 @@ import re
 import sys
 from pathlib import Path
 
-BENCHES = ["bench_text_cook", "bench_packing", "bench_scale", "bench_validate", "bench_media", "bench_job"]
+BENCHES = [
+    "bench_text_cook",
+    "bench_packing",
+    "bench_scale",
+    "bench_validate",
+    "bench_media",
+    "bench_job",
+    "bench_plan",
+]
 RESULTS = Path(__file__).with_name("RESULTS.md")
 HEADER = (
     "# cook benchmarks\n\n"

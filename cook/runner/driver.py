@@ -4,8 +4,9 @@ The driver holds no samples. It sends ``Unit``s to cook and ``ShardTask``s to wr
 ``UnitSummary``s (lengths, patch counts, rejects) and ``ShardDone``s (sha256, size, index rows).
 
 - Writes go out before cooks, so a planned window's shards are written while later units cook.
-- Cooks are bounded (``executor.slots`` at a time, results waiting for their turn included) and
-  held back while many shard tasks wait, so the staged samples stay bounded too.
+- Jobs are bounded (``executor.slots`` outstanding), cooks also by ``executor.lookahead`` (units
+  cooking or waiting for their turn), and cooks are held back while many shard tasks wait, so the
+  staged samples stay bounded too.
 - Summaries are consumed in unit order (a reorder buffer): rejects are written in input order and
   windows are the same whatever finishes first.
 - Shards are committed in index order: their Energon index rows are added, their counts summed.
@@ -37,6 +38,7 @@ class Executor(Protocol):
 
     store: SampleStore  # the driver reads staged summaries (resume) and drops finished units
     slots: int  # jobs it takes at once
+    lookahead: int  # units cooking or cooked but not yet consumed, at most
     received_bytes: int  # what crossed to the driver
 
     def submit(self, job: Unit | ShardTask) -> None: ...
@@ -82,7 +84,7 @@ class Driver:
             while (
                 todo
                 and executor.outstanding() < executor.slots
-                and cooking + len(waiting) < executor.slots
+                and cooking + len(waiting) < executor.lookahead
                 and len(self.tasks) < 2 * executor.slots
             ):
                 unit = todo.popleft()

@@ -17,6 +17,7 @@ from cook.runner.worker import CookWorker
 
 class LocalExecutor:
     slots = 1
+    lookahead = 1
     received_bytes = 0  # nothing crosses a process boundary
 
     def __init__(self, config: PipelineConfig) -> None:

@@ -29,7 +29,8 @@ from cook.runner.staging import DiskStore
 from cook.runner.units import Attempt, ShardDone, ShardTask, Unit, UnitSummary
 from cook.runner.worker import CookWorker
 
-IN_FLIGHT_PER_ACTOR = 2
+IN_FLIGHT_PER_ACTOR = 2  # jobs running or queued on an actor
+LOOKAHEAD_PER_ACTOR = 6  # units cooked ahead of the one whose turn it is (their summaries are small)
 MAX_ATTEMPTS = 8
 
 
@@ -65,14 +66,24 @@ class RayExecutor:
         self.actors: list[Any] = [options.remote(config) for _ in range(num_actors)]
         self.store = DiskStore(config.output.dir)
         self.slots = IN_FLIGHT_PER_ACTOR * num_actors
+        self.lookahead = LOOKAHEAD_PER_ACTOR * num_actors
         self.received_bytes = 0
         self._trace_dir = os.path.join(config.output.dir, fmt.PROGRESS_DIR)
         self._busy = [0] * num_actors
+        self._writes = [0] * num_actors
         self._running: dict[Any, tuple[Unit | ShardTask, Attempt, int, int]] = {}  # ref -> job, attempt, actor, tries
 
+    def _pick(self, job: Unit | ShardTask) -> int:
+        """The actor for ``job``: the least busy; a cook avoids actors writing a shard (a shard of
+        images takes seconds, and the unit queued behind it would hold up every later one)."""
+        if isinstance(job, Unit):
+            return min(range(len(self.actors)), key=lambda a: (self._writes[a] > 0, self._busy[a]))
+        return min(range(len(self.actors)), key=lambda a: (self._busy[a], self._writes[a]))
+
     def _submit(self, job: Unit | ShardTask, attempt: Attempt, tries: int) -> None:
-        actor = min(range(len(self.actors)), key=self._busy.__getitem__)
+        actor = self._pick(job)
         self._busy[actor] += 1
+        self._writes[actor] += isinstance(job, ShardTask)
         self._running[self.actors[actor].run.remote(job, attempt)] = (job, attempt, actor, tries)
 
     def submit(self, job: Unit | ShardTask) -> None:
@@ -90,6 +101,7 @@ class RayExecutor:
             (ref,), _ = ray.wait(list(self._running), num_returns=1)
             job, attempt, actor, tries = self._running.pop(ref)
             self._busy[actor] -= 1
+            self._writes[actor] -= isinstance(job, ShardTask)
             try:
                 payload = ray.get(ref)
             except (RayActorError, WorkerCrashedError):

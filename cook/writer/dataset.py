@@ -66,6 +66,5 @@ class DatasetWriter:
 
     def close(self) -> None:
         """Leave without publishing (error or interrupt): files stay for a resumed run."""
-        self.index.join_import()
         with contextlib.suppress(ValueError, OSError):
             self.rejects.sync()

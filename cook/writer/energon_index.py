@@ -24,17 +24,12 @@ import contextlib
 import hashlib
 import json
 import os
-import threading
 import uuid
 from typing import Any
 
 from cook import format as fmt
 from cook.writer.atomic import atomic_write
 from cook.writer.shards import ShardInfo, ShardLayout
-
-
-def _import_energon() -> None:
-    import megatron.energon.flavors.webdataset.prepare  # noqa: F401  (torch under it: ~1.4 s)
 
 
 def progress_index_path(out_dir: str) -> str:
@@ -56,18 +51,11 @@ class EnergonIndex:
         self.work_path = progress_index_path(out_dir)
         self.kept_shards = kept_shards
         self._writer: Any = None
-        # Energon is imported on a thread while the run starts, so the first shard does not wait for
-        # it; every method joins the thread before touching Energon (two threads importing the same
-        # modules at once can deadlock on the import locks).
-        self._import = threading.Thread(target=_import_energon, name="cook-import-energon", daemon=True)
-        self._import.start()
-
-    def join_import(self) -> None:
-        """Wait for the background import (also on error paths: never leave it running at exit)."""
-        self._import.join()
+        # Energon (torch under it: ~1.4 s) is imported when the first shard is committed, on the
+        # driver's own thread. It used to be imported on a daemon thread while the run started; an
+        # interrupt then left that thread mid-import at exit, which can abort the interpreter.
 
     def _open(self) -> Any:
-        self.join_import()
         from megatron.energon.epathlib import EPath
         from megatron.energon.flavors.webdataset.indexing import SqliteIndexWriter
 
@@ -92,7 +80,6 @@ class EnergonIndex:
         return self._writer
 
     def add_shard(self, shard_index: int, layout: ShardLayout) -> None:
-        self.join_import()
         from megatron.energon.flavors.webdataset.prepare import IndexSample, IndexSamplePart
 
         offsets = layout.offsets
@@ -128,7 +115,6 @@ class EnergonIndex:
 
     def finish(self, shards: list[ShardInfo]) -> None:
         """Write ``.nv-meta/``: ``dataset.yaml`` always, Energon's index files when there are shards."""
-        self.join_import()
         meta = os.path.join(self.out_dir, fmt.NV_META_DIR)
         os.makedirs(meta, exist_ok=True)
         if shards:
