@@ -28,7 +28,13 @@ def _sample_rss(pid: int, peaks: dict[str, float], stop: threading.Event) -> Non
     while not stop.is_set():
         try:
             for proc in [root, *root.children(recursive=True)]:
-                name = "driver" if proc.pid == pid else "actor" if "CookWorker" in " ".join(proc.cmdline()) else None
+                name = (
+                    "driver"
+                    if proc.pid == pid
+                    else "actor"
+                    if any(n in " ".join(proc.cmdline()) for n in ("RayWorker", "CookWorker"))
+                    else None
+                )
                 if name:
                     peaks[name] = max(peaks.get(name, 0.0), proc.memory_info().rss / 2**20)
         except (psutil.NoSuchProcess, psutil.AccessDenied):
