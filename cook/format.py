@@ -35,6 +35,18 @@ INDEX_SUFFIX: Final = ".idx"  # beside each shard: shard-000000.tar.idx
 LOCK_NAME: Final = ".cook.lock"
 PROGRESS_DIR: Final = ".cook-progress"
 
+# manifest ``counts``: every manifest of schema 1 holds COUNT_KEYS; TRUNCATION_COUNT_KEYS came later
+COUNT_KEYS: Final = (
+    "records_in",
+    "sources_packed",
+    "records_rejected",
+    "packs",
+    "tokens",
+    "target_tokens",
+    "padding_tokens",
+)
+TRUNCATION_COUNT_KEYS: Final = ("truncated_sequences", "truncated_tokens")
+
 PACK_KEY_PREFIX: Final = "pack-"
 PACK_KEY_DIGITS: Final = 9
 SHARD_PREFIX: Final = "shard-"

@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -153,8 +154,19 @@ def joined_cluster(config: PipelineConfig, workers: int) -> Iterator[None]:
             ray.shutdown()
 
 
+def _import_libraries() -> None:
+    """Import transformers (torch under it) with SIGINT held: an interrupt inside torch's native
+    start-up aborts the interpreter (SIGABRT); held, it arrives right after, as KeyboardInterrupt."""
+    held = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        from transformers import AutoTokenizer  # noqa: F401
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, held)
+
+
 def handle(args: argparse.Namespace) -> int:
     config = load_config(args.pipeline, _overrides(args))
+    _import_libraries()
     preflight(config)
     workers = 0 if args.workers == 0 else config.ray.num_actors
     with joined_cluster(config, workers):

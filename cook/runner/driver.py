@@ -69,6 +69,7 @@ class Driver:
         self.windows: deque[WindowPlan] = deque()
         self.tasks: deque[ShardTask] = deque()
         self.dropped = self.resume.unit  # staged units below this are gone
+        self.unit_bytes: dict[int, int] = {}  # input bytes per unit, for progress
         self.since_checkpoint = 0
         self.shards_by_writer: Counter[str] = Counter()
 

@@ -33,17 +33,7 @@ from cook.tokenize.tokenizer import ChatTokenizer, tokenizer_files_sha256
 from cook.writer.dataset import DatasetWriter
 from cook.writer.manifest import build_manifest
 
-COUNT_KEYS = (
-    "records_in",
-    "sources_packed",
-    "records_rejected",
-    "packs",
-    "tokens",
-    "target_tokens",
-    "padding_tokens",
-    "truncated_sequences",
-    "truncated_tokens",
-)
+COUNT_KEYS = fmt.COUNT_KEYS + fmt.TRUNCATION_COUNT_KEYS
 
 ExecutorFactory = Callable[[PipelineConfig], Executor]
 

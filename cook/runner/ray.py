@@ -2,9 +2,10 @@
 
 The Ray layer is only this: actors that each load one tokenizer and reuse it and run both kinds of
 job (cook a unit, write a shard), ``IN_FLIGHT_PER_ACTOR`` jobs per actor at a time, and crash
-handling. An actor returns its result pickled to bytes, so the driver counts exactly what crosses
-to it (``received_bytes``): summaries and shard entries, never samples, which the actors stage
-under the output directory (``cook.runner.staging.DiskStore``; shared storage on a cluster).
+handling. An actor returns its result as JSON bytes (``units.encode_result``, never pickle), so
+the driver counts exactly what crosses to it (``received_bytes``): summaries and shard entries,
+never samples, which the actors stage under the output directory (``cook.runner.staging.DiskStore``;
+shared storage on a cluster).
 Starting or joining Ray (bounded connect, token-auth hints) is ``cook.runner.ray_connect``.
 
 When an actor dies on a unit, Ray restarts the actor and the unit is cooked again with a trace
@@ -18,7 +19,6 @@ from __future__ import annotations
 
 import math
 import os
-import pickle
 from dataclasses import replace
 from typing import Any
 
@@ -26,7 +26,7 @@ from cook import format as fmt
 from cook.config import PipelineConfig
 from cook.runner.ray_connect import start_ray, worker_env
 from cook.runner.staging import DiskStore
-from cook.runner.units import Attempt, ShardDone, ShardTask, Unit, UnitSummary
+from cook.runner.units import Attempt, ShardDone, ShardTask, Unit, UnitSummary, decode_result, encode_result
 from cook.runner.worker import CookWorker
 
 IN_FLIGHT_PER_ACTOR = 2  # jobs running or queued on an actor
@@ -44,15 +44,15 @@ def _last_traced(path: str) -> int | None:
 
 
 class RayWorker(CookWorker):
-    """The actor: a CookWorker whose results cross to the driver as pickled bytes."""
+    """The actor: a CookWorker whose results cross to the driver as JSON bytes."""
 
     def run(self, job: Unit | ShardTask, attempt: Attempt) -> bytes:
         if isinstance(job, Unit):
-            return pickle.dumps(self.cook_unit(job, attempt), protocol=pickle.HIGHEST_PROTOCOL)
+            return encode_result(self.cook_unit(job, attempt))
         import ray
 
         done = replace(self.write_shard(job), writer=ray.get_runtime_context().get_node_id())
-        return pickle.dumps(done, protocol=pickle.HIGHEST_PROTOCOL)
+        return encode_result(done)
 
 
 class RayExecutor:
@@ -110,8 +110,7 @@ class RayExecutor:
                 self._submit(job, self._next_attempt(job, attempt), tries + 1)
                 continue
             self.received_bytes += len(payload)
-            result: UnitSummary | ShardDone = pickle.loads(payload)
-            return result
+            return decode_result(payload)
 
     def _next_attempt(self, job: Unit | ShardTask, attempt: Attempt) -> Attempt:
         """After a crash, trace the unit's records; after a traced crash, blame the last record."""

@@ -27,9 +27,8 @@ from typing import Any, Protocol
 import numpy as np
 
 from cook import format as fmt
-from cook.errors import RejectReason
-from cook.runner.units import UnitSummary
-from cook.types import MediaItem, RejectRecord, TokenizedSample
+from cook.runner.units import UnitSummary, decode_result, encode_result
+from cook.types import MediaItem, TokenizedSample
 
 STAGE_DIR = "stage"
 MAGIC = b"COOKSTG1"
@@ -79,7 +78,7 @@ class DiskStore:
     def put(self, summary: UnitSummary, samples: Sequence[TokenizedSample]) -> None:
         os.makedirs(self.dir, exist_ok=True)
         _write_atomic(self._path(summary.unit, ".stage"), _stage_buffers(samples))
-        _write_atomic(self._path(summary.unit, ".json"), [json.dumps(_summary_dict(summary)).encode()])
+        _write_atomic(self._path(summary.unit, ".json"), [encode_result(summary)])
 
     def get(self, unit: int) -> Sequence[TokenizedSample]:
         if unit not in self._cache:
@@ -90,34 +89,19 @@ class DiskStore:
 
     def summary(self, unit: int) -> UnitSummary | None:
         try:
-            with open(self._path(unit, ".json"), encoding="utf-8") as handle:
-                body = json.load(handle)
+            with open(self._path(unit, ".json"), "rb") as handle:
+                summary = decode_result(handle.read())
         except FileNotFoundError:
             return None
-        if not os.path.isfile(self._path(unit, ".stage")):
+        if not isinstance(summary, UnitSummary) or not os.path.isfile(self._path(unit, ".stage")):
             return None
-        return UnitSummary(
-            unit=unit,
-            records_in=body["records_in"],
-            rejects=tuple(RejectRecord(s, RejectReason(r), d) for s, r, d in body["rejects"]),
-            lengths=np.array(body["lengths"], dtype=np.int32),
-            n_patches=np.array(body["n_patches"], dtype=np.int32),
-        )
+        return summary
 
     def drop(self, unit: int) -> None:
         self._cache.pop(unit, None)
         for suffix in (".json", ".stage"):
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(self._path(unit, suffix))
-
-
-def _summary_dict(summary: UnitSummary) -> dict[str, Any]:
-    return {
-        "records_in": summary.records_in,
-        "rejects": [[r.source, r.reason.value, r.detail] for r in summary.rejects],
-        "lengths": summary.lengths.tolist(),
-        "n_patches": summary.n_patches.tolist(),
-    }
 
 
 # ------------------------------------------------------------------ the stage file

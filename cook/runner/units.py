@@ -11,10 +11,14 @@ packs from the lengths alone.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import base64
+import json
+from dataclasses import asdict, dataclass, field
+from typing import Any
 
 import numpy as np
 
+from cook.errors import RejectReason
 from cook.types import RejectRecord
 from cook.writer.shards import ShardInfo, ShardLayout
 
@@ -98,3 +102,55 @@ class ShardDone:
     layout: ShardLayout
     counts: dict[str, int]  # PACKED_COUNT_KEYS
     writer: str = ""  # the node that wrote it (Ray node id; "" in-process)
+
+
+# ------------------------------------------------------------------ the wire form: JSON, never pickle
+# What a worker sends the driver (and what the staging store keeps beside a unit) is JSON, with the
+# per-sample int32 columns as base64 of their little-endian bytes: nothing the driver reads can run
+# code, whatever the records held.
+
+
+def _int32s(values: np.ndarray) -> str:
+    return base64.b64encode(np.ascontiguousarray(values, dtype="<i4").tobytes()).decode("ascii")
+
+
+def _from_int32s(text: str) -> np.ndarray:
+    return np.frombuffer(base64.b64decode(text), dtype="<i4").astype(np.int32)
+
+
+def encode_result(result: UnitSummary | ShardDone) -> bytes:
+    """``result`` as UTF-8 JSON bytes (``decode_result`` reads it back)."""
+    body: dict[str, Any]
+    if isinstance(result, UnitSummary):
+        body = {
+            "unit": result.unit,
+            "records_in": result.records_in,
+            "rejects": [[r.source, r.reason.value, r.detail] for r in result.rejects],
+            "lengths": _int32s(result.lengths),
+            "n_patches": _int32s(result.n_patches),
+        }
+    else:
+        layout = result.layout
+        body = {
+            "shard_index": result.shard_index,
+            "info": asdict(result.info),
+            "layout": [list(layout.keys), list(layout.offsets), [list(part) for part in layout.parts]],
+            "counts": result.counts,
+            "writer": result.writer,
+        }
+    return json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+
+
+def decode_result(payload: bytes) -> UnitSummary | ShardDone:
+    body = json.loads(payload)
+    if "unit" in body:
+        return UnitSummary(
+            unit=body["unit"],
+            records_in=body["records_in"],
+            rejects=tuple(RejectRecord(s, RejectReason(r), d) for s, r, d in body["rejects"]),
+            lengths=_from_int32s(body["lengths"]),
+            n_patches=_from_int32s(body["n_patches"]),
+        )
+    keys, offsets, parts = body["layout"]
+    layout = ShardLayout(tuple(keys), tuple(offsets), tuple((i, n, o, z) for i, n, o, z in parts))
+    return ShardDone(body["shard_index"], ShardInfo(**body["info"]), layout, body["counts"], body["writer"])

@@ -18,15 +18,7 @@ from cook import format as fmt
 from cook.validate.problems import Code, PackRules, Problem, TokenInfo
 
 MANIFEST_SCHEMA_VERSION: Final = 1
-COUNT_KEYS: Final = (
-    "records_in",
-    "sources_packed",
-    "records_rejected",
-    "packs",
-    "tokens",
-    "target_tokens",
-    "padding_tokens",
-)
+COUNT_KEYS: Final = fmt.COUNT_KEYS
 _SHARD_KEYS: Final = {"name": str, "packs": int, "first_pack": int, "bytes": int, "sha256": str}
 
 
