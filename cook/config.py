@@ -35,6 +35,17 @@ def _key(default: Any, doc: str, **constraints: Any) -> Any:
 
 
 REQUIRED: Any = dataclasses.MISSING
+# The names of ``cook.packing.ALGORITHMS``, in its order (a test keeps the two equal): config names
+# them without importing the packing stage.
+PackingAlgorithm = Literal[
+    "concatenative",
+    "first_fit_decreasing",
+    "first_fit_shuffle",
+    "best_fit_decreasing",
+    "modified_first_fit_decreasing",
+    "greedy_knapsack",
+    "balanced_greedy_knapsack",
+]
 # The largest pack capacity. Packing keeps per-capacity state (best fit buckets its bins by free
 # tokens: an int64 per token of seq_len, 128 MiB at 2**24, measured), so seq_len=10**12 would ask for
 # terabytes after the whole cook; 2**24 is beyond any trained context and far inside int32
@@ -102,7 +113,7 @@ class PackingConfig:
     seq_len: int = _key(
         8192, "Pack capacity in tokens (a multiple of pad_multiple; at most 2**24).", minimum=1, maximum=MAX_SEQ_LEN
     )
-    algorithm: str = _key("best_fit_decreasing", "Packing algorithm (cook.packing.ALGORITHMS).")
+    algorithm: PackingAlgorithm = _key("best_fit_decreasing", "Packing algorithm (cook.packing.ALGORITHMS).")
     buffer_size: int | Literal["all"] = _key(10000, "Samples packed together, or 'all'.", minimum=1)
     pad_multiple: int = _key(8, "Each sequence is padded to a multiple of this.", minimum=1)
     max_sequences_per_pack: int | None = _key(None, "Most sequences in one pack.", minimum=1)
@@ -230,6 +241,9 @@ def config_from_dict(data: Any, origin: str = "pipeline") -> PipelineConfig:
     return config
 
 
+_REGISTRY_KEYS = frozenset({"packing.algorithm"})  # enum keys named like a registry: unknown X; valid: ...
+
+
 def _one_line(error: Any) -> str:
     if error.validator == "additionalProperties":
         valid = list(error.schema.get("properties", {}))
@@ -240,16 +254,14 @@ def _one_line(error: Any) -> str:
         return f"{message} ({hint})" if hint else message
     if error.validator == "anyOf":
         return f"{error.instance!r} is not a valid value"
+    if error.validator == "enum" and _error_path(error) in _REGISTRY_KEYS:
+        return f"unknown {error.instance!r}; valid: {', '.join(sorted(error.validator_value))}"
     return error.message
 
 
 def _check_relations(config: PipelineConfig, origin: str) -> None:
-    from cook.packing import ALGORITHMS
-
     problems = []
     p = config.packing
-    if p.algorithm not in ALGORITHMS:
-        problems.append(f"packing.algorithm: unknown {p.algorithm!r}; valid: {', '.join(sorted(ALGORITHMS))}")
     if p.seq_len % p.pad_multiple:
         problems.append(f"packing.seq_len: {p.seq_len} is not a multiple of packing.pad_multiple={p.pad_multiple}")
     img, vid = config.media.image, config.media.video

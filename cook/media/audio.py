@@ -26,7 +26,7 @@ import numpy as np
 from cook import format as fmt
 from cook.config import MediaConfig
 from cook.errors import Rejected, RejectReason
-from cook.media.limits import check_duration, short_error
+from cook.media.limits import check_duration, decoding, open_container, short_error, stream_duration_s
 from cook.media.mel import log_mel
 from cook.types import MediaItem, MediaRef, PlaceholderBlock
 
@@ -134,16 +134,13 @@ def decode_container_audio(
     data: bytes, max_duration_s: float, start_s: float | None = None, end_s: float | None = None
 ) -> np.ndarray:
     """The first audio stream of any container PyAV reads (mp3, ogg, m4a, a video's track) -> float32 [S]."""
-    from cook.media.video import open_container
-
     with open_container(data, "audio") as container:
         if not container.streams.audio:
             raise Rejected(RejectReason.MEDIA_DECODE, "no audio stream")
         stream = container.streams.audio[0]
-        if stream.duration and stream.time_base:
-            check_duration(float(stream.duration * stream.time_base), max_duration_s, _KNOB)
-        elif container.duration and container.duration > 0:
-            check_duration(container.duration / 1_000_000, max_duration_s, _KNOB)
+        duration_s = stream_duration_s(container, stream)
+        if duration_s is not None:
+            check_duration(duration_s, max_duration_s, _KNOB)
         return _decode_stream(_planar_float_frames(container, stream), max_duration_s, start_s, end_s)
 
 
@@ -154,8 +151,6 @@ def _planar_float_frames(container: Any, stream: Any) -> Iterator[tuple[int, np.
     which consumes this, runs outside the guard, so a bug there propagates.
     """
     import av
-
-    from cook.media.video import decoding
 
     with decoding("audio"):
         resampler = av.AudioResampler(format="fltp")

@@ -2,7 +2,10 @@
 
     image bytes  -> open_image_header  -> an unloaded Pillow image whose width x height was checked
     video stream -> video_duration_s   -> seconds (metadata only), checked against max_duration_s
-    audio bytes  -> check_duration     -> after soundfile.info / the container header
+    audio bytes  -> check_duration     -> after soundfile.info / stream_duration_s (the container header)
+
+PyAV's and Pillow's own failures on bad input (``av_errors``, ``PIL_DECODE_ERRORS``) live here too,
+so image, video and audio share one list each, and ``decoding`` / ``open_container`` guard PyAV calls.
 
 Every crossing raises ``Rejected(MEDIA_LIMIT)`` whose detail names the knob that moves the limit;
 implausible metadata (no stream, zero frames, absurd frame rate) raises ``Rejected(MEDIA_DECODE)``.
@@ -16,10 +19,12 @@ reset the global, by our own width x height check right after.
 
 from __future__ import annotations
 
+import contextlib
 import io
 import math
 import struct
 import warnings
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Final
 
 from PIL import Image, UnidentifiedImageError
@@ -28,6 +33,7 @@ from cook.errors import Rejected, RejectReason
 
 if TYPE_CHECKING:
     from av.container import InputContainer
+    from av.stream import Stream
     from av.video.stream import VideoStream
 
 MAX_SOURCE_FPS: Final = 1000.0  # a stream claiming more frames per second than this is corrupt
@@ -47,6 +53,33 @@ PIL_DECODE_ERRORS: Final = (
     TypeError,
     ZeroDivisionError,
 )
+
+
+def av_errors() -> tuple[type[BaseException], ...]:
+    """What PyAV raises on corrupt, truncated or unsupported input. Caught ONLY around a PyAV call
+    (``decoding``): the same exception from cook's own code is a bug and must stop the run."""
+    import av
+
+    return (av.error.FFmpegError, OSError, ValueError, EOFError, IndexError, ZeroDivisionError)
+
+
+@contextlib.contextmanager
+def decoding(what: str) -> Iterator[None]:
+    """Wrap one PyAV call (open, demux, seek, decode, reformat): its ``av_errors()`` become
+    ``Rejected(media_decode)``. Never wrap cook's own code in it."""
+    try:
+        yield
+    except av_errors() as err:
+        raise Rejected(RejectReason.MEDIA_DECODE, f"{what} undecodable: {short_error(err)}") from None
+
+
+def open_container(data: bytes, what: str) -> InputContainer:
+    """Bytes -> an open PyAV input container (header parsed, nothing decoded)."""
+    import av
+
+    with decoding(what):
+        return av.open(io.BytesIO(data), mode="r")
+
 
 # Signatures of formats we know and do not decode as images: refused as MEDIA_UNSUPPORTED, not DECODE.
 _UNSUPPORTED_SIGNATURES: Final = (
@@ -134,12 +167,20 @@ def video_fps(stream: VideoStream) -> float | None:
     return fps
 
 
-def video_duration_s(container: InputContainer, stream: VideoStream) -> float | None:
-    """Duration from metadata only (stream, then container header, then frames / fps); None if unknown."""
+def stream_duration_s(container: InputContainer, stream: Stream) -> float | None:
+    """Duration from headers only (the stream's, then the container's); None if neither has one."""
     if stream.duration and stream.time_base:
         return float(stream.duration * stream.time_base)
     if container.duration and container.duration > 0:
         return container.duration / 1_000_000  # av.time_base
+    return None
+
+
+def video_duration_s(container: InputContainer, stream: VideoStream) -> float | None:
+    """Duration from metadata only (stream, then container header, then frames / fps); None if unknown."""
+    duration = stream_duration_s(container, stream)
+    if duration is not None:
+        return duration
     fps = video_fps(stream)
     if stream.frames and fps:
         return stream.frames / fps

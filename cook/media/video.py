@@ -38,8 +38,6 @@ square frame -> 32 x 32). Sample aspect ratio and rotation metadata are ignored.
 from __future__ import annotations
 
 import bisect
-import contextlib
-import io
 import math
 from collections.abc import Iterator
 from fractions import Fraction
@@ -54,7 +52,8 @@ from cook.media.image import choose_grid, patchify_planes
 from cook.media.limits import (
     check_duration,
     check_pixels,
-    short_error,
+    decoding,
+    open_container,
     video_duration_s,
     video_fps,
     video_stream,
@@ -69,32 +68,6 @@ if TYPE_CHECKING:
 # decoding 15-25 small h264 frames. Closer keyframes are reached by decoding on.
 SEEK_SKIPS_FRAMES: Final = 16
 RESAMPLE_SWS: Final = "BICUBIC"  # swscale's bicubic, the same kernel family as image.py's Pillow BICUBIC
-
-
-def av_errors() -> tuple[type[BaseException], ...]:
-    """What PyAV raises on corrupt, truncated or unsupported input. Caught ONLY around a PyAV call
-    (``decoding``): the same exception from cook's own code is a bug and must stop the run."""
-    import av
-
-    return (av.error.FFmpegError, OSError, ValueError, EOFError, IndexError, ZeroDivisionError)
-
-
-@contextlib.contextmanager
-def decoding(what: str) -> Iterator[None]:
-    """Wrap one PyAV call (open, demux, seek, decode, reformat): its ``av_errors()`` become
-    ``Rejected(media_decode)``. Never wrap cook's own code in it."""
-    try:
-        yield
-    except av_errors() as err:
-        raise Rejected(RejectReason.MEDIA_DECODE, f"{what} undecodable: {short_error(err)}") from None
-
-
-def open_container(data: bytes, what: str) -> InputContainer:
-    """Bytes -> an open PyAV input container (header parsed, nothing decoded)."""
-    import av
-
-    with decoding(what):
-        return av.open(io.BytesIO(data), mode="r")
 
 
 def process_video(ref: MediaRef, data: bytes, config: MediaConfig) -> tuple[MediaItem, ...]:

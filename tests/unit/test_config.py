@@ -117,3 +117,14 @@ def test_required_keys_exist() -> None:
         for part in parents:
             node = node[part]["properties"]
         assert leaf in node, dotted
+
+
+def test_algorithm_literal_names_exactly_the_packing_table() -> None:
+    import typing
+
+    from cook.config import PackingAlgorithm
+    from cook.packing import ALGORITHMS
+
+    assert typing.get_args(PackingAlgorithm) == tuple(ALGORITHMS.keys())
+    enum = pipeline_schema()["properties"]["packing"]["properties"]["algorithm"]["enum"]
+    assert enum == list(ALGORITHMS)
