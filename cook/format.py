@@ -15,6 +15,8 @@ Each pack (tar sample key ``pack-000000042``) holds the members of ``MEMBERS`` b
 from __future__ import annotations
 
 import io
+from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Final
 
 import numpy as np
@@ -35,6 +37,8 @@ INDEX_SUFFIX: Final = ".idx"  # beside each shard: shard-000000.tar.idx
 LOCK_NAME: Final = ".cook.lock"
 PROGRESS_DIR: Final = ".cook-progress"
 
+# ---------------------------------------------------------------- cook_manifest.json
+MANIFEST_SCHEMA_VERSION: Final = 1
 # manifest ``counts``: every manifest of schema 1 holds COUNT_KEYS; TRUNCATION_COUNT_KEYS came later
 COUNT_KEYS: Final = (
     "records_in",
@@ -46,6 +50,43 @@ COUNT_KEYS: Final = (
     "padding_tokens",
 )
 TRUNCATION_COUNT_KEYS: Final = ("truncated_sequences", "truncated_tokens")
+MANIFEST_COUNT_KEYS: Final = COUNT_KEYS + TRUNCATION_COUNT_KEYS
+# what the shards themselves count (a written shard reports these); the driver counts the records
+RECORD_COUNT_KEYS: Final = ("records_in", "records_rejected")
+PACKED_COUNT_KEYS: Final = tuple(key for key in MANIFEST_COUNT_KEYS if key not in RECORD_COUNT_KEYS)
+
+
+@dataclass(frozen=True)
+class Counts:
+    """The manifest's ``counts``: one field per ``MANIFEST_COUNT_KEYS`` entry, in that order (a test
+    keeps them equal). Shards report the ``PACKED_COUNT_KEYS`` part; the driver adds the records.
+
+    >>> (Counts(packs=1, tokens=5) + Counts(packs=2, tokens=7)).to_dict()["tokens"]
+    12
+    """
+
+    records_in: int = 0
+    sources_packed: int = 0
+    records_rejected: int = 0
+    packs: int = 0
+    tokens: int = 0
+    target_tokens: int = 0
+    padding_tokens: int = 0
+    truncated_sequences: int = 0
+    truncated_tokens: int = 0
+
+    def __add__(self, other: Counts) -> Counts:
+        return Counts(*(getattr(self, key) + getattr(other, key) for key in MANIFEST_COUNT_KEYS))
+
+    def to_dict(self, keys: tuple[str, ...] = MANIFEST_COUNT_KEYS) -> dict[str, int]:
+        """``{key: value}`` for ``keys`` (all of them by default), in that order."""
+        return {key: getattr(self, key) for key in keys}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, int]) -> Counts:
+        """The inverse of ``to_dict``; a key it lacks counts 0 (a manifest from before truncation)."""
+        return cls(*(int(data.get(key, 0)) for key in MANIFEST_COUNT_KEYS))
+
 
 PACK_KEY_PREFIX: Final = "pack-"
 PACK_KEY_DIGITS: Final = 9

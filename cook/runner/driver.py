@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections import Counter, deque
 from collections.abc import Sequence
-from dataclasses import asdict
+from dataclasses import replace
 from typing import Protocol
 
 from cook.config import PipelineConfig
@@ -26,7 +26,7 @@ from cook.packing.metrics import PackingStats
 from cook.runner.progress import Progress
 from cook.runner.resume import CHECKPOINT_SHARDS, RunState, save_state
 from cook.runner.staging import SampleStore
-from cook.runner.units import PACKED_COUNT_KEYS, ShardDone, ShardTask, Unit, UnitSummary
+from cook.runner.units import ShardDone, ShardTask, Unit, UnitSummary
 from cook.runner.windows import Planner, Position, WindowPlan
 from cook.writer.dataset import DatasetWriter
 
@@ -56,10 +56,10 @@ class Driver:
         self.planner = Planner(
             config.packing, config.output.shard_size, self.resume, state.windows, state.window_shard, state.window_pack
         )
-        self.stats = _restore_stats(state.packing, config.packing.seq_len, config.packing.pad_multiple)
-        self.unmet = int(state.packing.get("windows_short_of_pack_count_multiple", 0))
-        self.packed = {key: state.counts.get(key, 0) for key in PACKED_COUNT_KEYS}
-        start: Snapshot = (state.rejects_bytes, state.counts.get("records_in", 0), dict(state.rejects_by_reason))
+        self.stats = state.packing or PackingStats(config.packing.seq_len, config.packing.pad_multiple)
+        self.unmet = state.windows_short_of_pack_count_multiple
+        self.packed = replace(state.counts, records_in=0, records_rejected=0)  # what the shards count
+        start: Snapshot = (state.rejects_bytes, state.counts.records_in, dict(state.rejects_by_reason))
         self.snapshots: dict[int, Snapshot] = {self.resume.unit - 1: start}
         if self.resume.skip:
             self.snapshots[self.resume.unit] = start
@@ -140,8 +140,7 @@ class Driver:
             shard = self.done.pop(self.committed)
             self.writer.add_shard(self.committed, shard.layout)
             self.state.shards.append(shard.info)
-            for key, value in shard.counts.items():
-                self.packed[key] += value
+            self.packed += shard.counts
             self.shards_by_writer[shard.writer] += 1
             self.committed += 1
             self.since_checkpoint += 1
@@ -165,8 +164,8 @@ class Driver:
         rejects_bytes, records_in, by_reason = self.snapshots[position.unit if position.skip else position.unit - 1]
         state.rejects_bytes, state.rejects_by_reason = rejects_bytes, by_reason
         rejected = sum(by_reason.values())
-        state.counts = {"records_in": records_in, "records_rejected": rejected, **self.packed}
-        state.packing = {**asdict(self.stats), "windows_short_of_pack_count_multiple": self.unmet}
+        state.counts = replace(self.packed, records_in=records_in, records_rejected=rejected)
+        state.packing, state.windows_short_of_pack_count_multiple = self.stats, self.unmet
         self.writer.sync()  # the rejects and index rows before the state that counts them
         save_state(self.config.output.dir, state)
         self.since_checkpoint = 0
@@ -175,12 +174,3 @@ class Driver:
         self.dropped = max(self.dropped, position.unit)
         for unit in [u for u in self.snapshots if u < position.unit - 1]:
             del self.snapshots[unit]
-
-
-def _restore_stats(saved: dict, capacity: int, pad_multiple: int) -> PackingStats:
-    if not saved:
-        return PackingStats(capacity, pad_multiple)
-    fields = {k: v for k, v in saved.items() if k != "windows_short_of_pack_count_multiple"}
-    fields["sequences_per_pack"] = tuple(tuple(pair) for pair in fields["sequences_per_pack"])
-    fields["fill_histogram"] = tuple(fields["fill_histogram"])
-    return PackingStats(**fields)

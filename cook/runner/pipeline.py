@@ -20,10 +20,11 @@ import json
 import os
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, field, replace
 
 from cook import format as fmt
 from cook.config import PipelineConfig
+from cook.packing.metrics import PackingStats
 from cook.runner.driver import Driver, Executor
 from cook.runner.output_dir import FINISHED, prepare_output
 from cook.runner.plan import plan_units
@@ -32,8 +33,6 @@ from cook.runner.resume import RunState, fingerprint, remove_progress, save_stat
 from cook.tokenize.tokenizer import ChatTokenizer, tokenizer_files_sha256
 from cook.writer.dataset import DatasetWriter
 from cook.writer.manifest import build_manifest
-
-COUNT_KEYS = fmt.COUNT_KEYS + fmt.TRUNCATION_COUNT_KEYS
 
 ExecutorFactory = Callable[[PipelineConfig], Executor]
 
@@ -52,10 +51,9 @@ class RunSummary:
 
 
 def _manifest(config: PipelineConfig, state: RunState, tokenizer: ChatTokenizer) -> dict:
-    counts = {key: state.counts.get(key, 0) for key in COUNT_KEYS}
-    assert counts["records_in"] == counts["sources_packed"] + counts["records_rejected"], counts
-    packing = dict(state.packing)
-    unmet = packing.pop("windows_short_of_pack_count_multiple", 0)
+    counts = state.counts
+    assert counts.records_in == counts.sources_packed + counts.records_rejected, counts
+    stats = state.packing or PackingStats(config.packing.seq_len, config.packing.pad_multiple)
     return build_manifest(
         pipeline=config.to_dict(),
         tokenizer_path=os.path.abspath(config.tokenizer.path),
@@ -63,12 +61,12 @@ def _manifest(config: PipelineConfig, state: RunState, tokenizer: ChatTokenizer)
         vocab_size=tokenizer.vocab_size,
         pad_id=tokenizer.pad_id,
         control_ids=tokenizer.control_ids,
-        counts=counts,
+        counts=counts.to_dict(),
         packing={
-            **packing,
+            **asdict(stats),
             "algorithm": config.packing.algorithm,
             "windows": state.windows,
-            "windows_short_of_pack_count_multiple": unmet,
+            "windows_short_of_pack_count_multiple": state.windows_short_of_pack_count_multiple,
         },
         rejects_by_reason=state.rejects_by_reason,
         shards=state.shards,

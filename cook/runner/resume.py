@@ -27,6 +27,7 @@ from typing import Any
 
 from cook import format as fmt
 from cook.config import PipelineConfig
+from cook.packing.metrics import PackingStats
 from cook.runner.units import Unit
 from cook.writer.atomic import atomic_write
 from cook.writer.dataset import recover_rejects
@@ -45,6 +46,9 @@ def fingerprint(config: PipelineConfig, units: list[Unit]) -> str:
 
 @dataclass
 class RunState:
+    """The driver's running record, saved at each checkpoint. ``packing`` is None (and ``counts``
+    all zero) until the first checkpoint; on disk both are then ``{}``."""
+
     fingerprint: str
     next_unit: int = 0
     skip: int = 0  # samples of next_unit already packed; its rejects/records are already counted
@@ -53,13 +57,62 @@ class RunState:
     window_pack: int = 0  # first pack of the first unfinished window
     rejects_bytes: int = 0
     shards: list[ShardInfo] = field(default_factory=list)
-    counts: dict[str, int] = field(default_factory=dict)
+    counts: fmt.Counts = fmt.Counts()
     rejects_by_reason: dict[str, int] = field(default_factory=dict)
-    packing: dict[str, Any] = field(default_factory=dict)
+    packing: PackingStats | None = None  # the completed windows' stats
+    windows_short_of_pack_count_multiple: int = 0
 
     @property
     def packs(self) -> int:
         return sum(s.packs for s in self.shards)
+
+
+# state.json keeps the counters of the unmet pack count multiple inside its "packing" object
+_UNMET = "windows_short_of_pack_count_multiple"
+
+
+def state_json(state: RunState) -> dict[str, Any]:
+    """``state`` as the JSON object of ``state.json`` (``state_from_json`` reads it back)."""
+    checkpointed = state.packing is not None
+    return {
+        "fingerprint": state.fingerprint,
+        "next_unit": state.next_unit,
+        "skip": state.skip,
+        "windows": state.windows,
+        "window_shard": state.window_shard,
+        "window_pack": state.window_pack,
+        "rejects_bytes": state.rejects_bytes,
+        "shards": [asdict(s) for s in state.shards],
+        "counts": state.counts.to_dict() if checkpointed else {},
+        "rejects_by_reason": state.rejects_by_reason,
+        "packing": {**asdict(state.packing), _UNMET: state.windows_short_of_pack_count_multiple}
+        if state.packing is not None
+        else {},
+    }
+
+
+def state_from_json(data: dict[str, Any]) -> RunState:
+    packing = dict(data["packing"])
+    unmet = int(packing.pop(_UNMET, 0))
+    stats = None
+    if packing:
+        packing["sequences_per_pack"] = tuple(tuple(pair) for pair in packing["sequences_per_pack"])
+        packing["fill_histogram"] = tuple(packing["fill_histogram"])
+        stats = PackingStats(**packing)
+    return RunState(
+        fingerprint=data["fingerprint"],
+        next_unit=data["next_unit"],
+        skip=data["skip"],
+        windows=data["windows"],
+        window_shard=data["window_shard"],
+        window_pack=data["window_pack"],
+        rejects_bytes=data["rejects_bytes"],
+        shards=[ShardInfo(**s) for s in data["shards"]],
+        counts=fmt.Counts.from_dict(data["counts"]),
+        rejects_by_reason=dict(data["rejects_by_reason"]),
+        packing=stats,
+        windows_short_of_pack_count_multiple=unmet,
+    )
 
 
 def progress_dir(out_dir: str) -> str:
@@ -87,7 +140,7 @@ def _remove_all_but_state(root: str) -> None:
 
 def save_state(out_dir: str, state: RunState) -> None:
     os.makedirs(progress_dir(out_dir), exist_ok=True)
-    atomic_write(os.path.join(progress_dir(out_dir), STATE_NAME), json.dumps(asdict(state), sort_keys=True))
+    atomic_write(os.path.join(progress_dir(out_dir), STATE_NAME), json.dumps(state_json(state), sort_keys=True))
 
 
 def load_state(out_dir: str) -> RunState | None:
@@ -97,8 +150,7 @@ def load_state(out_dir: str) -> RunState | None:
             data = json.load(handle)
     except FileNotFoundError:
         return None
-    data["shards"] = [ShardInfo(**s) for s in data["shards"]]
-    return RunState(**data)
+    return state_from_json(data)
 
 
 def roll_back(out_dir: str, state: RunState) -> None:

@@ -19,18 +19,9 @@ from typing import Any
 import numpy as np
 
 from cook.errors import RejectReason
+from cook.format import PACKED_COUNT_KEYS, Counts
 from cook.types import RejectRecord
 from cook.writer.shards import ShardInfo, ShardLayout
-
-PACKED_COUNT_KEYS = (
-    "packs",
-    "sources_packed",
-    "tokens",
-    "target_tokens",
-    "padding_tokens",
-    "truncated_sequences",
-    "truncated_tokens",
-)
 
 
 @dataclass(frozen=True)
@@ -100,7 +91,7 @@ class ShardDone:
     shard_index: int
     info: ShardInfo
     layout: ShardLayout
-    counts: dict[str, int]  # PACKED_COUNT_KEYS
+    counts: Counts  # the PACKED_COUNT_KEYS part (records are the driver's)
     writer: str = ""  # the node that wrote it (Ray node id; "" in-process)
 
 
@@ -135,7 +126,7 @@ def encode_result(result: UnitSummary | ShardDone) -> bytes:
             "shard_index": result.shard_index,
             "info": asdict(result.info),
             "layout": [list(layout.keys), list(layout.offsets), [list(part) for part in layout.parts]],
-            "counts": result.counts,
+            "counts": result.counts.to_dict(PACKED_COUNT_KEYS),
             "writer": result.writer,
         }
     return json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
@@ -153,4 +144,5 @@ def decode_result(payload: bytes) -> UnitSummary | ShardDone:
         )
     keys, offsets, parts = body["layout"]
     layout = ShardLayout(tuple(keys), tuple(offsets), tuple((i, n, o, z) for i, n, o, z in parts))
-    return ShardDone(body["shard_index"], ShardInfo(**body["info"]), layout, body["counts"], body["writer"])
+    counts = Counts.from_dict(body["counts"])
+    return ShardDone(body["shard_index"], ShardInfo(**body["info"]), layout, counts, body["writer"])

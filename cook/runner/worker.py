@@ -34,6 +34,7 @@ import numpy as np
 from cook.config import PipelineConfig
 from cook.cookers import COOKERS
 from cook.errors import Rejected, RejectReason
+from cook.format import Counts
 from cook.packing.packer import build_pack, fit_sample
 from cook.runner.staging import DiskStore, SampleStore
 from cook.runner.units import Attempt, ShardDone, ShardTask, Unit, UnitSummary
@@ -230,14 +231,14 @@ class CookWorker:
                 rejects.append(_reject(conv.source, rejected))
 
 
-def _packed_counts(packs: list[Pack], samples: list[TokenizedSample]) -> dict[str, int]:
+def _packed_counts(packs: list[Pack], samples: list[TokenizedSample]) -> Counts:
     tokens = sum(p.tokens for p in packs)
-    return {
-        "packs": len(packs),
-        "sources_packed": len(samples),
-        "tokens": tokens,
-        "target_tokens": sum(int(p.loss_mask.sum()) for p in packs),
-        "padding_tokens": sum(p.padded_tokens for p in packs) - tokens,
-        "truncated_sequences": sum(s.truncated for s in samples),
-        "truncated_tokens": sum(s.truncated_tokens for s in samples),
-    }
+    return Counts(
+        packs=len(packs),
+        sources_packed=len(samples),
+        tokens=tokens,
+        target_tokens=sum(int(p.loss_mask.sum()) for p in packs),
+        padding_tokens=sum(p.padded_tokens for p in packs) - tokens,
+        truncated_sequences=sum(s.truncated for s in samples),
+        truncated_tokens=sum(s.truncated_tokens for s in samples),
+    )

@@ -17,8 +17,6 @@ from typing import Any, Final
 from cook import format as fmt
 from cook.validate.problems import Code, PackRules, Problem, TokenInfo
 
-MANIFEST_SCHEMA_VERSION: Final = 1
-COUNT_KEYS: Final = fmt.COUNT_KEYS
 _SHARD_KEYS: Final = {"name": str, "packs": int, "first_pack": int, "bytes": int, "sha256": str}
 
 
@@ -80,14 +78,14 @@ def read_manifest(root: str) -> tuple[dict[str, Any] | None, list[Problem]]:
         ("packing_efficiency", (int, float)),
         ("rejects_by_reason", dict),
         ("shards", list),
-        *((f"counts.{key}", int) for key in COUNT_KEYS),
+        *((f"counts.{key}", int) for key in fmt.COUNT_KEYS),
     ]
     problems = [
         _problem(Code.MANIFEST_INVALID, f"{fmt.MANIFEST_NAME}: {path} is missing or not {_kind_name(kind)}")
         for path, kind in required
         if lookup(manifest, path, kind) is None
     ]
-    for key, want in (("schema_version", MANIFEST_SCHEMA_VERSION), ("pack_schema_version", fmt.SCHEMA_VERSION)):
+    for key, want in (("schema_version", fmt.MANIFEST_SCHEMA_VERSION), ("pack_schema_version", fmt.SCHEMA_VERSION)):
         if lookup(manifest, key, int) not in (None, want):
             problems.append(
                 _problem(

@@ -12,8 +12,6 @@ from cook import format as fmt
 from cook.writer.atomic import atomic_write
 from cook.writer.shards import ShardInfo
 
-MANIFEST_SCHEMA_VERSION = 1
-
 
 def build_manifest(
     *,
@@ -31,7 +29,7 @@ def build_manifest(
 ) -> dict[str, Any]:
     packs = counts["packs"]
     return {
-        "schema_version": MANIFEST_SCHEMA_VERSION,
+        "schema_version": fmt.MANIFEST_SCHEMA_VERSION,
         "pack_schema_version": fmt.SCHEMA_VERSION,
         "cook_version": __version__,
         "pipeline": pipeline,

@@ -3,6 +3,7 @@
 import numpy as np
 
 from cook.errors import RejectReason
+from cook.format import Counts
 from cook.runner.units import ShardDone, UnitSummary, decode_result, encode_result
 from cook.types import RejectRecord
 from cook.writer.shards import ShardInfo, ShardLayout
@@ -22,7 +23,13 @@ def test_unit_summary_round_trips() -> None:
 
 def test_shard_done_round_trips_and_is_not_pickle() -> None:
     layout = ShardLayout(("pack-000000003",), (0, 4096), ((0, "input_ids.npy", 512, 168), (0, "meta.json", 1536, 90)))
-    done = ShardDone(2, ShardInfo("shard-000002.tar", 1, 3, 10240, "ab" * 32), layout, {"packs": 1}, "node")
+    done = ShardDone(
+        2,
+        ShardInfo("shard-000002.tar", 1, 3, 10240, "ab" * 32),
+        layout,
+        Counts(packs=1, tokens=7, truncated_tokens=2),
+        "node",
+    )
     payload = encode_result(done)
     assert payload.startswith(b"{")  # JSON, never a pickle stream
     assert decode_result(payload) == done

@@ -1,0 +1,69 @@
+"""``state.json`` keeps the JSON the untyped state wrote: read back, the typed ``RunState`` writes it again."""
+
+import json
+from pathlib import Path
+
+from cook.format import Counts
+from cook.packing.metrics import PackingStats
+from cook.runner.resume import STATE_NAME, RunState, load_state, progress_dir, save_state, state_json
+
+SHARD = {"name": "shard-000000.tar", "packs": 2, "first_pack": 0, "bytes": 10240, "sha256": "ab" * 32}
+CHECKPOINTED = {
+    "fingerprint": "f" * 64,
+    "next_unit": 3,
+    "skip": 4,
+    "windows": 1,
+    "window_shard": 1,
+    "window_pack": 2,
+    "rejects_bytes": 77,
+    "shards": [SHARD],
+    "counts": {
+        "records_in": 12,
+        "records_rejected": 1,
+        "packs": 2,
+        "sources_packed": 11,
+        "tokens": 900,
+        "target_tokens": 400,
+        "padding_tokens": 124,
+        "truncated_sequences": 1,
+        "truncated_tokens": 30,
+    },
+    "rejects_by_reason": {"bad_json": 1},
+    "packing": {
+        "capacity": 512,
+        "pad_multiple": 8,
+        "packs": 2,
+        "sequences": 11,
+        "tokens": 900,
+        "pad_multiple_padding": 20,
+        "tail_padding": 104,
+        "sequences_per_pack": [[5, 1], [6, 1]],
+        "fill_histogram": [0, 0, 0, 0, 0, 0, 0, 0, 1, 1],
+        "windows_short_of_pack_count_multiple": 3,
+    },
+}
+
+
+def _round_trip(tmp_path: Path, data: dict) -> RunState:
+    (tmp_path / progress_dir("")).mkdir(parents=True)
+    (Path(progress_dir(str(tmp_path))) / STATE_NAME).write_text(json.dumps(data))
+    state = load_state(str(tmp_path))
+    assert state is not None
+    save_state(str(tmp_path), state)
+    assert json.loads((Path(progress_dir(str(tmp_path))) / STATE_NAME).read_text()) == data
+    return state
+
+
+def test_checkpointed_state_reads_typed_and_writes_the_same_json(tmp_path: Path) -> None:
+    state = _round_trip(tmp_path, CHECKPOINTED)
+    assert state.counts == Counts(12, 11, 1, 2, 900, 400, 124, 1, 30)
+    assert state.windows_short_of_pack_count_multiple == 3
+    assert isinstance(state.packing, PackingStats) and state.packing.sequences_per_pack == ((5, 1), (6, 1))
+    assert state.packing.efficiency == 900 / (2 * 512)
+
+
+def test_fresh_state_has_no_counts_and_no_stats(tmp_path: Path) -> None:
+    fresh = state_json(RunState("f" * 64))
+    assert fresh["counts"] == {} and fresh["packing"] == {} and fresh["shards"] == []
+    state = _round_trip(tmp_path, fresh)
+    assert state.packing is None and state.counts == Counts() and state.windows_short_of_pack_count_multiple == 0
