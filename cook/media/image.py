@@ -85,11 +85,6 @@ def process_image(ref: MediaRef, data: bytes, config: MediaConfig) -> tuple[Medi
     return (visual_item(patches, fmt.image_embeddings(size[1], size[0]), (1, size[1], size[0]), "image"),)
 
 
-def decode_image(data: bytes, max_pixels: int) -> Image.Image:
-    """Bytes -> upright 8-bit RGB Pillow image at full size; the size is checked from the header first."""
-    return load_rgb(open_image_header(data, max_pixels))
-
-
 def upright_size(image: Image.Image) -> tuple[int, int]:
     """``(width, height)`` after EXIF orientation, without decoding a JPEG (other formats may load)."""
     try:
@@ -192,15 +187,6 @@ def choose_grid(height_px: int, width_px: int, min_patches: int, max_patches: in
     return grid_h, grid_w
 
 
-def patchify(pixels: np.ndarray) -> np.ndarray:
-    """uint8 [H, W, 3] (H, W multiples of 16) -> uint8 [(H/16)(W/16), 768], raster order, C x 16 x 16."""
-    p = fmt.PATCH_SIZE
-    height_px, width_px, channels = pixels.shape
-    grid = pixels.reshape(height_px // p, p, width_px // p, p, channels)  # [gh, 16, gw, 16, C]
-    grid = grid.transpose(0, 2, 4, 1, 3)  # [gh, gw, C, 16, 16]
-    return np.ascontiguousarray(grid.reshape(-1, channels * p * p))
-
-
 def rgb_planes(image: Image.Image) -> list[np.ndarray]:
     """RGB image -> its R, G, B planes, uint8 [H, W] each (Pillow's ``split``, read without a copy)."""
     return [_plane(band) for band in image.split()]
@@ -219,14 +205,15 @@ def _plane(band: Image.Image) -> np.ndarray:
 
 
 def patchify_image(image: Image.Image) -> np.ndarray:
-    """RGB image (sides multiples of 16) -> uint8 [(H/16)(W/16), 768]; equal to ``patchify(asarray(image))``."""
+    """RGB image (sides multiples of 16) -> uint8 [(H/16)(W/16), 768], raster order, each patch C x 16 x 16
+    (the layout of the reshape-and-transpose oracle in ``tests/unit/media/oracles.py``)."""
     return patchify_planes(rgb_planes(image))
 
 
 def patchify_planes(planes: Sequence[np.ndarray]) -> np.ndarray:
     """C planes uint8 [H, W] (H, W multiples of 16; each row contiguous) -> uint8 [(H/16)(W/16), C*256].
 
-    Same layout as ``patchify``; the copy moves 16-byte runs (one patch row of one channel) at a time.
+    Same layout as ``patchify_image``; the copy moves 16-byte runs (one patch row of one channel) at a time.
     """
     p = fmt.PATCH_SIZE
     height_px, width_px = planes[0].shape

@@ -1,7 +1,7 @@
 """Packing statistics: packs (index lists over sequence lengths) -> ``PackingStats``.
 
 ``PackingStats`` is a frozen, mergeable summary: ``stats_for`` computes it for a list of packs in one
-numpy pass, ``add`` folds in one more pack, ``merge`` combines the stats of two windows or workers,
+numpy pass, ``merge`` combines the stats of two windows or workers,
 and ``to_dict`` gives plain JSON types for the manifest and ``cook stats``.
 
 Every pack is charged the full ``capacity`` (the trainer pads each pack to ``seq_len``), so
@@ -54,11 +54,6 @@ class PackingStats:
     def efficiency(self) -> float:
         """Raw tokens / (packs * capacity); 0.0 when there are no packs."""
         return self.tokens / (self.packs * self.capacity) if self.packs else 0.0
-
-    def add(self, lengths: Sequence[int]) -> PackingStats:
-        """These stats plus one pack holding sequences of these raw ``lengths``."""
-        one = stats_for(lengths, [list(range(len(lengths)))], self.capacity, self.pad_multiple)
-        return self.merge(one)
 
     def merge(self, other: PackingStats) -> PackingStats:
         if (other.capacity, other.pad_multiple) != (self.capacity, self.pad_multiple):

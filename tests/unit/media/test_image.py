@@ -13,10 +13,11 @@ from PIL import Image
 from cook import format as fmt
 from cook.errors import Rejected, RejectReason
 from cook.media import process_media
-from cook.media.image import choose_grid, decode_image, patchify, to_rgb
+from cook.media.image import choose_grid, to_rgb
 from cook.types import MediaRef
 
 from .media_data import config, image_bytes, rgb_bytes
+from .oracles import decode_image, patchify
 
 IMAGE = MediaRef(kind="image", ref="x.png")
 

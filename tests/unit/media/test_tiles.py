@@ -7,11 +7,11 @@ import pytest
 
 from cook import format as fmt
 from cook.media import process_media
-from cook.media.image import patchify
 from cook.media.tiles import choose_tiles
 from cook.types import MediaRef
 
 from .media_data import config, rgb_bytes
+from .oracles import patchify
 
 IMAGE = MediaRef(kind="image", ref="x.png")
 TILES = config(image={"mode": "tiles"})

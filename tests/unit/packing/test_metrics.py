@@ -39,7 +39,7 @@ def test_add_and_merge_agree_with_stats_for() -> None:
     whole = stats_for(lengths, packs, 12, 4)
     folded = PackingStats(12, 4)
     for q in packs:
-        folded = folded.add([lengths[i] for i in q])
+        folded = folded.merge(stats_for([lengths[i] for i in q], [list(range(len(q)))], 12, 4))  # one more pack
     assert folded == whole
     assert stats_for(lengths, packs[:1], 12, 4).merge(stats_for(lengths, packs[1:], 12, 4)) == whole
     assert PackingStats(12, 4).merge(whole) == whole
