@@ -11,7 +11,6 @@ import argparse
 import os
 import sys
 from collections.abc import Callable
-from typing import Any
 
 from cook import __version__
 from cook.errors import ConfigError
@@ -25,28 +24,15 @@ class _Parser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from cook.cli import run_cmd
+    from cook.cli import inspect_cmd, run_cmd, stats_cmd, validate_cmd
 
+    commands = {"run": run_cmd, "validate": validate_cmd, "inspect": inspect_cmd, "stats": stats_cmd}
     parser = _Parser(prog="cook", description="Cook raw multimodal conversations into packed Energon shards.")
     parser.add_argument("--version", action="store_true", help="print the version and exit")
     sub = parser.add_subparsers(dest="command", parser_class=_Parser)
-    run_cmd.add_parser(sub)
-    for name in ("validate", "inspect", "stats"):
-        module = _optional_command(name)
-        if module is not None:
-            module.add_parser(sub)
+    for module in commands.values():
+        module.add_parser(sub)
     return parser
-
-
-def _optional_command(name: str) -> Any:
-    import importlib
-
-    try:
-        return importlib.import_module(f"cook.cli.{name}_cmd")
-    except ModuleNotFoundError as err:
-        if err.name != f"cook.cli.{name}_cmd":
-            raise
-        return None
 
 
 def main(argv: list[str] | None = None) -> int:

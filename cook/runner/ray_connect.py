@@ -45,8 +45,6 @@ from cook.errors import ConfigError
 OBJECT_STORE_BYTES: Final = 512 * 2**20
 DEFAULT_CONNECT_TIMEOUT_S: Final = 30.0
 RAY_CLIENT_PORT: Final = 10001
-# The fault-injection switch of cook's own crash tests (cook.runner.worker.FAULT_ENV), passed on to actors.
-FAULT_ENV: Final = "COOK_FAULT_INJECT_EXIT"  # a test pins it equal; importing worker here would be heavy
 AUTH_MODE_ENV: Final = "RAY_AUTH_MODE"
 AUTH_HINT: Final = (
     f"set {AUTH_MODE_ENV}=token and the cluster's token in RAY_AUTH_TOKEN (or a file named by "
@@ -72,11 +70,8 @@ _FORMS: Final = "auto, HOST:PORT or ray://HOST[:PORT]"
 
 
 def worker_env() -> dict[str, str]:
-    """Environment of every actor and task: no tokenizers thread pool; cook's fault switch when set."""
-    env = {"TOKENIZERS_PARALLELISM": "false"}
-    if os.environ.get(FAULT_ENV):
-        env[FAULT_ENV] = os.environ[FAULT_ENV]
-    return env
+    """Environment of every actor and task: no tokenizers thread pool."""
+    return {"TOKENIZERS_PARALLELISM": "false"}
 
 
 def check_address(address: str) -> tuple[str, str, int] | None:

@@ -22,7 +22,6 @@ import contextlib
 import ctypes
 import gc
 import itertools
-import json
 import os
 import signal
 import threading
@@ -44,9 +43,6 @@ from cook.types import Conversation, MediaItem, Pack, RawRecord, RejectRecord, T
 from cook.writer.shards import write_shard
 
 TOKENIZE_BATCH = 256
-# Fault injection for tests of crash handling: a record whose JSON contains this env var's value
-# makes the worker process exit, as a segfault in a decoder would. Unset in normal runs.
-FAULT_ENV = "COOK_FAULT_INJECT_EXIT"
 Cooked = tuple[Conversation, tuple[tuple[MediaItem, ...], ...]]  # media items grouped per MediaRef
 
 
@@ -123,7 +119,6 @@ class CookWorker:
         self.tokenizer = ChatTokenizer(config.tokenizer.path)
         self.cooker = COOKERS[config.cooker]
         self._media_store: Any = None
-        self._fault_marker = os.environ.get(FAULT_ENV)
 
     def _media(self, raw: RawRecord, conv: Conversation) -> tuple[tuple[MediaItem, ...], ...]:
         if not conv.media:
@@ -145,8 +140,6 @@ class CookWorker:
         return tuple(groups)
 
     def _cook_one(self, raw: RawRecord) -> Cooked:
-        if self._fault_marker and self._fault_marker in json.dumps(raw.fields):
-            os._exit(13)
         with time_budget(self.config.ray.record_timeout_s):
             conv = self.cooker(raw)
             return conv, self._media(raw, conv)

@@ -13,7 +13,6 @@ import grpc
 import pytest
 
 from cook.errors import ConfigError
-from cook.runner import ray_connect
 from cook.runner.ray_connect import check_address, start_ray
 
 
@@ -155,12 +154,6 @@ def test_a_silent_port_is_bounded_by_the_timeout() -> None:
         for conn in held:
             conn.close()
         listener.close()
-
-
-def test_the_fault_switch_matches_the_worker() -> None:
-    from cook.runner.worker import FAULT_ENV
-
-    assert ray_connect.FAULT_ENV == FAULT_ENV
 
 
 def test_auto_without_a_cluster(monkeypatch: pytest.MonkeyPatch) -> None:
