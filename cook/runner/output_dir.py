@@ -4,13 +4,14 @@
 - An interrupted run of the same pipeline is resumed (``cook.runner.resume``); of another, refused.
 - ``--overwrite`` removes only what cook writes (shards, indexes, .nv-meta, manifest, rejects,
   progress).
-- A lock file (``.cook.lock``, holding the pid) keeps two runs out of one directory; a lock whose
-  process is gone is stale and taken over.
+- An ``fcntl.flock`` on ``.cook.lock`` (which also holds the pid) keeps two runs out of one
+  directory; the kernel releases it when its process dies.
 """
 
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import glob
 import os
 import shutil
@@ -21,49 +22,57 @@ from cook.runner.resume import RunState, load_state, roll_back
 from cook.writer.energon_index import progress_index_path
 
 
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 class OutputLock:
+    """``fcntl.flock`` on ``.cook.lock``: the kernel holds it for this process and drops it when the
+    process dies, however it dies, so there is no stale lock to take over (and no race between two
+    takers of one). The file also holds the pid, for the message of a refused run."""
+
     def __init__(self, out_dir: str) -> None:
         self.path = os.path.join(out_dir, fmt.LOCK_NAME)
+        self._fd: int | None = None
 
     def acquire(self) -> None:
-        for _ in range(2):
+        while True:
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
             try:
-                fd = os.open(self.path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
-            except FileExistsError:
-                holder = self._holder()
-                if holder is not None and holder != os.getpid() and _pid_alive(holder):
-                    raise ConfigError(
-                        f"output.dir: {os.path.dirname(self.path)!r} is locked by running cook pid {holder} "
-                        f"({self.path})"
-                    ) from None
-                with contextlib.suppress(FileNotFoundError):
-                    os.unlink(self.path)
-                continue
-            with os.fdopen(fd, "w") as handle:
-                handle.write(str(os.getpid()))
-            return
-        raise ConfigError(f"output.dir: cannot take the lock {self.path}")
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                os.close(fd)
+                raise ConfigError(
+                    f"output.dir: {os.path.dirname(self.path)!r} is locked by running cook pid {self._holder()} "
+                    f"({self.path})"
+                ) from None
+            if _same_file(fd, self.path):
+                break
+            os.close(fd)  # the holder released (and removed) the file between our open and flock: again
+        os.ftruncate(fd, 0)
+        os.write(fd, str(os.getpid()).encode())
+        self._fd = fd
 
-    def _holder(self) -> int | None:
+    def _holder(self) -> str:
         try:
             with open(self.path) as handle:
-                return int(handle.read().strip() or "0")
-        except (OSError, ValueError):
-            return None
+                return handle.read().strip() or "?"
+        except OSError:
+            return "?"
 
     def release(self) -> None:
+        """Remove the file, then drop the lock (a taker that opened the old file sees it is gone)."""
+        if self._fd is None:
+            return
         with contextlib.suppress(FileNotFoundError):
             os.unlink(self.path)
+        os.close(self._fd)
+        self._fd = None
+
+
+def _same_file(fd: int, path: str) -> bool:
+    try:
+        on_disk = os.stat(path)
+    except FileNotFoundError:
+        return False
+    held = os.fstat(fd)
+    return (held.st_dev, held.st_ino) == (on_disk.st_dev, on_disk.st_ino)
 
 
 def cooked_paths(out_dir: str) -> list[str]:
