@@ -20,8 +20,8 @@ import yaml
 from cook import format as fmt
 from cook.cli.main import main
 from cook.runner.resume import STATE_NAME
-from cook.runner.worker import FAULT_ENV
 from tests.conftest import REPO, pipeline_dict, write_jsonl
+from tests.e2e.faults import MARKER, KillingWorker
 
 COOK = [sys.executable, "-m", "cook.cli.main"]
 
@@ -162,9 +162,9 @@ def test_record_that_kills_actors_is_rejected_as_worker_crash(
     data = tmp_path / "in"
     data.mkdir()
     rows = _records(300)
-    rows[150] = {"messages": [{"role": "user", "content": "KILL-THE-WORKER"}, {"role": "assistant", "content": "x"}]}
+    rows[150] = {"messages": [{"role": "user", "content": MARKER}, {"role": "assistant", "content": "x"}]}
     write_jsonl(data / "a.jsonl", rows)
-    monkeypatch.setenv(FAULT_ENV, "KILL-THE-WORKER")
+    monkeypatch.setattr("cook.runner.ray.RayWorker", KillingWorker)
     out = tmp_path / "out"
     assert main(["run", str(_pipeline(tmp_path, data, out)), "--workers", "2", "--quiet"]) == 0
     rejects = [json.loads(line) for line in (out / fmt.REJECTS_NAME).read_text().splitlines()]
@@ -178,14 +178,16 @@ def test_record_that_kills_actors_is_rejected_as_worker_crash(
 def test_concurrent_run_refused_by_the_lock(raw: Path, tmp_path: Path) -> None:
     out = tmp_path / "locked"
     out.mkdir()
-    holder = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    hold = "import sys, time; from cook.runner.output_dir import OutputLock; OutputLock(sys.argv[1]).acquire(); "
+    hold += "print('held', flush=True); time.sleep(60)"
+    holder = subprocess.Popen([sys.executable, "-c", hold, str(out)], stdout=subprocess.PIPE, text=True, cwd=REPO)
     try:
-        (out / fmt.LOCK_NAME).write_text(str(holder.pid))
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
         assert main(["run", str(_pipeline(tmp_path, raw, out)), "--workers", "0", "--quiet"]) == 2
     finally:
         holder.kill()
         holder.wait()
-    assert main(["run", str(_pipeline(tmp_path, raw, out)), "--workers", "0", "--quiet"]) == 0  # stale lock
+    assert main(["run", str(_pipeline(tmp_path, raw, out)), "--workers", "0", "--quiet"]) == 0  # died: lock free
 
 
 @pytest.mark.slow
