@@ -94,6 +94,16 @@ SHARD_PREFIX: Final = "shard-"
 SHARD_DIGITS: Final = 6
 
 
+def padded_lengths(lengths: np.ndarray, pad_multiple: int) -> np.ndarray:
+    """Each sequence rounded up to a multiple of ``pad_multiple`` (SPEC §7): the spans between
+    consecutive ``cu_seqlens_padded`` entries. int64 [N] -> int64 [N].
+
+    >>> padded_lengths(np.array([5, 8, 1]), 4).tolist()
+    [8, 8, 4]
+    """
+    return -(-lengths // pad_multiple) * pad_multiple
+
+
 def pack_key(index: int) -> str:
     """``pack_key(42) == 'pack-000000042'``: zero-padded so keys sort in pack order."""
     return f"{PACK_KEY_PREFIX}{index:0{PACK_KEY_DIGITS}d}"

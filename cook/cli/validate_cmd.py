@@ -15,11 +15,11 @@ import hashlib
 import json
 import os
 import sys
-import time
 from typing import Any
 
 from cook import format as fmt
 from cook.errors import ConfigError
+from cook.runner.progress import Progress
 from cook.validate import NotADataset, Report, TokenInfo, ValidateOptions, check_is_dataset, validate_dataset
 
 TEXT_ERRORS = 50
@@ -134,25 +134,19 @@ def token_info(tokenizer: Any) -> TokenInfo:
     return TokenInfo(vocab_size=len(tokenizer), pad_id=tokenizer.pad_token_id, control_ids=ids)
 
 
-class _Progress:
-    """Shards done on stderr: a live line on a terminal, a line every 10 s otherwise."""
+class _ShardProgress:
+    """``ValidateOptions.on_shard`` -> the shared progress display (``cook.runner.progress``)."""
 
     def __init__(self, enabled: bool) -> None:
-        self.enabled, self.tty, self.last = enabled, sys.stderr.isatty(), time.monotonic()
+        self.enabled = enabled
+        self.bar: Progress | None = None
 
     def __call__(self, done: int, total: int) -> None:
-        if not self.enabled:
-            return
-        if self.tty:
-            print(
-                f"\rcook validate: {done}/{total} shards",
-                end="\n" if done == total else "",
-                file=sys.stderr,
-                flush=True,
-            )
-        elif time.monotonic() - self.last >= 10 or done == total:
-            self.last = time.monotonic()
-            print(f"cook validate: {done}/{total} shards", file=sys.stderr, flush=True)
+        if self.bar is None:
+            self.bar = Progress(total, enabled=self.enabled, desc="cook validate", unit="shards", last_line=True)
+        self.bar.update(done - self.bar.done)
+        if done == total:
+            self.bar.close()
 
 
 def render(report: Report, root: str) -> str:
@@ -185,7 +179,7 @@ def handle(args: argparse.Namespace) -> int:
         jobs=jobs,
         tokens=tokens,
         max_problems=args.max_errors,
-        on_shard=_Progress(not args.quiet),
+        on_shard=_ShardProgress(not args.quiet),
     )
     report = validate_dataset(args.dir, options)
     report.warnings = warnings + report.warnings

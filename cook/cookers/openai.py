@@ -19,9 +19,9 @@ from typing import Any
 
 from cook.cookers.fields import check_type, optional, require
 from cook.errors import Rejected, RejectReason
+from cook.format import ROLES
 from cook.types import Conversation, MediaKind, MediaPart, MediaRef, Part, RawRecord, TextPart, Turn
 
-ROLES = ("system", "user", "assistant", "tool")
 MEDIA_KINDS: tuple[MediaKind, ...] = ("image", "video", "audio")
 
 

@@ -36,25 +36,15 @@ from typing import Protocol
 import numpy as np
 
 from cook.packing.placement import best_fit_batched, emptiest_fit, first_fit_batched, first_fit_each, fit_by_level
-from cook.packing.problem import I64, Problem, make_problem
+from cook.packing.problem import I64, PackRequest, Problem, make_problem
 from cook.packing.structures import Pool, runs_of
 
-__all__ = ["ALGORITHMS", "PackFn", "pack", "pack_flat"]
+__all__ = ["ALGORITHMS", "PackFn", "PackRequest", "pack", "pack_flat"]
 
 
 class PackFn(Protocol):
     def __call__(
-        self,
-        lengths: Sequence[int],
-        capacity: int,
-        *,
-        pad_multiple: int = 1,
-        max_sequences_per_pack: int | None = None,
-        media: Sequence[int] | None = None,
-        media_budget: int | None = None,
-        pack_count_multiple: int | None = None,
-        seed: int = 0,
-        delta: int = 0,
+        self, lengths: Sequence[int] | np.ndarray, request: PackRequest, media: Sequence[int] | np.ndarray | None = None
     ) -> list[list[int]]: ...
 
 
@@ -70,22 +60,14 @@ def _algorithm(core: Callable[[Problem], I64]) -> PackFn:
     """Wrap ``core`` in the public signature: validate, place, canonicalize, split to the multiple."""
 
     def run(
-        lengths: Sequence[int],
-        capacity: int,
-        *,
-        pad_multiple: int = 1,
-        max_sequences_per_pack: int | None = None,
-        media: Sequence[int] | None = None,
-        media_budget: int | None = None,
-        pack_count_multiple: int | None = None,
-        seed: int = 0,
-        delta: int = 0,
+        lengths: Sequence[int] | np.ndarray, request: PackRequest, media: Sequence[int] | np.ndarray | None = None
     ) -> list[list[int]]:
-        p = make_problem(lengths, capacity, pad_multiple, max_sequences_per_pack, media, media_budget, seed, delta)
-        if pack_count_multiple is not None and pack_count_multiple < 1:
-            raise ValueError(f"pack_count_multiple must be >= 1, got {pack_count_multiple}")
+        p = make_problem(lengths, request, media)
+        multiple = request.pack_count_multiple
+        if multiple is not None and multiple < 1:
+            raise ValueError(f"pack_count_multiple must be >= 1, got {multiple}")
         packs = _canonical(core(p)) if len(p.cost) else []
-        return _split_to_multiple(packs, p.cost, pack_count_multiple or 1)
+        return _split_to_multiple(packs, p.cost, multiple or 1)
 
     run.__name__ = run.__qualname__ = core.__name__
     run.__doc__ = core.__doc__
@@ -254,57 +236,35 @@ def pack(
     by splitting multi-item packs; if there are too few items for that, the packs come back as they
     are (the caller checks ``len(packs) % k``).
     """
+    request = PackRequest(
+        capacity, pad_multiple, max_sequences_per_pack, media_budget, pack_count_multiple, seed, delta
+    )
+    return _algorithm_named(algorithm)(lengths, request, media)
+
+
+def _algorithm_named(algorithm: str) -> PackFn:
     fn = ALGORITHMS.get(algorithm)
     if fn is None:
         raise ValueError(f"unknown packing algorithm {algorithm!r}; valid: {', '.join(sorted(ALGORITHMS))}")
-    return fn(
-        lengths,
-        capacity,
-        pad_multiple=pad_multiple,
-        max_sequences_per_pack=max_sequences_per_pack,
-        media=media,
-        media_budget=media_budget,
-        pack_count_multiple=pack_count_multiple,
-        seed=seed,
-        delta=delta,
-    )
+    return fn
 
 
 def pack_flat(
     lengths: Sequence[int] | np.ndarray,
-    capacity: int,
+    request: PackRequest,
     algorithm: str = "best_fit_decreasing",
-    *,
-    pad_multiple: int = 1,
-    max_sequences_per_pack: int | None = None,
     media: Sequence[int] | np.ndarray | None = None,
-    media_budget: int | None = None,
-    pack_count_multiple: int | None = None,
-    seed: int = 0,
-    delta: int = 0,
 ) -> tuple[I64, I64]:
     """``pack`` as two arrays, for windows of millions: ``order`` (int64 [N], the items pack by pack)
     and ``bounds`` (int64 [P + 1]); pack ``j`` is ``order[bounds[j]:bounds[j + 1]]``. The same packs
     in the same order as ``pack``, without a Python object per item."""
-    if algorithm not in ALGORITHMS:
-        raise ValueError(f"unknown packing algorithm {algorithm!r}; valid: {', '.join(sorted(ALGORITHMS))}")
-    if pack_count_multiple not in (None, 1):  # splitting to a multiple works on lists
-        packs = pack(
-            lengths,  # type: ignore[arg-type]
-            capacity,
-            algorithm,
-            pad_multiple=pad_multiple,
-            max_sequences_per_pack=max_sequences_per_pack,
-            media=media,  # type: ignore[arg-type]
-            media_budget=media_budget,
-            pack_count_multiple=pack_count_multiple,
-            seed=seed,
-            delta=delta,
-        )
+    fn = _algorithm_named(algorithm)
+    if request.pack_count_multiple not in (None, 1):  # splitting to a multiple works on lists
+        packs = fn(lengths, request, media)
         sizes = np.array([len(q) for q in packs], dtype=np.int64)
         flat = np.fromiter((i for q in packs for i in q), dtype=np.int64, count=int(sizes.sum()))
         return flat, np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
-    p = make_problem(lengths, capacity, pad_multiple, max_sequences_per_pack, media, media_budget, seed, delta)  # type: ignore[arg-type]
+    p = make_problem(lengths, request, media)
     if not len(p.cost):
         return np.zeros(0, np.int64), np.zeros(1, np.int64)
     return _canonical_flat(_CORES[algorithm](p))

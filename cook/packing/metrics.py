@@ -25,6 +25,8 @@ from itertools import chain
 
 import numpy as np
 
+from cook import format as fmt
+
 __all__ = ["FILL_BINS", "PackingStats", "stats_for"]
 
 FILL_BINS = 10  # fill histogram: [0, 10%), [10%, 20%), ..., [90%, 100%]
@@ -112,7 +114,7 @@ def stats_for_flat(
     if sizes.min() == 0:
         raise ValueError(f"pack {int(np.argmin(sizes))} is empty")
     raw = np.asarray(lengths, dtype=np.int64)[order]  # int64 [N]
-    padded = -(-raw // pad_multiple) * pad_multiple
+    padded = fmt.padded_lengths(raw, pad_multiple)
     starts = bounds[:-1]
     raw_per_pack = np.add.reduceat(raw, starts)  # int64 [P]
     used_per_pack = np.add.reduceat(padded, starts)

@@ -22,9 +22,10 @@ from dataclasses import replace
 
 import numpy as np
 
+from cook import format as fmt
 from cook.config import PackingConfig
 from cook.errors import Rejected, RejectReason
-from cook.packing.algorithms import pack_flat
+from cook.packing.algorithms import PackRequest, pack_flat
 from cook.types import MediaItem, Pack, SequenceMeta, TokenizedSample
 
 
@@ -71,7 +72,7 @@ def build_pack(samples: Sequence[TokenizedSample], pad_id: int, pad_multiple: in
     """Concatenate ``samples`` into one pack. With ``join_patches=False`` the visual patches stay
     as the items' own arrays (``Pack.pixel_patch_parts``), for a writer that streams them."""
     lengths = np.array([s.length for s in samples], dtype=np.int64)
-    padded = -(-lengths // pad_multiple) * pad_multiple
+    padded = fmt.padded_lengths(lengths, pad_multiple)
     cu = np.zeros(len(samples) + 1, dtype=np.int32)
     np.cumsum(lengths, out=cu[1:])
     cu_padded = np.zeros(len(samples) + 1, dtype=np.int32)
@@ -136,18 +137,16 @@ def plan_window(
     samples ``order[bounds[j]:bounds[j + 1]]``, packs in a canonical, deterministic order. Arrays in
     and out: no Python object per sample, for windows of millions.
     """
-    return pack_flat(
-        lengths,
-        config.seq_len,
-        config.algorithm,
+    request = PackRequest(
+        capacity=config.seq_len,
         pad_multiple=config.pad_multiple,
         max_sequences_per_pack=config.max_sequences_per_pack,
-        media=n_patches if config.media_budget else None,
         media_budget=config.media_budget,
         pack_count_multiple=config.pack_count_multiple,
         seed=config.seed,
         delta=config.delta,
     )
+    return pack_flat(lengths, request, config.algorithm, n_patches if config.media_budget else None)
 
 
 def pack_window(samples: Sequence[TokenizedSample], config: PackingConfig, pad_id: int) -> list[Pack]:

@@ -1,6 +1,6 @@
 """The packing problem after validation: padded item costs and the limits every pack obeys.
 
-``make_problem`` checks the knobs of ``pack`` and turns lengths into costs (``ceil(length /
+``make_problem`` checks the knobs of ``pack`` (a ``PackRequest``) and turns lengths into costs (``ceil(length /
 pad_multiple) * pad_multiple``); it raises ValueError for a bad knob or an item that cannot fit even
 alone. ``Problem`` is what the placement routines and algorithms read.
 """
@@ -13,10 +13,31 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-__all__ = ["I64", "INF", "Problem", "make_problem"]
+from cook import format as fmt
+
+__all__ = ["I64", "INF", "PackRequest", "Problem", "make_problem"]
 
 I64 = NDArray[np.int64]
 INF = 1 << 62  # "no limit" / "removed" in budgets and min trees
+
+
+@dataclass(frozen=True)
+class PackRequest:
+    """Every knob of a packing run but the items: ``pack``'s keywords, once (SPEC §7).
+
+    Items cost their length rounded up to ``pad_multiple``; a pack holds costs summing to at most
+    ``capacity``, at most ``max_sequences_per_pack`` items and, with ``media_budget``, at most that
+    many media patches; ``pack_count_multiple`` asks for a pack count that is a multiple of it;
+    ``seed`` drives the randomized algorithms and ``delta`` adds packs to balanced_greedy_knapsack.
+    """
+
+    capacity: int
+    pad_multiple: int = 1
+    max_sequences_per_pack: int | None = None
+    media_budget: int | None = None
+    pack_count_multiple: int | None = None
+    seed: int = 0
+    delta: int = 0
 
 
 @dataclass(frozen=True)
@@ -38,22 +59,18 @@ class Problem:
 
 
 def make_problem(
-    lengths: Sequence[int],
-    capacity: int,
-    pad_multiple: int,
-    max_items: int | None,
-    media: Sequence[int] | None,
-    budget: int | None,
-    seed: int,
-    delta: int,
+    lengths: Sequence[int] | np.ndarray, request: PackRequest, media: Sequence[int] | np.ndarray | None = None
 ) -> Problem:
+    """Validate ``request`` and the items; ``media`` only counts when ``request.media_budget`` is set."""
+    capacity, pad_multiple, max_items = request.capacity, request.pad_multiple, request.max_sequences_per_pack
+    budget = request.media_budget
     raw = np.asarray(lengths, dtype=np.int64).reshape(-1)
     for name, value in (("capacity", capacity), ("pad_multiple", pad_multiple), ("max_sequences_per_pack", max_items)):
         if value is not None and value < 1:
             raise ValueError(f"{name} must be >= 1, got {value}")
     if len(raw) and raw.min() < 1:
         raise ValueError(f"item {int(np.argmin(raw))} has length {raw.min()}; lengths must be >= 1")
-    cost = -(-raw // pad_multiple) * pad_multiple
+    cost = fmt.padded_lengths(raw, pad_multiple)
     big = np.flatnonzero(cost > capacity)
     if len(big):
         i = int(big[0])
@@ -73,6 +90,6 @@ def make_problem(
         max_items=max_items or max(len(raw), 1),
         media=patches,
         budget=budget if patches is not None and budget is not None else INF,
-        seed=seed,
-        delta=delta,
+        seed=request.seed,
+        delta=request.delta,
     )

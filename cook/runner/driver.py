@@ -126,7 +126,10 @@ class Driver:
         rejects_bytes, by_reason = self.writer.rejects_position()
         self.snapshots[summary.unit] = (rejects_bytes, self.records_in, by_reason)
         self.progress.update(
-            self.unit_bytes.get(summary.unit, 0), summary.records_in, summary.tokens, len(summary.rejects)
+            self.unit_bytes.get(summary.unit, 0),
+            records=summary.records_in,
+            tokens=summary.tokens,
+            rejects=len(summary.rejects),
         )
         for plan in self.planner.add(summary):
             self._open(plan)

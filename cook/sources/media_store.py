@@ -49,6 +49,7 @@ from collections.abc import Mapping
 from typing import Final
 
 from cook.errors import ConfigError, Rejected, RejectReason
+from cook.sources.tar_member import unsafe_reason
 
 _URL_SCHEMES: Final = ("http://", "https://", "s3://", "gs://", "ftp://", "file://")
 
@@ -219,13 +220,11 @@ def _relative_name(ref: str) -> str:
 
 
 def _safe_member_name(member: tarfile.TarInfo) -> str | None:
-    """Normalized name of a regular, safely-named tar member; None for anything not to be served."""
-    if not member.isreg() or member.issparse():
+    """Normalized name of a regular, safely-named tar member; None for anything not to be served
+    (also a sparse member: its data is not one run at ``offset_data``, so ``pread`` cannot serve it)."""
+    if unsafe_reason(member) is not None or member.issparse():
         return None
-    name = member.name
-    if name.startswith("/") or ".." in name.split("/"):
-        return None
-    normalized = posixpath.normpath(name)
+    normalized = posixpath.normpath(member.name)
     return None if normalized in (".", "") else normalized
 
 

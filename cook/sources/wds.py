@@ -20,6 +20,7 @@ from collections.abc import Iterator
 
 from cook.errors import RejectReason
 from cook.sources.decode import decode_json_object
+from cook.sources.tar_member import unsafe_reason
 from cook.types import RawRecord, RejectRecord
 
 
@@ -28,15 +29,6 @@ def split_member_name(name: str) -> tuple[str, str]:
     directory, base = posixpath.split(name)
     stem, _, ext = base.partition(".")
     return posixpath.join(directory, stem) if directory else stem, ext
-
-
-def _unsafe(member: tarfile.TarInfo) -> str | None:
-    if not (member.isfile() or member.isdir()):
-        return "link or special file"
-    name = member.name
-    if name.startswith("/") or ".." in name.split("/"):
-        return "absolute or parent-relative name"
-    return None
 
 
 def read_wds(
@@ -61,7 +53,7 @@ def read_wds(
                     if key is not None:
                         yield _sample(path, name, key, members, problem, max_record_bytes)
                     key, members, problem = member_key, {}, None
-                reason = _unsafe(member)
+                reason = unsafe_reason(member)
                 if reason is not None:
                     problem = f"member {member.name!r}: {reason}"
                     continue
