@@ -8,12 +8,13 @@ STAMP := $(VENV)/.installed
 
 venv: $(STAMP)
 
-# torch first, pinned to the local CPU wheel, so nothing later pulls a CUDA build.
+# torch first, pinned to the local CPU wheel, so nothing later pulls a CUDA build; then cook with
+# every extra (test, plot, train, bench), so the tests, `cook stats --plot` and the benches all run.
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 	$(BIN)/pip install -q torch==2.13.0
-	$(BIN)/pip install -q -e '.[test]'
+	$(BIN)/pip install -q -e '.[test,plot,train,bench]'
 	touch $(STAMP)
 
 cook: $(STAMP)
@@ -30,7 +31,6 @@ typecheck: $(STAMP)
 	$(BIN)/mypy cook
 
 bench: $(STAMP)
-	$(BIN)/pip install -q -e '.[test,bench]'
 	$(BIN)/python -m bench.run_all
 
 fuzz: $(STAMP)

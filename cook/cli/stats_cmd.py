@@ -12,6 +12,7 @@ dataset or a ``--plot`` path that cannot be written (checked before the dataset 
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import itertools
 import json
 import os
@@ -62,7 +63,10 @@ def handle(args: argparse.Namespace) -> int:
 
 
 def check_plot_path(path: str) -> None:
-    """``--plot FILE.png`` can be written: its directory exists and is writable, and it is not a directory."""
+    """``--plot FILE.png`` can be written: matplotlib is installed (the ``cook[plot]`` extra), the
+    directory exists and is writable, and the path is not a directory."""
+    if importlib.util.find_spec("matplotlib") is None:
+        raise ConfigError(f"--plot {path}: needs matplotlib, which is not installed (pip install 'cook[plot]')")
     parent = os.path.dirname(os.path.abspath(path))
     if os.path.isdir(path):
         raise ConfigError(f"--plot {path}: is a directory; give a file name such as stats.png")

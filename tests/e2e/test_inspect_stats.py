@@ -150,3 +150,16 @@ def test_stats_media_share_table_and_plot(with_media: Path, tmp_path: Path, caps
     assert code == 0 and "packing efficiency" in out and "sources per pack" in out and "bad_json" in out
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 20_000
     assert _run(capsys, "stats", str(tmp_path))[0] == 2
+
+
+def test_stats_plot_without_matplotlib_is_one_line(
+    cooked: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "matplotlib" else real(name, *a))
+    png = tmp_path / "stats.png"
+    code, out, err = _run(capsys, "stats", str(cooked), "--plot", str(png))
+    assert code == 2 and out == "" and not png.exists()
+    assert err.strip().count("\n") == 0 and "cook[plot]" in err and "matplotlib" in err
