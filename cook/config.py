@@ -256,7 +256,8 @@ def _one_line(error: Any) -> str:
         return f"{error.instance!r} is not a valid value"
     if error.validator == "enum" and _error_path(error) in _REGISTRY_KEYS:
         return f"unknown {error.instance!r}; valid: {', '.join(sorted(error.validator_value))}"
-    return error.message
+    text: str = error.message
+    return text
 
 
 def _check_relations(config: PipelineConfig, origin: str) -> None:

@@ -251,7 +251,8 @@ def npy_bytes(array: np.ndarray) -> bytes:
 
 def load_npy(data: bytes) -> np.ndarray:
     """Parse ``.npy`` bytes with ``allow_pickle=False`` (object arrays raise ``ValueError``)."""
-    return np.load(io.BytesIO(data), allow_pickle=False)
+    array: np.ndarray = np.load(io.BytesIO(data), allow_pickle=False)
+    return array
 
 
 def dataset_yaml() -> str:

@@ -25,7 +25,8 @@ from typing import Any
 from cook.cli.preflight import preflight
 from cook.config import PipelineConfig, load_config
 from cook.errors import ConfigError
-from cook.runner.pipeline import RunSummary, run_pipeline
+from cook.runner.driver import Executor
+from cook.runner.pipeline import ExecutorFactory, RunSummary, run_pipeline
 
 TRUNCATION_WARN_SHARE = 0.01  # warn when more than this share of the packed records was truncated
 TOP_REASONS = 3
@@ -47,8 +48,8 @@ def add_parser(sub: Any) -> None:
     p.set_defaults(handler=handle)
 
 
-def executor_factory(address: str | None, workers: int, quiet: bool = True):
-    def make(config: PipelineConfig):
+def executor_factory(address: str | None, workers: int, quiet: bool = True) -> ExecutorFactory:
+    def make(config: PipelineConfig) -> Executor:
         if workers == 0:
             from cook.runner.local import LocalExecutor
 

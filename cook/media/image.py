@@ -198,7 +198,7 @@ def _plane(band: Image.Image) -> np.ndarray:
     import pyarrow as pa
 
     try:
-        flat = pa.array(band).to_numpy(zero_copy_only=True)  # uint8 [H*W]
+        flat: np.ndarray = pa.array(band).to_numpy(zero_copy_only=True)  # uint8 [H*W]
     except (TypeError, ValueError, pa.ArrowException):
         return np.asarray(band, dtype=np.uint8)
     return flat.reshape(band.height, band.width)

@@ -21,6 +21,7 @@ import os
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
+from typing import Any
 
 from cook import format as fmt
 from cook.config import PipelineConfig
@@ -50,7 +51,7 @@ class RunSummary:
     shards_by_writer: dict[str, int] = field(default_factory=dict)  # Ray node id -> shards written
 
 
-def _manifest(config: PipelineConfig, state: RunState, tokenizer: ChatTokenizer) -> dict:
+def _manifest(config: PipelineConfig, state: RunState, tokenizer: ChatTokenizer) -> dict[str, Any]:
     counts = state.counts
     assert counts.records_in == counts.sources_packed + counts.records_rejected, counts
     stats = state.packing or PackingStats(config.packing.seq_len, config.packing.pad_multiple)

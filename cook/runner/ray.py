@@ -25,7 +25,7 @@ from typing import Any
 from cook import format as fmt
 from cook.config import PipelineConfig
 from cook.runner.ray_connect import start_ray, worker_env
-from cook.runner.staging import DiskStore
+from cook.runner.staging import DiskStore, SampleStore
 from cook.runner.units import Attempt, ShardDone, ShardTask, Unit, UnitSummary, decode_result, encode_result
 from cook.runner.worker import CookWorker
 
@@ -64,7 +64,7 @@ class RayExecutor:
         actor_class = ray.remote(num_cpus=config.ray.cpus_per_actor, max_restarts=-1, max_task_retries=0)(RayWorker)
         options = actor_class.options(runtime_env={"env_vars": worker_env()})
         self.actors: list[Any] = [options.remote(config) for _ in range(num_actors)]
-        self.store = DiskStore(config.output.dir)
+        self.store: SampleStore = DiskStore(config.output.dir)
         self.slots = IN_FLIGHT_PER_ACTOR * num_actors
         self.lookahead = LOOKAHEAD_PER_ACTOR * num_actors
         self.received_bytes = 0
