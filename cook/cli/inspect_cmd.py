@@ -11,6 +11,8 @@ rejected says so, with its reason from ``rejects.jsonl``.
 
 ``--html FILE`` writes the pack as one self-contained HTML page instead (``cook.view.pack_page``): media
 reassembled from the stored patches at its placeholders, targets highlighted; nothing is printed on stdout.
+``--html-max-mb MB`` (default 3; 0 = none) is the page budget: pictures whose lossless PNG would pass it
+are shown as small JPEG previews, marked as such.
 
 Exit 0; 2 for a directory that is not a dataset, a pack index out of range, an ambiguous suffix or a
 source no pack holds (a rejected one included); 1 for a pack too broken to show (``cook validate``
@@ -31,13 +33,14 @@ import numpy as np
 
 from cook import format as fmt
 from cook.cli.validate_cmd import load_tokenizer
+from cook.errors import ConfigError
 from cook.types import Pack
 from cook.validate import NotADataset, check_is_dataset
 from cook.validate.media import VISUAL_KINDS, clip_tokens, visual_embeddings
 from cook.validate.members import parse_pack
 from cook.validate.packs import ONLY_META, find_pack, iter_packs, shard_spans
 from cook.view import tokens as view_tokens
-from cook.view.pack_page import render_pack_page
+from cook.view.pack_page import DEFAULT_MAX_BYTES, render_pack_page
 from cook.view.page import check_page_path
 from cook.writer.atomic import atomic_write
 
@@ -54,6 +57,13 @@ def add_parser(sub: Any) -> None:
     which.add_argument("--source", help="show the pack holding this source (exact, or a unique-enough suffix)")
     p.add_argument("--tokenizer", help="tokenizer directory (default: the manifest's tokenizer.path)")
     p.add_argument("--html", metavar="FILE", help="write the pack as one self-contained HTML page (media drawn)")
+    p.add_argument(
+        "--html-max-mb",
+        type=float,
+        default=DEFAULT_MAX_BYTES / 1e6,
+        metavar="MB",
+        help="page budget: pictures past it are shown as previews (default 3; 0 = every picture at full size)",
+    )
     p.set_defaults(handler=handle)
 
 
@@ -69,6 +79,8 @@ def handle(args: argparse.Namespace) -> int:
         return _fail(str(err))
     if args.html:
         check_page_path("--html", args.html)
+    if not args.html_max_mb >= 0:
+        raise ConfigError(f"--html-max-mb: must be >= 0 (0 = no budget), got {args.html_max_mb}")
     index = args.pack
     if args.source is not None:
         found_index, problem = locate_source(args.dir, args.source)
@@ -90,7 +102,8 @@ def handle(args: argparse.Namespace) -> int:
     for warning in warnings:
         print(f"cook inspect: warning: {warning}; showing token ids", file=sys.stderr)
     if args.html:
-        write_html(args.html, args.dir, pack, raw.key, shard, tokenizer)
+        budget = round(args.html_max_mb * 1e6) or None
+        write_html(args.html, args.dir, pack, raw.key, shard, tokenizer, budget)
         return 0
     try:
         print(render(pack, raw.key, shard, args.source, tokenizer, sys.stdout.isatty()))
@@ -100,7 +113,7 @@ def handle(args: argparse.Namespace) -> int:
     return 0
 
 
-def write_html(path: str, root: str, pack: Pack, key: str, shard: str, tokenizer: Any) -> None:
+def write_html(path: str, root: str, pack: Pack, key: str, shard: str, tokenizer: Any, budget: int | None) -> None:
     """The pack page; without a tokenizer, text as token ids and control tokens from the manifest."""
     with open(os.path.join(root, fmt.MANIFEST_NAME), encoding="utf-8") as handle:
         manifest = json.load(handle)
@@ -110,7 +123,8 @@ def write_html(path: str, root: str, pack: Pack, key: str, shard: str, tokenizer
         recorded = manifest.get("tokenizer", {})
         view = view_tokens.from_ids(recorded.get("control_ids") or {}, recorded.get("pad_id"))
     seq_len = manifest.get("pipeline", {}).get("packing", {}).get("seq_len")
-    atomic_write(path, render_pack_page(pack, key, shard, seq_len if isinstance(seq_len, int) else None, view))
+    page = render_pack_page(pack, key, shard, seq_len if isinstance(seq_len, int) else None, view, budget)
+    atomic_write(path, page)
     print(f"cook inspect: wrote {path}", file=sys.stderr)
 
 

@@ -12,6 +12,8 @@ Data text goes through ``page.text`` only; the page has no script (page.py).
 
 from __future__ import annotations
 
+from typing import Final
+
 import numpy as np
 
 from cook import format as fmt
@@ -23,10 +25,15 @@ from cook.view.page import page, text
 from cook.view.pieces import Piece, frame_labels, split_pieces
 from cook.view.tokens import TokenView
 
+DEFAULT_MAX_BYTES: Final = 3_000_000
 
-def render_pack_page(pack: Pack, key: str, shard: str, seq_len: int | None, view: TokenView) -> str:
-    """The whole page for one parsed pack (``validate.members.parse_pack``)."""
-    cursor = MediaCursor(pack)
+
+def render_pack_page(
+    pack: Pack, key: str, shard: str, seq_len: int | None, view: TokenView, max_bytes: int | None = DEFAULT_MAX_BYTES
+) -> str:
+    """The whole page for one parsed pack (``validate.members.parse_pack``); ``max_bytes`` is the page
+    budget (``None``: every picture a lossless PNG, whatever the size; see media_html)."""
+    cursor = MediaCursor(pack, max_bytes)
     starts = pack.cu_seqlens_padded.astype(np.int64)
     sections = []
     for i, seq in enumerate(pack.sequences):
@@ -34,7 +41,8 @@ def render_pack_page(pack: Pack, key: str, shard: str, seq_len: int | None, view
         pieces = split_pieces(pack.input_ids[lo : lo + seq.length], pack.loss_mask[lo : lo + seq.length], view)
         padding = int(starts[i + 1]) - lo - seq.length
         sections.append(_sequence_html(i, pack, pieces, padding, cursor))
-    body = _header_html(pack, key, shard, seq_len) + "\n<main>\n" + "\n".join(sections) + "\n</main>"
+    header = _header_html(pack, key, shard, seq_len, cursor.pictures.previews)  # after the media: previews known
+    body = header + "\n<main>\n" + "\n".join(sections) + "\n</main>"
     return page(f"cook inspect: {key}", '<input type="checkbox" id="show-grid" hidden>\n' + body)
 
 
@@ -45,7 +53,7 @@ def _media_share(pack: Pack) -> tuple[int, int]:
     return image, audio
 
 
-def _header_html(pack: Pack, key: str, shard: str, seq_len: int | None) -> str:
+def _header_html(pack: Pack, key: str, shard: str, seq_len: int | None, previews: int) -> str:
     tokens, padded = pack.tokens, pack.padded_tokens
     capacity = max(seq_len or padded, padded)
     parts = [
@@ -74,7 +82,13 @@ def _header_html(pack: Pack, key: str, shard: str, seq_len: int | None) -> str:
         f'<p class="legend"><span class="sw tgt"></span>highlighted text is a target (loss_mask 1, trained on) · '
         f'<span class="chip">chips</span> are control tokens, <span class="chip pad">pad ×N</span> a run of padding · '
         '<label for="show-grid"><u>toggle the patch grid</u></label> over the images</p>'
-        f"{_sequence_table(pack)}</header>"
+        + (
+            f'<p class="legend"><b>{previews} pictures are previews</b>: their lossless PNGs did not fit the page '
+            "budget (--html-max-mb; 0 keeps every picture at full size)</p>"
+            if previews
+            else ""
+        )
+        + f"{_sequence_table(pack)}</header>"
     )
 
 

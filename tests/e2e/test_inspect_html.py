@@ -125,3 +125,14 @@ def test_stats_page_has_the_plots_the_files_and_the_rejects(cooked: Path, tmp_pa
         rows[reason] = int(reject_cells[reject_cells.index(reason) + 1])
     assert rows == manifest["rejects_by_reason"]
     assert not find(elements, "script")
+
+
+def test_html_max_mb_must_not_be_negative_and_0_lifts_the_budget(cooked: Path, tmp_path: Path, capsys) -> None:
+    out = tmp_path / "page.html"
+    assert main(["inspect", str(cooked), "--html", str(out), "--html-max-mb", "-1"]) == 2
+    assert "--html-max-mb" in capsys.readouterr().err and not out.exists()
+    index, pack = next(iter(media_packs(cooked).items()))
+    assert main(["inspect", str(cooked), "--pack", str(index), "--html", str(out), "--html-max-mb", "0"]) == 0
+    elements = parse(out.read_text(encoding="utf-8"))
+    check_page(elements, pack)
+    assert not find(elements, "img", "preview")

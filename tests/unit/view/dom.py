@@ -59,10 +59,10 @@ def find(elements: list[Element], tag: str, css: str | None = None) -> list[Elem
     return [e for e in elements if e.tag == tag and (css is None or css in e.classes)]
 
 
-def picture(img: Element) -> np.ndarray:
+def picture(img: Element, mime: str = "image/png") -> np.ndarray:
     """The pixels of an ``<img src="data:image/png;base64,...">``: uint8 [H, W, 3] (or [H, W] for palette)."""
     src = img.attrs["src"]
-    assert src.startswith("data:image/png;base64,"), src[:40]
+    assert src.startswith(f"data:{mime};base64,"), src[:40]
     with Image.open(io.BytesIO(base64.b64decode(src.split(",", 1)[1]))) as image:
         return np.asarray(image.convert("RGB") if image.mode == "RGB" else image)
 

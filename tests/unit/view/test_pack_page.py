@@ -148,3 +148,33 @@ def test_padding_and_fill_are_shown(elements, pack_and_pixels) -> None:
         "padm": f"pad-multiple padding: {pack.padded_tokens - pack.tokens:,}",
         "tail": f"tail padding: {1024 - pack.padded_tokens:,}",
     }
+
+
+def _budget_page(pack: Pack, max_bytes: int | None) -> tuple[str, list]:
+    page = render_pack_page(pack, fmt.pack_key(7), "shard-000000.tar", 1024, _view(), max_bytes)
+    return page, parse(page)
+
+
+def test_pictures_past_the_page_budget_become_marked_previews(pack_and_pixels) -> None:
+    pack, items = pack_and_pixels
+    exact_page, exact = _budget_page(pack, None)
+    assert not find(exact, "img", "preview")
+    budget = 400_000  # the 32x32 image and the video strip fit, the 1024x512 tiles picture (~0.5 MB) does not
+    page, elements = _budget_page(pack, budget)
+    assert len(page.encode()) <= budget < len(exact_page.encode())
+    media = find(elements, "img", "media")
+    assert [("preview" in e.classes) for e in media] == [False, False, True, False, False]
+    assert media[2].attrs["src"].startswith("data:image/jpeg;base64,")
+    assert np.array_equal(picture(media[0]), items[0][0])  # what fits stays pixel-exact
+    preview = picture(media[2], "image/jpeg")
+    assert preview.shape[0] * preview.shape[1] <= 320 * 320 + 453 and abs(preview.shape[1] - 2 * preview.shape[0]) <= 1
+    captions = ["".join(e.text) for e in find(elements, "span", "caption")]
+    assert "did not fit the page budget" in captions[2] and "full size" not in captions[2]
+    assert "pictures are previews" in page
+
+
+def test_a_budget_too_small_for_any_png_still_shows_every_item(pack_and_pixels) -> None:
+    pack, _ = pack_and_pixels
+    _, elements = _budget_page(pack, 1)
+    media = find(elements, "img", "media")
+    assert len(media) == 5 and sum("preview" in e.classes for e in media) == 3  # audio maps stay exact
