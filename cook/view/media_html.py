@@ -139,11 +139,11 @@ def video_html(pack: Pack, item: mi.VisualItem, labels: list[str | None], pictur
         for g, label in enumerate([*labels[:groups], *[None] * max(0, groups - len(labels))])
     ]
     return (
-        f'<span class="item video" id="{anchor}"><span class="strip">'
+        f'<span class="item video" id="{anchor}"><span class="strip"><span class="reel">'
         f"{_img('media', _item_key(item), uri, exact, None, f'video {item.index}')}"
         f'<span class="labels" style="grid-template-columns:repeat({groups},1fr)">'
         + "".join(f'<span class="label">{name}</span>' for name in names)
-        + f'</span></span><span class="caption">video {item.index}: {item.frames} frames of '
+        + f'</span></span></span><span class="caption">video {item.index}: {item.frames} frames of '
         f"{item.width_px}x{item.height_px} px, {groups} groups of {fmt.TEMPORAL_PATCH}, "
         f"{embeddings} embeddings{_links(anchor, exact)}</span></span>"
     )

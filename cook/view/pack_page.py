@@ -26,6 +26,7 @@ from cook.view.pieces import Piece, frame_labels, split_pieces
 from cook.view.tokens import TokenView
 
 DEFAULT_MAX_BYTES: Final = 3_000_000
+OPEN_TABLE_ROWS: Final = 8  # the sequence table starts folded above this many sequences
 
 
 def render_pack_page(
@@ -101,9 +102,9 @@ def _sequence_table(pack: Pack) -> str:
         for i, s in enumerate(pack.sequences)
     )
     head = '<tr><th class="n">#</th><th>source</th><th class="n">length</th><th class="n">padded</th>'
-    return (
-        f'<table class="sequences">{head}<th class="n">targets</th><th>media</th><th>truncated</th></tr>{rows}</table>'
-    )
+    table = f'<table class="sequences">{head}<th class="n">targets</th><th>media</th><th>truncated</th></tr>{rows}</table>'
+    opened = " open" if len(pack.sequences) <= OPEN_TABLE_ROWS else ""
+    return f"<details{opened}><summary>{len(pack.sequences)} sequences</summary>{table}</details>"
 
 
 def _chip(piece: Piece) -> str:

@@ -52,7 +52,7 @@ section.sequence{background:#fff;border:1px solid #ddd;border-radius:6px;margin:
  linear-gradient(to bottom,#e33 2px,transparent 2px)}
 #show-grid:checked~main .grid{display:block}
 img.thumb{width:128px;height:128px;border:1px solid #ccc;margin-left:8px;vertical-align:top}
-.strip{display:inline-block;max-width:100%;overflow-x:auto;vertical-align:top}
+.strip{display:block;max-width:100%;overflow-x:auto}.reel{display:inline-block;vertical-align:top}
 .strip img{height:128px;width:auto;border:1px solid #ccc;display:block}
 .item:target .strip img{height:auto}
 .labels{display:grid;gap:0 4px;font-size:11px;color:#333}
