@@ -101,8 +101,11 @@ def _sequence_table(pack: Pack) -> str:
         f"<td>{'yes' if s.truncated else 'no'}</td></tr>"
         for i, s in enumerate(pack.sequences)
     )
-    head = '<tr><th class="n">#</th><th>source</th><th class="n">length</th><th class="n">padded</th>'
-    table = f'<table class="sequences">{head}<th class="n">targets</th><th>media</th><th>truncated</th></tr>{rows}</table>'
+    head = (
+        '<tr><th class="n">#</th><th>source</th><th class="n">length</th><th class="n">padded</th>'
+        '<th class="n">targets</th><th>media</th><th>truncated</th></tr>'
+    )
+    table = f'<table class="sequences">{head}{rows}</table>'
     opened = " open" if len(pack.sequences) <= OPEN_TABLE_ROWS else ""
     return f"<details{opened}><summary>{len(pack.sequences)} sequences</summary>{table}</details>"
 

@@ -34,13 +34,14 @@ EVIL = [
 ]
 
 
-def cook_demo_with_evil(tmp: Path) -> Path:
-    """``pipelines/demo.yaml`` on a copy of the demo data plus ``evil.jsonl`` (EVIL) -> the dataset dir."""
+def cook_demo_with_evil(tmp: Path, *extra: str) -> Path:
+    """``pipelines/demo.yaml`` on a copy of the demo data plus ``evil.jsonl`` (EVIL) -> the dataset dir;
+    ``extra``: more ``--set`` overrides."""
     data = tmp / "data"
     shutil.copytree(DEMO_DATA, data)
     write_jsonl(data / "evil.jsonl", EVIL)
     out = tmp / "out"
-    sets = [f"input.path={data}", f"input.media_root={data / 'media'}", f"tokenizer.path={DEMO_TOKENIZER}"]
+    sets = [f"input.path={data}", f"input.media_root={data / 'media'}", f"tokenizer.path={DEMO_TOKENIZER}", *extra]
     argv = ["run", str(REPO / "pipelines" / "demo.yaml"), "--output", str(out), "--workers", "0", "--quiet"]
     assert main(argv + [arg for s in sets for arg in ("--set", s)]) == 0
     return out

@@ -136,3 +136,26 @@ def test_html_max_mb_must_not_be_negative_and_0_lifts_the_budget(cooked: Path, t
     elements = parse(out.read_text(encoding="utf-8"))
     check_page(elements, pack)
     assert not find(elements, "img", "preview")
+
+
+def test_tiles_mode_pages_show_each_grid_and_its_thumbnail(tmp_path_factory: pytest.TempPathFactory) -> None:
+    root = cook_demo_with_evil(tmp_path_factory.mktemp("tiles"), "media.image.mode=tiles", "media.image.max_tiles=6")
+    tmp = tmp_path_factory.mktemp("tiles_pages")
+    seen = 0
+    for index, pack in media_packs(root).items():
+        elements = parse(_page(root, tmp, "--pack", str(index), "--html-max-mb", "0"))
+        check_page(elements, pack)
+        kinds = [k for s in pack.sequences for k in s.media if k != "audio"]
+        assert pack.media_sizes is not None or not kinds
+        tiles = [int(pack.media_sizes[row, 0]) for row, k in enumerate(kinds) if k == "tiles"] if kinds else []
+        assert len(find(elements, "img", "thumb")) == sum(n > 1 for n in tiles)
+        media = {e.attrs.get("data-item"): e for e in find(elements, "img", "media")}
+        for row, kind in enumerate(kinds):
+            if kind != "tiles":
+                continue
+            seen += 1
+            shown = picture(media[str(row)])
+            cells = shown.shape[0] // 512 * (shown.shape[1] // 512)
+            assert shown.shape[0] % 512 == 0 and shown.shape[1] % 512 == 0
+            assert cells == max(1, int(pack.media_sizes[row, 0]) - 1)  # the grid: every tile but the thumbnail
+    assert seen >= 5
