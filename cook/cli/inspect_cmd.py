@@ -103,7 +103,7 @@ def handle(args: argparse.Namespace) -> int:
         print(f"cook inspect: warning: {warning}; showing token ids", file=sys.stderr)
     if args.html:
         budget = round(args.html_max_mb * 1e6) or None
-        write_html(args.html, args.dir, pack, raw.key, shard, tokenizer, budget)
+        write_html(args.html, args.dir, pack, raw.key, shard, tokenizer, budget, args.source)
         return 0
     try:
         print(render(pack, raw.key, shard, args.source, tokenizer, sys.stdout.isatty()))
@@ -113,7 +113,9 @@ def handle(args: argparse.Namespace) -> int:
     return 0
 
 
-def write_html(path: str, root: str, pack: Pack, key: str, shard: str, tokenizer: Any, budget: int | None) -> None:
+def write_html(
+    path: str, root: str, pack: Pack, key: str, shard: str, tokenizer: Any, budget: int | None, source: str | None
+) -> None:
     """The pack page; without a tokenizer, text as token ids and control tokens from the manifest."""
     with open(os.path.join(root, fmt.MANIFEST_NAME), encoding="utf-8") as handle:
         manifest = json.load(handle)
@@ -123,7 +125,7 @@ def write_html(path: str, root: str, pack: Pack, key: str, shard: str, tokenizer
         recorded = manifest.get("tokenizer", {})
         view = view_tokens.from_ids(recorded.get("control_ids") or {}, recorded.get("pad_id"))
     seq_len = manifest.get("pipeline", {}).get("packing", {}).get("seq_len")
-    page = render_pack_page(pack, key, shard, seq_len if isinstance(seq_len, int) else None, view, budget)
+    page = render_pack_page(pack, key, shard, seq_len if isinstance(seq_len, int) else None, view, budget, source)
     atomic_write(path, page)
     print(f"cook inspect: wrote {path}", file=sys.stderr)
 

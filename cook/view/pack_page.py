@@ -30,10 +30,17 @@ OPEN_TABLE_ROWS: Final = 8  # the sequence table starts folded above this many s
 
 
 def render_pack_page(
-    pack: Pack, key: str, shard: str, seq_len: int | None, view: TokenView, max_bytes: int | None = DEFAULT_MAX_BYTES
+    pack: Pack,
+    key: str,
+    shard: str,
+    seq_len: int | None,
+    view: TokenView,
+    max_bytes: int | None = DEFAULT_MAX_BYTES,
+    source: str | None = None,
 ) -> str:
     """The whole page for one parsed pack (``validate.members.parse_pack``); ``max_bytes`` is the page
-    budget (``None``: every picture a lossless PNG, whatever the size; see media_html)."""
+    budget (``None``: every picture a lossless PNG, whatever the size; see media_html); the sequences
+    whose source ends with ``source`` (``cook inspect --source``) are marked."""
     cursor = MediaCursor(pack, max_bytes)
     starts = pack.cu_seqlens_padded.astype(np.int64)
     sections = []
@@ -41,8 +48,9 @@ def render_pack_page(
         lo = int(starts[i])
         pieces = split_pieces(pack.input_ids[lo : lo + seq.length], pack.loss_mask[lo : lo + seq.length], view)
         padding = int(starts[i + 1]) - lo - seq.length
-        sections.append(_sequence_html(i, pack, pieces, padding, cursor))
-    header = _header_html(pack, key, shard, seq_len, cursor.pictures.previews)  # after the media: previews known
+        picked = source is not None and seq.source.endswith(source)
+        sections.append(_sequence_html(i, pack, pieces, padding, cursor, picked))
+    header = _header_html(pack, key, shard, seq_len, cursor.pictures.previews, source)  # after the media
     body = header + "\n<main>\n" + "\n".join(sections) + "\n</main>"
     return page(f"cook inspect: {key}", '<input type="checkbox" id="show-grid" hidden>\n' + body)
 
@@ -54,7 +62,7 @@ def _media_share(pack: Pack) -> tuple[int, int]:
     return image, audio
 
 
-def _header_html(pack: Pack, key: str, shard: str, seq_len: int | None, previews: int) -> str:
+def _header_html(pack: Pack, key: str, shard: str, seq_len: int | None, previews: int, source: str | None) -> str:
     tokens, padded = pack.tokens, pack.padded_tokens
     capacity = max(seq_len or padded, padded)
     parts = [
@@ -89,14 +97,16 @@ def _header_html(pack: Pack, key: str, shard: str, seq_len: int | None, previews
             if previews
             else ""
         )
-        + f"{_sequence_table(pack)}</header>"
+        + f"{_sequence_table(pack, source)}</header>"
     )
 
 
-def _sequence_table(pack: Pack) -> str:
+def _sequence_table(pack: Pack, source: str | None) -> str:
     padded = np.diff(pack.cu_seqlens_padded.astype(np.int64)).tolist()
+    picked = [source is not None and s.source.endswith(source) for s in pack.sequences]
     rows = "".join(
-        f'<tr><td class="n"><a href="#seq-{i}">{i}</a></td><td>{text(s.source)}</td><td class="n">{s.length:,}</td>'
+        f'<tr{" class=picked" if picked[i] else ""}><td class="n"><a href="#seq-{i}">{i}</a></td>'
+        f'<td>{text(s.source)}</td><td class="n">{s.length:,}</td>'
         f'<td class="n">{padded[i]:,}</td><td class="n">{s.targets:,}</td><td>{text(", ".join(s.media) or "-")}</td>'
         f"<td>{'yes' if s.truncated else 'no'}</td></tr>"
         for i, s in enumerate(pack.sequences)
@@ -106,7 +116,7 @@ def _sequence_table(pack: Pack) -> str:
         '<th class="n">targets</th><th>media</th><th>truncated</th></tr>'
     )
     table = f'<table class="sequences">{head}{rows}</table>'
-    opened = " open" if len(pack.sequences) <= OPEN_TABLE_ROWS else ""
+    opened = " open" if len(pack.sequences) <= OPEN_TABLE_ROWS or any(picked) else ""
     return f"<details{opened}><summary>{len(pack.sequences)} sequences</summary>{table}</details>"
 
 
@@ -128,7 +138,7 @@ def _role_header(piece: Piece, following: Piece | None) -> tuple[str, str | None
     return f'<span class="role role-{css}">{_chip(piece)} {text(role)}</span>', rest
 
 
-def _sequence_html(i: int, pack: Pack, pieces: list[Piece], padding: int, cursor: MediaCursor) -> str:
+def _sequence_html(i: int, pack: Pack, pieces: list[Piece], padding: int, cursor: MediaCursor, picked: bool) -> str:
     seq = pack.sequences[i]
     labels = frame_labels(pieces)
     image_runs = [j for j, p in enumerate(pieces) if p.control == fmt.IMAGE_TOKEN]
@@ -165,7 +175,8 @@ def _sequence_html(i: int, pack: Pack, pieces: list[Piece], padding: int, cursor
         f"{'truncated' if seq.truncated else 'not truncated'} · media: {text(', '.join(seq.media) or 'none')}"
     )
     return (
-        f'<section class="sequence" id="seq-{i}"><h2>sequence {i} <small>{text(seq.source)}</small></h2>'
+        f'<section class="sequence{" picked" if picked else ""}" id="seq-{i}"><h2>sequence {i} '
+        f"<small>{text(seq.source)}{' (--source)' if picked else ''}</small></h2>"
         f'<p class="facts">{facts}</p><div class="text">{"".join(out)}</div></section>'
     )
 

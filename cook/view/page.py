@@ -33,6 +33,7 @@ td.n,th.n{text-align:right;font-variant-numeric:tabular-nums}
 .sw.tgt{background:#d5f5d0;border-color:#3a9a3a}
 .legend{color:#444;font-size:13px}
 section.sequence{background:#fff;border:1px solid #ddd;border-radius:6px;margin:14px 0;padding:10px 14px}
+section.picked{border:2px solid #e0a030}tr.picked{background:#fdf0d0}
 .facts{color:#555;font-size:13px;margin:0 0 8px}
 .text{white-space:pre-wrap;word-break:break-word;font:13px/1.55 ui-monospace,Menlo,Consolas,monospace}
 .target{background:#d5f5d0;box-shadow:inset 0 -2px #3a9a3a}

@@ -90,6 +90,9 @@ def test_markup_in_records_renders_as_text(cooked: Path, tmp_path: Path, line: i
     assert "<script" not in page.replace("&lt;script", "")
     if line == 2:
         assert "</span></div>" in shown and "<style>body{display:none}</style>" in shown
+    (picked,) = [e for e in find(elements, "section", "picked")]
+    assert SCRIPT in "".join(picked.text) or ONERROR in "".join(picked.text)
+    assert len([e for e in find(elements, "tr") if "picked" in e.classes]) == 1
 
 
 def test_without_a_tokenizer_the_page_shows_ids_and_the_media(cooked: Path, tmp_path: Path) -> None:
