@@ -1,14 +1,15 @@
-"""``cook stats DIR [--plot FILE.png] [--html FILE] [--json] [--global-batch-size N]``: packing efficiency, pack fill
+"""``cook stats DIR [--plot FILE.png] [--json] [--global-batch-size N]``: packing efficiency, pack fill
 and sequence-length histograms, sources per pack, media-token share, truncation and reject reasons.
 
 A text table on stdout, or one JSON object with ``--json`` (``cook.validate.stats.summarize``).
 ``--plot`` writes a 2x2 PNG (matplotlib, Agg): fill histogram, sequence lengths, sources per pack,
-reject reasons. ``--html FILE`` writes one self-contained page: the same plots, a per-input-file table and
-the reject reasons with examples (``cook.view.stats_page``). Truncation (``truncated_sequences``,
-``truncated_tokens``) comes from the manifest's
+reject reasons. Truncation (``truncated_sequences``, ``truncated_tokens``) comes from the manifest's
 counts (0 for a manifest written before they were counted). ``--global-batch-size N`` adds
 ``steps_per_epoch`` = packs // N (full global batches of N packs in one pass). Exit 0; 2 for a directory that is not a
-dataset or a ``--plot`` or ``--html`` path that cannot be written (checked before the dataset is read).
+dataset or a ``--plot`` path that cannot be written (checked before the dataset is read).
+
+``--html FILE`` writes one self-contained page (``cook.view.stats_page``): the same plots, a table per
+input file and the reject reasons with examples; a path that cannot be written exits 2 before any work.
 """
 
 from __future__ import annotations
