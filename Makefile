@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: venv cook test lint typecheck bench fuzz clean schemas
+.PHONY: venv cook test test-browser lint typecheck bench fuzz clean schemas
 
 venv: $(STAMP)
 
@@ -22,6 +22,12 @@ cook: $(STAMP)
 
 test: $(STAMP)
 	$(BIN)/python -m pytest tests
+
+# The pages of `cook inspect --html` / `cook stats --html` in headless Chromium (Debian's chromium,
+# installed when missing; needs root and the Debian mirror). `make test` skips these without a browser.
+test-browser: $(STAMP)
+	command -v chromium >/dev/null || (apt-get update && apt-get install -y chromium)
+	$(BIN)/python -m pytest tests -m browser
 
 lint: $(STAMP)
 	$(BIN)/ruff check cook tests bench

@@ -1,4 +1,4 @@
-"""``cook inspect DIR [--pack N | --source ID] [--tokenizer PATH]``: show one pack.
+"""``cook inspect DIR [--pack N | --source ID] [--tokenizer PATH] [--html FILE]``: show one pack.
 
 Prints the pack's sources (one row per sequence), a media summary (patches, media_sizes rows, audio
 clips) and each sequence's text decoded with the dataset's tokenizer, target tokens marked: bold
@@ -8,6 +8,11 @@ green on a terminal, ``[[...]]`` otherwise. Runs of placeholders are shown colla
 ``--source`` takes a source id exactly as written (``<file>#<line or key>``) or a suffix of one; a
 suffix that several sources end with lists them instead of picking one, and a source that was
 rejected says so, with its reason from ``rejects.jsonl``.
+
+``--html FILE`` writes the pack as one self-contained HTML page instead (``cook.view.pack_page``): media
+reassembled from the stored patches at its placeholders, targets highlighted; nothing is printed on stdout.
+``--html-max-mb MB`` (default 3; 0 = none) is the page budget: pictures whose lossless PNG would pass it
+are shown as small JPEG previews, marked as such.
 
 Exit 0; 2 for a directory that is not a dataset, a pack index out of range, an ambiguous suffix or a
 source no pack holds (a rejected one included); 1 for a pack too broken to show (``cook validate``
@@ -28,11 +33,16 @@ import numpy as np
 
 from cook import format as fmt
 from cook.cli.validate_cmd import load_tokenizer
+from cook.errors import ConfigError
 from cook.types import Pack
 from cook.validate import NotADataset, check_is_dataset
 from cook.validate.media import VISUAL_KINDS, clip_tokens, visual_embeddings
 from cook.validate.members import parse_pack
 from cook.validate.packs import ONLY_META, find_pack, iter_packs, shard_spans
+from cook.view import tokens as view_tokens
+from cook.view.pack_page import DEFAULT_MAX_BYTES, render_pack_page
+from cook.view.page import check_page_path
+from cook.writer.atomic import atomic_write
 
 SHOWN_MATCHES = 5
 _ESCAPES = {c: f"\\x{c:02x}" for c in [*range(32), 127, *range(0x80, 0xA0)] if c not in (9, 10)}
@@ -46,6 +56,14 @@ def add_parser(sub: Any) -> None:
     which.add_argument("--pack", type=int, default=0, help="pack index (default 0)")
     which.add_argument("--source", help="show the pack holding this source (exact, or a unique-enough suffix)")
     p.add_argument("--tokenizer", help="tokenizer directory (default: the manifest's tokenizer.path)")
+    p.add_argument("--html", metavar="FILE", help="write the pack as one self-contained HTML page (media drawn)")
+    p.add_argument(
+        "--html-max-mb",
+        type=float,
+        default=DEFAULT_MAX_BYTES / 1e6,
+        metavar="MB",
+        help="page budget: pictures past it are shown as previews (default 3; 0 = every picture at full size)",
+    )
     p.set_defaults(handler=handle)
 
 
@@ -59,6 +77,10 @@ def handle(args: argparse.Namespace) -> int:
         check_is_dataset(args.dir)
     except NotADataset as err:
         return _fail(str(err))
+    if args.html:
+        check_page_path("--html", args.html)
+    if not args.html_max_mb >= 0:
+        raise ConfigError(f"--html-max-mb: must be >= 0 (0 = no budget), got {args.html_max_mb}")
     index = args.pack
     if args.source is not None:
         found_index, problem = locate_source(args.dir, args.source)
@@ -79,12 +101,33 @@ def handle(args: argparse.Namespace) -> int:
     tokenizer, warnings = load_tokenizer(args.dir, args.tokenizer)
     for warning in warnings:
         print(f"cook inspect: warning: {warning}; showing token ids", file=sys.stderr)
+    if args.html:
+        budget = round(args.html_max_mb * 1e6) or None
+        write_html(args.html, args.dir, pack, raw.key, shard, tokenizer, budget, args.source)
+        return 0
     try:
         print(render(pack, raw.key, shard, args.source, tokenizer, sys.stdout.isatty()))
         sys.stdout.flush()
     except BrokenPipeError:  # a pager or `head` closed stdout: the reader has what it wanted
         sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - keeps the interpreter's final flush quiet
     return 0
+
+
+def write_html(
+    path: str, root: str, pack: Pack, key: str, shard: str, tokenizer: Any, budget: int | None, source: str | None
+) -> None:
+    """The pack page; without a tokenizer, text as token ids and control tokens from the manifest."""
+    with open(os.path.join(root, fmt.MANIFEST_NAME), encoding="utf-8") as handle:
+        manifest = json.load(handle)
+    if tokenizer is not None:
+        view = view_tokens.from_tokenizer(tokenizer)
+    else:
+        recorded = manifest.get("tokenizer", {})
+        view = view_tokens.from_ids(recorded.get("control_ids") or {}, recorded.get("pad_id"))
+    seq_len = manifest.get("pipeline", {}).get("packing", {}).get("seq_len")
+    page = render_pack_page(pack, key, shard, seq_len if isinstance(seq_len, int) else None, view, budget, source)
+    atomic_write(path, page)
+    print(f"cook inspect: wrote {path}", file=sys.stderr)
 
 
 def _pack_sources(root: str) -> Iterator[tuple[int, list[str]]]:

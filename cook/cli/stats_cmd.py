@@ -7,28 +7,36 @@ reject reasons. Truncation (``truncated_sequences``, ``truncated_tokens``) comes
 counts (0 for a manifest written before they were counted). ``--global-batch-size N`` adds
 ``steps_per_epoch`` = packs // N (full global batches of N packs in one pass). Exit 0; 2 for a directory that is not a
 dataset or a ``--plot`` path that cannot be written (checked before the dataset is read).
+
+``--html FILE`` writes one self-contained page (``cook.view.stats_page``): the same plots, a table per
+input file and the reject reasons with examples; a path that cannot be written exits 2 before any work.
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib.util
+import io
 import itertools
 import json
 import os
 import sys
-from typing import Any
+from typing import IO, Any
 
 from cook import format as fmt
 from cook.errors import ConfigError
 from cook.validate import NotADataset, check_is_dataset
 from cook.validate.stats import compute_stats, summarize
+from cook.view.page import check_page_path
+from cook.view.stats_page import render_stats_page
+from cook.writer.atomic import atomic_write
 
 
 def add_parser(sub: Any) -> None:
     p = sub.add_parser("stats", help="packing efficiency, fill and length histograms, media share, rejects")
     p.add_argument("dir", help="cooked dataset directory")
     p.add_argument("--plot", metavar="FILE.png", help="write a 2x2 PNG of the histograms")
+    p.add_argument("--html", metavar="FILE", help="write one self-contained HTML page: plots, per-file table, rejects")
     p.add_argument("--json", action="store_true", help="print one JSON object on stdout")
     p.add_argument("--global-batch-size", type=int, metavar="N", help="also report steps per epoch at N packs a step")
     p.set_defaults(handler=handle)
@@ -42,6 +50,8 @@ def handle(args: argparse.Namespace) -> int:
         return 2
     if args.plot:
         check_plot_path(args.plot)
+    if args.html:
+        check_page_path("--html", args.html)
     if args.global_batch_size is not None and args.global_batch_size < 1:
         raise ConfigError(f"--global-batch-size: must be >= 1, got {args.global_batch_size}")
     summary = {**summarize(compute_stats(args.dir)), **truncation(args.dir)}
@@ -54,12 +64,22 @@ def handle(args: argparse.Namespace) -> int:
         except OSError as err:
             raise ConfigError(f"--plot {args.plot}: cannot write ({err.strerror or err})") from None
         print(f"cook stats: wrote {args.plot}", file=sys.stderr)
+    if args.html:
+        write_html(summary, args.html, args.dir)
     try:
         print(json.dumps(summary) if args.json else table(summary))
         sys.stdout.flush()
     except BrokenPipeError:  # a pager or `head` closed stdout
         sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - keeps the interpreter's final flush quiet
     return 0
+
+
+def write_html(summary: dict[str, Any], path: str, root: str) -> None:
+    """``--html FILE``: the plot drawn in memory, embedded in the stats page."""
+    buffer = io.BytesIO()
+    plot(summary, buffer, root)
+    atomic_write(path, render_stats_page(root, summary, buffer.getvalue()))
+    print(f"cook stats: wrote {path}", file=sys.stderr)
 
 
 def check_plot_path(path: str) -> None:
@@ -148,7 +168,7 @@ def _truncated_share(s: dict[str, Any]) -> str:
     return f" ({truncated / sources:.1%} of the sources)" if truncated and sources else ""
 
 
-def plot(s: dict[str, Any], path: str, title: str) -> None:
+def plot(s: dict[str, Any], path: str | IO[bytes], title: str) -> None:
     """The 2x2 PNG: fill, sequence lengths, sources per pack, reject reasons."""
     import matplotlib
 

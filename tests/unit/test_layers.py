@@ -17,7 +17,8 @@ ALLOWED: dict[str, set[str]] = {
     **{name: L0 | {"config"} for name in L2},
     "runner": L0 | {"config"} | L2,
     "validate": L0,
-    "cli": L0 | {"config", "runner", "validate"} | L2,
+    "view": L0 | {"validate"},  # HTML pages of a pack or the stats: reads packs like validate does
+    "cli": L0 | {"config", "runner", "validate", "view"} | L2,
     "reader": L0,
     "train": L0 | {"reader"},
 }
