@@ -76,7 +76,10 @@ def _header_html(pack: Pack, key: str, shard: str, seq_len: int | None, previews
     )
     legend = "".join(f'<span class="sw {css}"></span>{name} {n:,}' for css, n, name in parts)
     image, audio = _media_share(pack)
-    share = lambda n: f"{n / tokens:.1%}" if tokens else "0%"  # noqa: E731
+
+    def share(n: int) -> str:
+        return f"{n / tokens:.1%}" if tokens else "0%"
+
     targets = int(np.count_nonzero(pack.loss_mask))
     index = key.removeprefix(fmt.PACK_KEY_PREFIX)
     return (
