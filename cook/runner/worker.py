@@ -39,7 +39,8 @@ from cook.runner.staging import DiskStore, SampleStore
 from cook.runner.units import Attempt, ShardDone, ShardTask, Unit, UnitSummary
 from cook.sources import SOURCES, source_name
 from cook.tokenize import ChatTokenizer, tokenize_batch
-from cook.types import Conversation, MediaItem, Pack, RawRecord, RejectRecord, TokenizedSample
+from cook.tokenize.backends import SAMPLE_TEXTS
+from cook.types import Conversation, MediaItem, Pack, RawRecord, RejectRecord, TextPart, TokenizedSample
 from cook.writer.shards import write_shard
 
 TOKENIZE_BATCH = 256
@@ -119,7 +120,7 @@ class CookWorker:
         keep_freed_memory()
         self.config = config
         self.store: SampleStore = store if store is not None else DiskStore(config.output.dir)
-        self.tokenizer = ChatTokenizer(config.tokenizer.path)
+        self.tokenizer = ChatTokenizer(config.tokenizer.path, config.tokenizer.backend)
         self.cooker = COOKERS[config.cooker]
         self._media_store: Any = None
         self._fault_marker = os.environ.get(FAULT_ENV)
@@ -183,8 +184,11 @@ class CookWorker:
         return summary
 
     def cook_samples(self, unit: Unit, attempt: Attempt | None = None) -> tuple[UnitSummary, list[TokenizedSample]]:
-        with _no_cyclic_gc():
-            return self._cook_unit(unit, attempt or Attempt())
+        try:
+            with _no_cyclic_gc():
+                return self._cook_unit(unit, attempt or Attempt())
+        finally:
+            self.tokenizer.reset_backend_cache()  # a long job must not grow the encoder's caches
 
     def _cook_unit(self, unit: Unit, attempt: Attempt) -> tuple[UnitSummary, list[TokenizedSample]]:
         samples: list[TokenizedSample] = []
@@ -228,6 +232,29 @@ class CookWorker:
                 samples.append(fit_sample(result, self.config.packing))
             except Rejected as rejected:
                 rejects.append(_reject(conv.source, rejected))
+
+
+def first_unit_texts(config: PipelineConfig, unit: Unit, limit: int = SAMPLE_TEXTS) -> list[str]:
+    """Up to ``limit`` data texts (turn text, thinking) of ``unit``'s first records, for the backend
+    self-check. Records that do not cook are skipped here; the workers reject them properly."""
+    name = source_name(unit.path, config.input.path)
+    read = SOURCES[unit.format](unit.path, config.input.max_record_bytes, unit.span, unit.first_index, name=name)
+    cooker = COOKERS[config.cooker]
+    texts: list[str] = []
+    for raw in read:
+        if len(texts) >= limit:
+            break
+        if isinstance(raw, RejectRecord):
+            continue
+        try:
+            conv = cooker(raw)
+        except Rejected:
+            continue
+        for turn in conv.turns:
+            texts.extend(part.text for part in turn.content if isinstance(part, TextPart) and part.text)
+            if turn.reasoning:
+                texts.append(turn.reasoning)
+    return texts[:limit]
 
 
 def _packed_counts(packs: list[Pack], samples: list[TokenizedSample]) -> dict[str, int]:
