@@ -148,7 +148,7 @@ def _load_fast(tokenizer_json: str) -> tuple[Encoder | None, str]:
     try:
         return GigatokenEncoder(tokenizer_json), ""
     except ImportError:
-        return None, f"{FAST_BACKEND} is not installed (pip install 'cook[fast]')"
+        return None, f"{FAST_BACKEND} is not installed (pip install 'gigatoken>=0.10,<0.11')"
     except (ValueError, TypeError, KeyError, RuntimeError) as err:  # the loader rejects the tokenizer.json
         return None, f"{FAST_BACKEND} does not support this tokenizer ({str(err).splitlines()[0][:120]})"
 
