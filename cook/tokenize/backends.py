@@ -141,7 +141,7 @@ def first_mismatch(reference: Encoder, candidate: Encoder, texts: list[str]) -> 
 
 
 def _short(text: str) -> str:
-    return repr(text if len(text) <= 60 else text[:57] + "...")
+    return repr(text if len(text) <= 100 else text[:97] + "...")
 
 
 def _load_fast(tokenizer_json: str) -> tuple[Encoder | None, str]:

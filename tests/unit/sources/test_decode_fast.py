@@ -41,7 +41,11 @@ def _pairs_json(pairs: list[tuple[str, Any]]) -> str:
     return "{" + ", ".join(f"{json.dumps(k)} : {v}" for k, v in pairs) + "}"
 
 
-LEAF = st.one_of(st.integers(-(2**70), 2**70).map(str), st.text(max_size=8).map(json.dumps), st.sampled_from(["null", "1.5", "1e400", "-0.0", "1E-400", "true", "0.1e1", "12345678901234567890"]))
+LEAF = st.one_of(
+    st.integers(-(2**70), 2**70).map(str),
+    st.text(max_size=8).map(json.dumps),
+    st.sampled_from(["null", "1.5", "1e400", "-0.0", "1E-400", "true", "0.1e1", "12345678901234567890"]),
+)
 VALUE = st.recursive(
     LEAF,
     lambda inner: st.one_of(

@@ -92,3 +92,28 @@ def test_worker_cook_path_never_imports_torch(text_input: Path, tmp_path: Path) 
     )
     assert done.returncode == 0, done.stderr
     assert "HEAVY []" in done.stdout, done.stdout
+
+
+def test_explicit_backend_failing_its_check_exits_2(
+    text_input: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
+) -> None:
+    """A mismatch only the job's own text shows (no probe has it): exit 2, naming the string."""
+    pytest.importorskip("gigatoken")
+    from cook.tokenize import backends
+
+    real = backends.GigatokenEncoder.encode_batch
+    needle = "Historians"  # in the demo chats, in no probe string
+    assert not any(needle in probe for probe in backends.PROBES)
+
+    def wrong(self: backends.GigatokenEncoder, texts: list[str]) -> list[list[int]]:
+        return [[*ids, 5] if needle in text else ids for text, ids in zip(texts, real(self, texts), strict=True)]
+
+    monkeypatch.setattr(backends.GigatokenEncoder, "encode_batch", wrong)
+    out = tmp_path / "out"
+    data = pipeline_dict(str(text_input / "chat.jsonl"), str(out), tokenizer={"backend": "gigatoken"})
+    (tmp_path / "p.yaml").write_text(yaml.safe_dump(data))
+    assert main(["run", str(tmp_path / "p.yaml"), "--workers", "0", "--quiet"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "tokenizer.backend: 'gigatoken' cannot be used" in err[0]
+    assert "first unit's text" in err[0] and needle in err[0]
+    assert not (out / fmt.MANIFEST_NAME).exists()
