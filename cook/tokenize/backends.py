@@ -20,11 +20,14 @@ rebuilds the encoder (a few ms) so a worker can bound it per unit.
 
 from __future__ import annotations
 
+import itertools
 import json
 import sys
 from dataclasses import asdict, dataclass
 from importlib import metadata
 from typing import Any, Literal, Protocol
+
+import numpy as np
 
 from cook.errors import ConfigError
 from cook.format import CONTROL_TOKENS
@@ -63,6 +66,16 @@ PROBES: tuple[str, ...] = (
 )
 
 
+FlatIds = tuple[np.ndarray, np.ndarray]  # ids int32 [N], offsets int64 [len(texts) + 1]: text i is ids[o[i]:o[i+1]]
+
+
+def flat_from_lists(rows: list[list[int]]) -> FlatIds:
+    offsets = np.zeros(len(rows) + 1, dtype=np.int64)  # int64 [T + 1]
+    np.cumsum([len(r) for r in rows], out=offsets[1:])
+    ids = np.fromiter(itertools.chain.from_iterable(rows), dtype=np.int32, count=int(offsets[-1]))  # int32 [N]
+    return ids, offsets
+
+
 class Encoder(Protocol):
     """Data text -> ids, never producing a special token."""
 
@@ -70,6 +83,8 @@ class Encoder(Protocol):
     version: str
 
     def encode_batch(self, texts: list[str]) -> list[list[int]]: ...
+
+    def encode_flat(self, texts: list[str]) -> FlatIds: ...
 
     def reset(self) -> None: ...
 
@@ -85,6 +100,9 @@ class HFEncoder:
 
     def encode_batch(self, texts: list[str]) -> list[list[int]]:
         return [e.ids for e in self._backend.encode_batch_fast(texts, add_special_tokens=False)]
+
+    def encode_flat(self, texts: list[str]) -> FlatIds:
+        return flat_from_lists(self.encode_batch(texts))
 
     def reset(self) -> None:
         """Nothing grows per text in ``tokenizers``' BPE beyond its bounded cache."""
@@ -111,6 +129,16 @@ class GigatokenEncoder:
 
     def encode_batch(self, texts: list[str]) -> list[list[int]]:
         return self._tokenizer.encode_batch_list(texts, parallel=False)
+
+    def encode_flat(self, texts: list[str]) -> FlatIds:
+        """One flat id buffer and its offsets, straight from gigatoken's awkward result (no per-text
+        Python lists: 5x cheaper than ``encode_batch`` on the demo chats)."""
+        if not texts:
+            return np.zeros(0, dtype=np.int32), np.zeros(1, dtype=np.int64)
+        layout = self._tokenizer.encode_batch(texts, parallel=False).layout
+        offsets = np.asarray(layout.offsets, dtype=np.int64)  # int64 [T + 1]
+        ids = np.asarray(layout.content.data)[offsets[0] : offsets[-1]]  # uint32 [N]
+        return ids.view(np.int32), offsets - offsets[0]
 
     def reset(self) -> None:
         """Drop the pretoken cache (it grows with every distinct word) by rebuilding the encoder."""

@@ -13,7 +13,7 @@ import os
 
 from cook.errors import ConfigError
 from cook.format import CONTROL_TOKENS, IM_END, IM_START, THINK_END, THINK_START
-from cook.tokenize.backends import BackendChoice, Encoder, HFEncoder, check_sample, choose_encoder
+from cook.tokenize.backends import BackendChoice, Encoder, FlatIds, HFEncoder, check_sample, choose_encoder
 from cook.tokenize.tokenizer_files import read_tokenizer_dir
 
 REQUIRED_TOKENS = (IM_START, IM_END, THINK_START, THINK_END)
@@ -73,6 +73,11 @@ class ChatTokenizer:
 
     def _encode_raw(self, texts: list[str]) -> list[list[int]]:
         return self._encoder.encode_batch(texts)
+
+    def encode_flat(self, texts: list[str]) -> FlatIds:
+        """``encode_texts`` as one int32 id buffer plus int64 offsets (text i is ``ids[o[i]:o[i+1]]``),
+        for NumPy assembly without a Python list per text."""
+        return self._encoder.encode_flat(texts)
 
     def check_sample(self, texts: list[str]) -> None:
         """Self-check the chosen backend on a sample of the job's own text (``auto`` may fall back)."""

@@ -4,8 +4,10 @@ tokenizer), and ``auto`` falls back to hf, saying why in one stderr line, when i
 
 from __future__ import annotations
 
+import itertools
 from pathlib import Path
 
+import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -186,3 +188,17 @@ def test_hf_backend_runs_no_check() -> None:
         "strings_checked": 0,
         "reason": "",
     }
+
+
+def _unflatten(flat: tuple) -> list[list[int]]:
+    ids, offsets = flat
+    assert ids.dtype == np.int32 and offsets.dtype == np.int64 and offsets[0] == 0 and offsets[-1] == len(ids)
+    return [ids[a:b].tolist() for a, b in itertools.pairwise(offsets.tolist())]
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(texts=st.lists(FUZZ_TEXT, max_size=8))
+def test_flat_ids_match_lists(pair: tuple[ChatTokenizer, ChatTokenizer], texts: list[str]) -> None:
+    hf, fast = pair
+    want = hf.encode_texts(texts)
+    assert _unflatten(fast.encode_flat(texts)) == want == _unflatten(hf.encode_flat(texts))
