@@ -25,7 +25,7 @@ from tests.conftest import DEMO_DATA, DEMO_TOKENIZER, REPO
 SP_TOKENIZER = REPO / "tests" / "assets" / "sp_tokenizer"
 TOKENIZERS = {"demo": DEMO_TOKENIZER, "sp": SP_TOKENIZER}
 
-gigatoken = pytest.importorskip("gigatoken", reason="the fast backend is an optional extra")
+gigatoken = pytest.importorskip("gigatoken", reason="gigatoken (the fast backend) is not installed")
 
 
 @pytest.fixture(scope="module", params=sorted(TOKENIZERS))
