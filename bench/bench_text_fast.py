@@ -6,7 +6,7 @@
   rendering of the conversations (as bench_text_cook), one thread.
 - **Bare gigatoken**: ``gigatoken.Tokenizer`` on the same tokenizer.json, ``encode_batch_list`` of the
   same rendered texts (control markup parsed as in HF), on the calling thread.
-- **cook run**: the whole in-process job (``cook run pipelines/demo.yaml --workers 0``, reading,
+- **cook run**: the whole in-process job (``cook run pipelines/text_sft.yaml --workers 0``, reading,
   cooking, tokenizing with targets, packing, shards, Energon index, manifest) as a fresh process,
   with ``tokenizer.backend: hf`` and with the default (``auto``). CPU = user + system of the process
   tree (``bench.job_run``).
@@ -33,6 +33,7 @@ from bench.common import DEMO_TOKENIZER, REPO, WORK, single_threaded_tokenizers,
 from bench.job_run import run_job
 
 COMMAND = ".venv/bin/python -m bench.run_all bench_text_fast"
+PIPELINE = "pipelines/text_sft.yaml"  # the production text pipeline: seq_len 16384, 256 packs a shard
 BIG, SMALL = 40, 2  # copies of the demo chats
 REPEATS = 3
 RSS_UNITS = 10
@@ -74,7 +75,7 @@ def _bare(texts: dict[str, list[str]]) -> dict[str, tuple[float, int]]:
 def _job(corpus: Path, backend: str, out: Path) -> tuple[float, float, dict]:
     args = [
         "run",
-        "pipelines/demo.yaml",
+        PIPELINE,
         "--set",
         f"input.path={corpus}",
         "--set",

@@ -120,7 +120,7 @@ def run_pipeline(
         return _finished_summary(out_dir, started)
     try:
         tokenizer = ChatTokenizer(config.tokenizer.path, config.tokenizer.backend)
-        if units:
+        if units and tokenizer.backend.name != "hf":
             tokenizer.check_sample(first_unit_texts(config, units[0]))  # the backend's self-check, part 2
         resolved = replace(config.tokenizer, backend=tokenizer.backend.name)  # every worker encodes alike
         state = resumed or RunState(run_fingerprint)
