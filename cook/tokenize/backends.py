@@ -47,6 +47,7 @@ PROBES: tuple[str, ...] = (
     "Hello, world! It's a test; isn't it? (yes) [no] {maybe}",
     "0 1 12 123 1234 12345 123456789012345678901234567890 3.14159 -42 1e10 0x1F",
     "naïve café résumé Ångström façade Straße ÆØÅ",
+    "e\u0301 A\u030a ﬁ ｆｕｌｌｗｉｄｔｈ ① ℌ ǅ ß İ",  # what a normalizer (NFC, NFKC, lowercase) would change
     "Ελληνικά Русский текст עברית العربية हिन्दी ภาษาไทย",
     "日本語のテキストと漢字、中文文本，한국어 텍스트",
     "😀👍🏽👨‍👩‍👧‍👦🏳️‍🌈 🇯🇵 ❤️‍🔥",

@@ -202,3 +202,29 @@ def test_flat_ids_match_lists(pair: tuple[ChatTokenizer, ChatTokenizer], texts: 
     hf, fast = pair
     want = hf.encode_texts(texts)
     assert _unflatten(fast.encode_flat(texts)) == want == _unflatten(hf.encode_flat(texts))
+
+
+def _wordpiece_dir(root: Path) -> Path:
+    """A tokenizer gigatoken does not support (WordPiece), with everything else cook needs."""
+    import json
+
+    from tokenizers import Tokenizer, models, pre_tokenizers
+
+    tok = Tokenizer(models.WordPiece({"[UNK]": 0, "a": 1, "##b": 2, "hi": 3}, unk_token="[UNK]"))
+    tok.pre_tokenizer = pre_tokenizers.Whitespace()
+    tok.add_special_tokens([*CONTROL_TOKENS, "<pad>"])
+    root.mkdir()
+    tok.save(str(root / "tokenizer.json"))
+    config = {"tokenizer_class": "PreTrainedTokenizerFast", "pad_token": "<pad>", "unk_token": "[UNK]"}
+    (root / "tokenizer_config.json").write_text(json.dumps(config))
+    return root
+
+
+def test_unsupported_tokenizer_falls_back_or_fails(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    path = str(_wordpiece_dir(tmp_path / "wordpiece"))
+    auto = ChatTokenizer(path, "auto")
+    assert (auto.backend.name, auto.backend.self_check) == ("hf", "unsupported")
+    (line,) = capsys.readouterr().err.splitlines()
+    assert "does not support this tokenizer" in line and "WordPiece" in line
+    with pytest.raises(ConfigError, match="does not support this tokenizer"):
+        ChatTokenizer(path, "gigatoken")
