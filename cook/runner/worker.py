@@ -26,7 +26,6 @@ import json
 import os
 import signal
 import threading
-import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -60,16 +59,14 @@ class _RecordTimeout(Exception):
 
 
 class RecordBudget:
-    """``seconds`` per record, for a whole unit: one SIGALRM handler and one repeating timer (a tick
-    every quarter budget) instead of two timer syscalls and two handler swaps per record. A record
-    is stamped when it starts; a tick that finds it past its budget raises inside it, so a record is
-    stopped between 1 and 1.25 budgets after it started. Only on the process's main thread."""
-
-    TICKS_PER_BUDGET = 4
+    """``seconds`` per record, for a whole unit: the SIGALRM handler is installed once per unit (not
+    swapped in and out around every record); each record arms a one-shot timer and disarms it, so
+    the alarm fires only in a record that overruns, as before. Only on the process's main thread."""
 
     def __init__(self, seconds: float) -> None:
         self.seconds = seconds
-        self._started: float | None = None
+        self._armed = False
+        self._running = False
 
     @contextlib.contextmanager
     def armed(self) -> Iterator[None]:
@@ -77,23 +74,25 @@ class RecordBudget:
             yield
             return
         previous = signal.signal(signal.SIGALRM, self._on_alarm)
-        tick = self.seconds / self.TICKS_PER_BUDGET
-        signal.setitimer(signal.ITIMER_REAL, tick, tick)
+        self._armed = True
         try:
             yield
         finally:
+            self._armed = False
             signal.setitimer(signal.ITIMER_REAL, 0)
             signal.signal(signal.SIGALRM, previous)
 
     def _on_alarm(self, signum: int, frame: Any) -> None:
-        started = self._started
-        if started is not None and time.monotonic() - started >= self.seconds:
-            self._started = None  # once per record
+        if self._running:
+            self._running = False  # once per record
             raise _RecordTimeout
 
     def run(self, cook: Callable[[RawRecord], Cooked], raw: RawRecord) -> Cooked:
         """``cook(raw)``, or ``Rejected(timeout)`` once it has run longer than the budget."""
-        self._started = time.monotonic()
+        if not self._armed:
+            return cook(raw)
+        self._running = True
+        signal.setitimer(signal.ITIMER_REAL, self.seconds)
         try:
             return cook(raw)
         except _RecordTimeout:
@@ -101,7 +100,8 @@ class RecordBudget:
                 RejectReason.TIMEOUT, f"record took longer than ray.record_timeout_s={self.seconds}"
             ) from None
         finally:
-            self._started = None
+            self._running = False
+            signal.setitimer(signal.ITIMER_REAL, 0)
 
 
 @contextlib.contextmanager

@@ -1,4 +1,4 @@
-"""Issue 14: the per-unit record budget (one SIGALRM timer per unit) still stops a runaway record as a
+"""Issue 14: the per-unit record budget (SIGALRM handler installed once per unit) still stops a runaway record as a
 ``timeout`` reject, lets the records around it through, and restores the previous handler."""
 
 from __future__ import annotations
