@@ -24,6 +24,7 @@ BENCHES = [
     "bench_job",
     "bench_plan",
     "bench_inspect_html",
+    "bench_text_fast",
 ]
 RESULTS = Path(__file__).with_name("RESULTS.md")
 HEADER = (

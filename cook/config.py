@@ -73,6 +73,9 @@ class TokenizerConfig:
         "all_assistant", "Which assistant turns are targets (per-turn 'loss' flags override)."
     )
     normalize_thinking: bool = _key(True, "Render assistant thinking as exactly one <think>...</think> block.")
+    backend: Literal["auto", "hf", "gigatoken"] = _key(
+        "auto", "Text encoder: auto = gigatoken when installed and its self-check matches hf, else hf."
+    )
 
 
 @dataclass(frozen=True)

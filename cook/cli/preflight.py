@@ -40,7 +40,9 @@ def preflight(config: PipelineConfig) -> None:
         raise ConfigError("; ".join(problems))
     from cook.tokenize.tokenizer import ChatTokenizer
 
-    ChatTokenizer(config.tokenizer.path)  # a bad one raises ConfigError naming tokenizer.path
+    # a bad one raises ConfigError naming tokenizer.path; an explicit fast backend is self-checked here
+    backend = "hf" if config.tokenizer.backend == "auto" else config.tokenizer.backend
+    ChatTokenizer(config.tokenizer.path, backend)
 
 
 def media_problems(config: PipelineConfig) -> list[str]:

@@ -27,6 +27,7 @@ from cook.config import PipelineConfig, load_config
 from cook.errors import ConfigError
 from cook.runner.driver import Executor
 from cook.runner.pipeline import ExecutorFactory, RunSummary, run_pipeline
+from cook.tokenize.tokenizer_files import needs_transformers
 
 TRUNCATION_WARN_SHARE = 0.01  # warn when more than this share of the packed records was truncated
 TOP_REASONS = 3
@@ -155,19 +156,24 @@ def joined_cluster(config: PipelineConfig, workers: int) -> Iterator[None]:
             ray.shutdown()
 
 
-def _import_libraries() -> None:
-    """Import transformers (torch under it) with SIGINT held: an interrupt inside torch's native
-    start-up aborts the interpreter (SIGABRT); held, it arrives right after, as KeyboardInterrupt."""
+def _import_libraries(tokenizer_path: str) -> None:
+    """Import the native tokenizer libraries with SIGINT held: an interrupt inside a native start-up
+    (torch's, when a tokenizer directory needs transformers) aborts the interpreter (SIGABRT); held,
+    it arrives right after, as KeyboardInterrupt. transformers (and torch) are imported only for a
+    tokenizer directory that needs AutoTokenizer (``cook.tokenize.tokenizer_files``)."""
     held = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
     try:
-        from transformers import AutoTokenizer  # noqa: F401
+        import tokenizers  # noqa: F401
+
+        if needs_transformers(tokenizer_path):
+            from transformers import AutoTokenizer  # noqa: F401
     finally:
         signal.pthread_sigmask(signal.SIG_SETMASK, held)
 
 
 def handle(args: argparse.Namespace) -> int:
     config = load_config(args.pipeline, _overrides(args))
-    _import_libraries()
+    _import_libraries(config.tokenizer.path)
     preflight(config)
     workers = 0 if args.workers == 0 else config.ray.num_actors
     with joined_cluster(config, workers):

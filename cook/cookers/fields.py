@@ -10,14 +10,19 @@ from cook.errors import Rejected, RejectReason
 
 def require(fields: Mapping[str, Any], key: str, kind: type | tuple[type, ...], where: str = "") -> Any:
     """``fields[key]`` if present and of ``kind`` (bool is never an int here)."""
-    if key not in fields or fields[key] is None:
+    value = fields.get(key)
+    if value is None:
         raise Rejected(RejectReason.MISSING_FIELD, f"{where}{key!r} is missing")
-    return check_type(fields[key], kind, f"{where}{key}")
+    if type(value) is kind:  # the common case, checked without building the field's name
+        return value
+    return check_type(value, kind, f"{where}{key}")
 
 
 def optional(fields: Mapping[str, Any], key: str, kind: type | tuple[type, ...], where: str = "") -> Any:
     value = fields.get(key)
-    return None if value is None else check_type(value, kind, f"{where}{key}")
+    if value is None or type(value) is kind:
+        return value
+    return check_type(value, kind, f"{where}{key}")
 
 
 def check_type(value: Any, kind: type | tuple[type, ...], name: str) -> Any:

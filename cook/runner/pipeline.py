@@ -31,6 +31,7 @@ from cook.runner.output_dir import FINISHED, prepare_output
 from cook.runner.plan import plan_units
 from cook.runner.progress import Progress
 from cook.runner.resume import RunState, fingerprint, remove_progress, save_state
+from cook.runner.worker import first_unit_texts
 from cook.tokenize.tokenizer import ChatTokenizer, tokenizer_files_sha256
 from cook.writer.dataset import DatasetWriter
 from cook.writer.manifest import build_manifest
@@ -62,6 +63,7 @@ def _manifest(config: PipelineConfig, state: RunState, tokenizer: ChatTokenizer)
         vocab_size=tokenizer.vocab_size,
         pad_id=tokenizer.pad_id,
         control_ids=tokenizer.control_ids,
+        tokenizer_backend=tokenizer.backend.to_dict(),
         counts=counts.to_dict(),
         packing={
             **asdict(stats),
@@ -116,14 +118,19 @@ def run_pipeline(
             lock.release()
         return _finished_summary(out_dir, started)
     try:
-        tokenizer = ChatTokenizer(config.tokenizer.path)
+        tokenizer = ChatTokenizer(config.tokenizer.path, config.tokenizer.backend)
+        if units and tokenizer.backend.name != "hf":
+            tokenizer.check_sample(first_unit_texts(config, units[0]))  # the backend's self-check, part 2
+        resolved = replace(config.tokenizer, backend=tokenizer.backend.name)  # every worker encodes alike
         state = resumed or RunState(run_fingerprint)
         save_state(out_dir, state)  # from here on, staged units survive an interrupt
         writer = DatasetWriter(out_dir, len(state.shards), state.rejects_bytes, state.rejects_by_reason)
         bar = Progress(sum(unit.size_bytes for unit in units[state.next_unit :]), enabled=progress)
         try:
             workers = max(1, min(config.ray.num_actors, len(units) - state.next_unit))  # never more than units
-            executor = executor_factory(replace(config, ray=replace(config.ray, num_actors=workers)))
+            executor = executor_factory(
+                replace(config, ray=replace(config.ray, num_actors=workers), tokenizer=resolved)
+            )
             try:
                 driver = Driver(config, state, executor, writer, bar)
                 driver.run(units)

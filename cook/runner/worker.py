@@ -10,7 +10,7 @@ unit. It knows nothing about Ray: the Ray layer wraps it in an actor, the local 
 directly. Every record read ends up exactly once in the staged samples or in ``rejects``.
 
 Each record's cook and media stages run under a time budget (``ray.record_timeout_s``, enforced
-with ``SIGALRM`` when the worker runs on its process's main thread): a pathological record becomes a
+with ``SIGALRM`` when the worker runs on its process's main thread; ``RecordBudget``): a pathological record becomes a
 ``timeout`` reject instead of stalling the worker. After a worker died on a unit, the unit is cooked
 again with an ``Attempt`` that traces each record's ordinal to a file before cooking it, so the
 executor can name the record that kills a worker and reject it as ``worker_crash``.
@@ -25,7 +25,7 @@ import itertools
 import os
 import signal
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
@@ -39,7 +39,8 @@ from cook.runner.staging import DiskStore, SampleStore
 from cook.runner.units import Attempt, ShardDone, ShardTask, Unit, UnitSummary
 from cook.sources import SOURCES, source_name
 from cook.tokenize import ChatTokenizer, tokenize_batch
-from cook.types import Conversation, MediaItem, Pack, RawRecord, RejectRecord, TokenizedSample
+from cook.tokenize.backends import SAMPLE_TEXTS
+from cook.types import Conversation, MediaItem, Pack, RawRecord, RejectRecord, TextPart, TokenizedSample
 from cook.writer.shards import write_shard
 
 TOKENIZE_BATCH = 256
@@ -54,25 +55,50 @@ class _RecordTimeout(Exception):
     pass
 
 
-def _on_alarm(signum: int, frame: Any) -> None:
-    raise _RecordTimeout
+class RecordBudget:
+    """``seconds`` per record, for a whole unit: the SIGALRM handler is installed once per unit (not
+    swapped in and out around every record); each record arms a one-shot timer and disarms it, so
+    the alarm fires only in a record that overruns, as before. Only on the process's main thread."""
 
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+        self._armed = False
+        self._running = False
 
-@contextlib.contextmanager
-def time_budget(seconds: float) -> Iterator[None]:
-    """Raise ``Rejected(timeout)`` if the block runs longer than ``seconds`` (main thread only)."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    previous = signal.signal(signal.SIGALRM, _on_alarm)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
-    try:
-        yield
-    except _RecordTimeout:
-        raise Rejected(RejectReason.TIMEOUT, f"record took longer than ray.record_timeout_s={seconds}") from None
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
+    @contextlib.contextmanager
+    def armed(self) -> Iterator[None]:
+        if threading.current_thread() is not threading.main_thread():
+            yield
+            return
+        previous = signal.signal(signal.SIGALRM, self._on_alarm)
+        self._armed = True
+        try:
+            yield
+        finally:
+            self._armed = False
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, previous)
+
+    def _on_alarm(self, signum: int, frame: Any) -> None:
+        if self._running:
+            self._running = False  # once per record
+            raise _RecordTimeout
+
+    def run(self, cook: Callable[[RawRecord], Cooked], raw: RawRecord) -> Cooked:
+        """``cook(raw)``, or ``Rejected(timeout)`` once it has run longer than the budget."""
+        if not self._armed:
+            return cook(raw)
+        self._running = True
+        signal.setitimer(signal.ITIMER_REAL, self.seconds)
+        try:
+            return cook(raw)
+        except _RecordTimeout:
+            raise Rejected(
+                RejectReason.TIMEOUT, f"record took longer than ray.record_timeout_s={self.seconds}"
+            ) from None
+        finally:
+            self._running = False
+            signal.setitimer(signal.ITIMER_REAL, 0)
 
 
 @contextlib.contextmanager
@@ -116,9 +142,10 @@ class CookWorker:
         keep_freed_memory()
         self.config = config
         self.store: SampleStore = store if store is not None else DiskStore(config.output.dir)
-        self.tokenizer = ChatTokenizer(config.tokenizer.path)
+        self.tokenizer = ChatTokenizer(config.tokenizer.path, config.tokenizer.backend)
         self.cooker = COOKERS[config.cooker]
         self._media_store: Any = None
+        self._budget = RecordBudget(config.ray.record_timeout_s)
 
     def _media(self, raw: RawRecord, conv: Conversation) -> tuple[tuple[MediaItem, ...], ...]:
         if not conv.media:
@@ -140,9 +167,11 @@ class CookWorker:
         return tuple(groups)
 
     def _cook_one(self, raw: RawRecord) -> Cooked:
-        with time_budget(self.config.ray.record_timeout_s):
-            conv = self.cooker(raw)
-            return conv, self._media(raw, conv)
+        return self._budget.run(self._cook_and_media, raw)
+
+    def _cook_and_media(self, raw: RawRecord) -> Cooked:
+        conv = self.cooker(raw)
+        return conv, self._media(raw, conv)
 
     def _cooked(self, unit: Unit, attempt: Attempt, rejects: list[RejectRecord], count: list[int]) -> Iterator[Cooked]:
         name = source_name(unit.path, self.config.input.path)
@@ -177,8 +206,11 @@ class CookWorker:
         return summary
 
     def cook_samples(self, unit: Unit, attempt: Attempt | None = None) -> tuple[UnitSummary, list[TokenizedSample]]:
-        with _no_cyclic_gc():
-            return self._cook_unit(unit, attempt or Attempt())
+        try:
+            with _no_cyclic_gc(), self._budget.armed():
+                return self._cook_unit(unit, attempt or Attempt())
+        finally:
+            self.tokenizer.reset_backend_cache()  # a long job must not grow the encoder's caches
 
     def _cook_unit(self, unit: Unit, attempt: Attempt) -> tuple[UnitSummary, list[TokenizedSample]]:
         samples: list[TokenizedSample] = []
@@ -222,6 +254,29 @@ class CookWorker:
                 samples.append(fit_sample(result, self.config.packing))
             except Rejected as rejected:
                 rejects.append(_reject(conv.source, rejected))
+
+
+def first_unit_texts(config: PipelineConfig, unit: Unit, limit: int = SAMPLE_TEXTS) -> list[str]:
+    """Up to ``limit`` data texts (turn text, thinking) of ``unit``'s first records, for the backend
+    self-check. Records that do not cook are skipped here; the workers reject them properly."""
+    name = source_name(unit.path, config.input.path)
+    read = SOURCES[unit.format](unit.path, config.input.max_record_bytes, unit.span, unit.first_index, name=name)
+    cooker = COOKERS[config.cooker]
+    texts: list[str] = []
+    for raw in read:
+        if len(texts) >= limit:
+            break
+        if isinstance(raw, RejectRecord):
+            continue
+        try:
+            conv = cooker(raw)
+        except Rejected:
+            continue
+        for turn in conv.turns:
+            texts.extend(part.text for part in turn.content if isinstance(part, TextPart) and part.text)
+            if turn.reasoning:
+                texts.append(turn.reasoning)
+    return texts[:limit]
 
 
 def _packed_counts(packs: list[Pack], samples: list[TokenizedSample]) -> Counts:

@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import hashlib
 import os
-from typing import Any
 
 from cook.errors import ConfigError
 from cook.format import CONTROL_TOKENS, IM_END, IM_START, THINK_END, THINK_START
+from cook.tokenize.backends import BackendChoice, Encoder, FlatIds, HFEncoder, check_sample, choose_encoder
+from cook.tokenize.tokenizer_files import read_tokenizer_dir
 
 REQUIRED_TOKENS = (IM_START, IM_END, THINK_START, THINK_END)
 
@@ -32,37 +33,34 @@ def tokenizer_files_sha256(path: str) -> dict[str, str]:
 class ChatTokenizer:
     """Holds the loaded tokenizer: control-token ids, pad id, vocab size and a safe batch encoder."""
 
-    def __init__(self, path: str) -> None:
+    def __init__(self, path: str, backend: str = "hf") -> None:
         if not os.path.isdir(path):
             raise ConfigError(f"tokenizer.path: {path!r} is not a directory")
         os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
         from tokenizers import Tokenizer
-        from transformers import AutoTokenizer
 
-        try:
-            hf: Any = AutoTokenizer.from_pretrained(path, local_files_only=True)
-        except (OSError, ValueError) as err:
-            raise ConfigError(f"tokenizer.path: cannot load {path!r} with AutoTokenizer ({err})") from None
-        if not getattr(hf, "is_fast", False):
-            raise ConfigError(f"tokenizer.path: {path!r} has no fast (tokenizers) backend")
+        files = read_tokenizer_dir(path, CONTROL_TOKENS)  # torch-free unless the directory needs AutoTokenizer
         self.path = path
-        self.vocab_size = len(hf)
-        ids = {token: hf.convert_tokens_to_ids(token) for token in CONTROL_TOKENS}
-        unk = hf.unk_token_id
-        self.control_ids: dict[str, int] = {t: i for t, i in ids.items() if i is not None and i != unk}
+        self.vocab_size = files.vocab_size
+        unk = files.unk_id
+        self.control_ids: dict[str, int] = {t: i for t, i in files.token_ids.items() if i is not None and i != unk}
         missing = [t for t in REQUIRED_TOKENS if t not in self.control_ids]
         if missing:
             raise ConfigError(f"tokenizer.path: {path!r} lacks the chat token(s) {', '.join(missing)}")
-        if hf.pad_token_id is None:
+        if files.pad_id is None:
             raise ConfigError(f"tokenizer.path: {path!r} defines no pad_token")
-        self.pad_id = int(hf.pad_token_id)
-        backend = Tokenizer.from_str(hf.backend_tokenizer.to_str())
-        backend.no_truncation()
-        backend.no_padding()
-        backend.encode_special_tokens = True
-        self._backend = backend
+        self.pad_id = int(files.pad_id)
+        reference = Tokenizer.from_str(files.tokenizer_json)
+        reference.no_truncation()
+        reference.no_padding()
+        reference.encode_special_tokens = True
+        self._backend = reference
+        self._reference = HFEncoder(reference)
+        self._encoder: Encoder = self._reference
         self._cache: dict[str, list[int]] = {}
         self._probe_injection()
+        self.backend: BackendChoice
+        self._encoder, self.backend = choose_encoder(backend, files.tokenizer_json, self._reference)
 
     def _probe_injection(self) -> None:
         control = set(self.control_ids.values())
@@ -74,7 +72,20 @@ class ChatTokenizer:
                 )
 
     def _encode_raw(self, texts: list[str]) -> list[list[int]]:
-        return [e.ids for e in self._backend.encode_batch_fast(texts, add_special_tokens=False)]
+        return self._encoder.encode_batch(texts)
+
+    def encode_flat(self, texts: list[str]) -> FlatIds:
+        """``encode_texts`` as one int32 id buffer plus int64 offsets (text i is ``ids[o[i]:o[i+1]]``),
+        for NumPy assembly without a Python list per text."""
+        return self._encoder.encode_flat(texts)
+
+    def check_sample(self, texts: list[str]) -> None:
+        """Self-check the chosen backend on a sample of the job's own text (``auto`` may fall back)."""
+        self._encoder, self.backend = check_sample(self.backend, self._reference, self._encoder, texts)
+
+    def reset_backend_cache(self) -> None:
+        """Bound the backend's memory: called by the worker after each unit."""
+        self._encoder.reset()
 
     def encode_texts(self, texts: list[str]) -> list[list[int]]:
         """Data text -> ids, never producing a control token."""

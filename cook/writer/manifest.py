@@ -21,6 +21,7 @@ def build_manifest(
     vocab_size: int,
     pad_id: int,
     control_ids: dict[str, int],
+    tokenizer_backend: dict[str, Any],
     counts: dict[str, int],
     packing: dict[str, Any],
     rejects_by_reason: dict[str, int],
@@ -40,6 +41,7 @@ def build_manifest(
             "pad_id": pad_id,
             "control_ids": dict(sorted(control_ids.items())),
         },
+        "tokenizer_backend": tokenizer_backend,  # which encoder made the ids, and its self-check
         "counts": counts,
         "packing_efficiency": counts["tokens"] / (packs * seq_len) if packs else 0.0,
         "packing": packing,
