@@ -171,7 +171,11 @@ def _rows(name: str, m: dict[str, Any]) -> str:
 
 def run() -> str:
     single_threaded_tokenizers()
-    text = _cook("validate_text", str(text_corpus(TEXT_COPIES)), ["packing.seq_len=8192", "output.shard_size=256"])
+    text = _cook(
+        "validate_text",
+        str(text_corpus(TEXT_COPIES)),
+        ["packing.seq_len=8192", "packing.buffer_size=5120", "output.shard_size=256"],
+    )
     media = _cook(
         "validate_media",
         str(_media_corpus()),

@@ -133,8 +133,8 @@ def _dataset_checks(
         )
         problems += check_counts(manifest, totals if comparable else None, rejects.lines)
         problems += check_by_reason(manifest, rejects)
-    digests = np.array([d for s in scans for d in s.source_digests], dtype=np.uint64)
-    packs = np.array([p for s in scans for p in s.source_packs], dtype=np.int64)
+    digests = np.concatenate([np.zeros(0, np.uint64), *(s.source_digests for s in scans)])  # uint64 [S]
+    packs = np.concatenate([np.zeros(0, np.int64), *(s.source_packs for s in scans)])  # int64 [S]
     problems += check_sources(digests, packs, rejects.sources)
     problems += check_nv_meta(path, {s.name: s.packs for s in scans}, comparable, {s.name: s.offsets for s in scans})
     return problems

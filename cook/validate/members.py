@@ -134,7 +134,7 @@ def parse_meta(data: MemberData, findings: list[Finding]) -> tuple[SequenceMeta,
     """``meta.json`` (schemas/packed_sample.v1.schema.json) -> its sequences, or None if it is not v1."""
     try:
         body = json.loads(bytes(data).decode("utf-8"))
-    except (UnicodeDecodeError, ValueError) as err:
+    except (UnicodeDecodeError, ValueError, RecursionError) as err:
         findings.append((Code.META_INVALID, f"{fmt.META} is not JSON: {err}"))
         return None
     if not isinstance(body, dict) or set(body) != {"schema_version", "sequences"}:

@@ -8,13 +8,15 @@ index of the pack that holds each, so a dataset of millions of sources stays sma
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
+import operator
 import os
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Final
 
 import numpy as np
 
@@ -23,7 +25,19 @@ from cook.validate.problems import Code, Problem
 
 
 def source_digest(source: str) -> int:
-    return int.from_bytes(hashlib.blake2b(source.encode("utf-8"), digest_size=8).digest(), "little")
+    """8 bytes of blake2b over the UTF-8 source (lone surrogates from a JSON escape pass through)."""
+    return int.from_bytes(hashlib.blake2b(source.encode("utf-8", "surrogatepass"), digest_size=8).digest(), "little")
+
+
+_BLAKE2B_8: Final = functools.partial(hashlib.blake2b, digest_size=8)
+_DIGEST: Final = operator.methodcaller("digest")
+_UTF8: Final = operator.methodcaller("encode", "utf-8", "surrogatepass")
+
+
+def source_digests(sources: Iterable[str]) -> np.ndarray:
+    """uint64 [S]: ``source_digest`` of each source, in order, without a Python loop per source."""
+    joined = b"".join(map(_DIGEST, map(_BLAKE2B_8, map(_UTF8, sources))))
+    return np.frombuffer(joined, dtype="<u8").astype(np.uint64)
 
 
 @dataclass(slots=True)
@@ -93,7 +107,7 @@ def check_by_reason(manifest: Mapping[str, Any], rejects: Rejects) -> list[Probl
 def check_sources(digests: np.ndarray, packs: np.ndarray, rejected: list[str], limit: int = 20) -> list[Problem]:
     """No source digest twice. ``digests``: uint64 [S] of packed sources; ``packs``: int64 [S] pack index."""
     problems: list[Problem] = []
-    rejected_digests = np.array([source_digest(s) for s in rejected], dtype=np.uint64)
+    rejected_digests = source_digests(rejected)
     everything = np.concatenate([digests, rejected_digests])
     values, counts = np.unique(everything, return_counts=True)
     repeated = values[counts > 1]

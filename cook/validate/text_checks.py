@@ -1,0 +1,170 @@
+"""A batch of text packs (no media members) -> their totals, every per-pack invariant of ``scan.check_pack``
+checked for all of them at once with NumPy; ``Irregular`` at the first doubt.
+
+The packs' members are concatenated: ``ids`` int32 [N] and ``mask`` uint8 [N] (N = sum of T), ``cu``
+and ``padded_cu`` int64 [S + K] (each pack's n + 1 boundaries). Sequence rows are the boundary rows that
+are not a pack's first, so with ``base`` = each pack's first token in ``ids``::
+
+    lengths = cu[row] - cu[row - 1]           (true lengths, > 0, equal meta.json's)
+    padded  = padded_cu[row] - padded_cu[row - 1]   (>= lengths; = lengths rounded up to pad_multiple)
+    starts  = padded_cu[row - 1] + base       (each sequence's first token in ``ids``)
+
+Example: two packs with padded boundaries [0, 8, 24] and [0, 16] give starts [0, 8, 24]; their padded
+spans tile ``ids`` exactly because every pack's last padded boundary equals its T. Padding positions
+(a few per sequence) are listed explicitly; the targets of every sequence are the set bits of its
+padded span (``loss_mask`` is checked to be 0/1 and 0 in padding first).
+"""
+
+from __future__ import annotations
+
+import mmap
+import operator
+from dataclasses import dataclass, field
+from itertools import chain
+from typing import Any, Final
+
+import numpy as np
+
+from cook.validate.problems import PackRules
+
+_SEQUENCE_FIELDS: Final = operator.itemgetter("source", "length", "targets", "media")
+_REQUIRED_KEYS: Final = 4  # source, length, targets, media (+ truncated: true)
+
+
+class Irregular(Exception):
+    """The fast path does not vouch for this shard; ``scan.stream_shard`` checks it and names the problem."""
+
+
+@dataclass(slots=True)
+class TextBatch:
+    """Text packs waiting to be checked: where their members' data start, T and meta.json sequences."""
+
+    first: int = 0  # index in the shard of the batch's first pack
+    indices: list[int] = field(default_factory=list)  # pack index (from the key) of each pack
+    ids_at: list[int] = field(default_factory=list)
+    mask_at: list[int] = field(default_factory=list)
+    cu_at: list[int] = field(default_factory=list)
+    padded_at: list[int] = field(default_factory=list)
+    tokens: list[int] = field(default_factory=list)  # T of each pack
+    sequences: list[list[Any]] = field(default_factory=list)  # meta.json sequences of each pack, as parsed
+
+    def add(
+        self, index: int, ids_at: int, mask_at: int, cu_at: int, padded_at: int, tokens: int, seqs: list[Any]
+    ) -> None:
+        self.indices.append(index)
+        self.ids_at.append(ids_at)
+        self.mask_at.append(mask_at)
+        self.cu_at.append(cu_at)
+        self.padded_at.append(padded_at)
+        self.tokens.append(tokens)
+        self.sequences.append(seqs)
+
+
+@dataclass(frozen=True, slots=True)
+class TextTotals:
+    sources: int
+    tokens: int  # true tokens (sum of cu_seqlens[-1])
+    targets: int
+    padded: int  # sum of T
+    source_names: tuple[str, ...]
+    source_packs: np.ndarray  # int64 [S]: the pack index of each source
+
+
+def _concat(data: mmap.mmap, dtype: str, offsets: list[int], counts: list[int]) -> np.ndarray:
+    return np.concatenate([np.frombuffer(data, dtype, n, at) for at, n in zip(offsets, counts, strict=True)])
+
+
+def meta_columns(entries: list[Any]) -> tuple[tuple[str, ...], np.ndarray, np.ndarray]:
+    """(sources, lengths int64 [S], targets int64 [S]) of meta.json entries that are schema v1 and list no
+    media (what ``members._sequence_ok`` accepts, media empty), else ``Irregular``."""
+    if set(map(type, entries)) != {dict}:
+        raise Irregular
+    sizes = set(map(len, entries))
+    if sizes != {_REQUIRED_KEYS} and (
+        not sizes <= {_REQUIRED_KEYS, _REQUIRED_KEYS + 1}
+        or not all(entry.get("truncated") is True for entry in entries if len(entry) > _REQUIRED_KEYS)
+    ):
+        raise Irregular
+    try:
+        sources, lengths, targets, media = zip(*map(_SEQUENCE_FIELDS, entries), strict=True)
+        length_array = np.array(lengths, dtype=np.int64)
+        target_array = np.array(targets, dtype=np.int64)
+    except (KeyError, OverflowError, TypeError, ValueError) as err:
+        raise Irregular from err
+    plain = set(map(type, sources)) == {str} and set(map(type, lengths)) == {int} and set(map(type, targets)) == {int}
+    if not plain or set(map(type, media)) != {list} or next(chain.from_iterable(media), None) is not None:
+        raise Irregular
+    if "" in sources or length_array.min() < 1 or target_array.min() < 1:
+        raise Irregular
+    return sources, length_array, target_array
+
+
+def _span_sums(mask: np.ndarray, starts: np.ndarray) -> np.ndarray:
+    """int64 [S]: the sum of ``mask`` (0/1) from each start to the next (the last: to the end)."""
+    if mask.size % 8 == 0 and not (starts % 8).any():
+        words = np.bitwise_count(mask.view(np.uint64))  # uint8 [N / 8]: ones among 8 mask bytes
+        return np.add.reduceat(words, starts // 8, dtype=np.int64)
+    return np.add.reduceat(mask, starts, dtype=np.int64)
+
+
+def check_text(data: mmap.mmap, batch: TextBatch, rules: PackRules) -> TextTotals:
+    """Every ``check_pack`` invariant of the batch's packs (see the module doc); ``Irregular`` on a doubt."""
+    tokens = np.array(batch.tokens, dtype=np.int64)  # int64 [K]: T
+    counts = np.array([len(seqs) for seqs in batch.sequences], dtype=np.int64)  # int64 [K]: n
+    sources, meta_lengths, meta_targets = meta_columns(list(chain.from_iterable(batch.sequences)))
+    ids = _concat(data, "<i4", batch.ids_at, batch.tokens)  # int32 [N]
+    mask = _concat(data, "|u1", batch.mask_at, batch.tokens)  # uint8 [N]
+    bounds = (counts + 1).tolist()
+    cu = _concat(data, "<i4", batch.cu_at, bounds).astype(np.int64)  # int64 [S + K]
+    padded_cu = _concat(data, "<i4", batch.padded_at, bounds).astype(np.int64)  # int64 [S + K]
+    first = np.cumsum(counts + 1) - (counts + 1)  # int64 [K]: each pack's row 0
+    last = first + counts
+    if cu[first].any() or padded_cu[first].any() or (padded_cu[last] != tokens).any():
+        raise Irregular
+    rows = np.ones(cu.shape[0], dtype=bool)
+    rows[first] = False
+    ends = np.flatnonzero(rows)  # int64 [S]: the row that closes each sequence
+    lengths = cu[ends] - cu[ends - 1]
+    padded = padded_cu[ends] - padded_cu[ends - 1]
+    if (lengths <= 0).any() or (padded < lengths).any() or (lengths != meta_lengths).any():
+        raise Irregular
+    multiple = rules.pad_multiple
+    if multiple and (padded != -(-lengths // multiple) * multiple).any():
+        raise Irregular
+    if rules.seq_len is not None and int(tokens.max()) > rules.seq_len:
+        raise Irregular
+    vocab = rules.tokens.vocab_size
+    if ids.size and vocab is not None and (int(ids.min()) < 0 or int(ids.max()) >= vocab):
+        raise Irregular
+    if mask.size and int(mask.max()) > 1:
+        raise Irregular
+    starts = padded_cu[ends - 1] + np.repeat(np.cumsum(tokens) - tokens, counts)  # int64 [S]
+    if mask[starts].any():
+        raise Irregular
+    _check_padding(ids, mask, starts, lengths, padded - lengths, rules.tokens.pad_id)
+    if (_span_sums(mask, starts) != meta_targets).any():
+        raise Irregular
+    for token_id in (rules.tokens.image_id, rules.tokens.audio_id):
+        if token_id is not None and np.count_nonzero(ids == token_id):
+            raise Irregular  # a placeholder in a pack without media
+    return TextTotals(
+        sources=int(counts.sum()),
+        tokens=int(cu[last].sum()),
+        targets=int(np.count_nonzero(mask)),
+        padded=int(tokens.sum()),
+        source_names=sources,
+        source_packs=np.repeat(np.array(batch.indices, dtype=np.int64), counts),
+    )
+
+
+def _check_padding(
+    ids: np.ndarray, mask: np.ndarray, starts: np.ndarray, lengths: np.ndarray, pads: np.ndarray, pad_id: int | None
+) -> None:
+    """Padding (``pads[i]`` tokens after sequence i's ``lengths[i]``) has loss_mask 0 and holds the pad id."""
+    total = int(pads.sum())
+    if not total:
+        return
+    before = np.cumsum(pads) - pads
+    positions = np.repeat(starts + lengths - before, pads) + np.arange(total)  # int64 [padding tokens]
+    if mask[positions].any() or (pad_id is not None and (ids[positions] != pad_id).any()):
+        raise Irregular
