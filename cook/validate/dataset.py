@@ -2,6 +2,7 @@
 
     DIR -read_manifest-> rules, shard entries -scan_shard (one process per shard)-> ShardScan
         -> per-shard manifest entries, totals vs counts, rejects.jsonl, sources, .nv-meta
+        -> loadable: at least one pack, .nv-meta complete, a train split that names a shard
         -> (--deep) every pack loaded through megatron.energon
         -> Report(valid, packs, sources, problems)
 
@@ -108,6 +109,12 @@ def validate_dataset(path: str, options: ValidateOptions | None = None) -> Repor
     comparable = all(s.complete and not s.unparsed for s in scans) and not any(
         p.code == Code.SHARD_MISSING for p in problems
     )
+    if comparable and not report.packs:
+        problems.append(
+            Problem(
+                Code.NO_PACKS.value, "", "", "the dataset holds no pack: megatron.energon cannot load an empty dataset"
+            )
+        )
     problems += _dataset_checks(path, manifest, scans, comparable)
     if options.deep and report.packs:
         from cook.validate.deep import check_energon_load
