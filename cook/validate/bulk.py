@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import json
 import mmap
 import os
 from dataclasses import dataclass, field
@@ -26,16 +25,17 @@ from typing import Any, Final
 import numpy as np
 
 from cook import format as fmt
+from cook.validate.digests import source_digests
 from cook.validate.members import parse_pack
+from cook.validate.meta_columns import Irregular
 from cook.validate.npy import canonical_header
 from cook.validate.problems import PackRules
-from cook.validate.rejects import source_digests
 from cook.validate.scan import ShardScan, add_totals, check_pack, pack_index
 from cook.validate.shards import RawPack, check_index_offsets
 from cook.validate.tar_layout import TarLayout, map_shard, read_layout
-from cook.validate.text_checks import Irregular, TextBatch, check_text
+from cook.validate.text_checks import TextBatch, check_text
 
-BATCH_BYTES: Final = 1 << 20  # packs checked together: small enough to stay in the cache after hashing
+BATCH_BYTES: Final = 4 << 20  # packs checked together: small enough to stay in the cache after hashing
 HASH_SLICE: Final = 1 << 20
 TEXT_MEMBERS: Final = frozenset(fmt.REQUIRED_MEMBERS)
 MEDIA_MEMBERS: Final = frozenset(
@@ -43,7 +43,6 @@ MEDIA_MEMBERS: Final = frozenset(
     for extra in (fmt.VISUAL_MEMBERS, fmt.AUDIO_MEMBERS, fmt.VISUAL_MEMBERS + fmt.AUDIO_MEMBERS)
 )
 _NPY_MAGIC: Final = b"\x93NUMPY\x01\x00"
-_META_KEYS: Final = frozenset({"schema_version", "sequences"})
 _HEADER_CACHE_LIMIT: Final = 4096
 _headers: dict[bytes, tuple[str, int, int]] = {}  # canonical .npy header -> (dtype str, length, data bytes)
 
@@ -96,41 +95,48 @@ def _keys_in_sequence(layout: TarLayout, first_pack: int | None) -> bool:
     return all(key == fmt.pack_key(first_pack + i) for i, key in enumerate(layout.keys))
 
 
+@dataclass(slots=True)
+class _Sources:
+    """The digest and pack index of every source, in pack order, as arrays per batch or pack."""
+
+    digests: list[np.ndarray] = field(default_factory=list)
+    packs: list[np.ndarray] = field(default_factory=list)
+
+    def finish(self, scan: ShardScan) -> None:
+        scan.source_digests = np.concatenate([np.zeros(0, np.uint64), *self.digests])
+        scan.source_packs = np.concatenate([np.zeros(0, np.int64), *self.packs])
+
+
 def _scan(data: mmap.mmap, path: str, name: str, layout: TarLayout, rules: PackRules, sha: bool) -> ShardScan:
     scan = ShardScan(name, complete=True, packs=len(layout.keys), bytes=len(data), offsets=list(layout.offsets))
     hasher = _Hasher(data, sha)
-    sources: list[str] = []
-    packs: list[int] = []
+    sources = _Sources()
     batch = TextBatch()
+    offsets = layout.offsets
     for i, (key, members) in enumerate(zip(layout.keys, layout.members, strict=True)):
         if members.keys() == TEXT_MEMBERS:
             _add_text_pack(batch, data, members, pack_index(key))
-            if layout.offsets[i + 1] - layout.offsets[batch.first] < BATCH_BYTES:
-                continue
-            hasher.upto(layout.offsets[i + 1])
+            if offsets[i + 1] - offsets[batch.first] >= BATCH_BYTES:
+                hasher.upto(offsets[i + 1])
+                _flush(data, batch, rules, scan, sources)
+                batch = TextBatch(first=i + 1)
         elif frozenset(members) in MEDIA_MEMBERS:
-            hasher.upto(layout.offsets[i])
-            _flush(data, batch, rules, scan, sources, packs)
-            hasher.upto(layout.offsets[i + 1])
-            _media_pack(data, key, layout.offsets[i], members, rules, scan, sources, packs)
+            hasher.upto(offsets[i])
+            _flush(data, batch, rules, scan, sources)
+            hasher.upto(offsets[i + 1])
+            _media_pack(data, key, offsets[i], members, rules, scan, sources)
             batch = TextBatch(first=i + 1)
-            continue
         else:
             raise Irregular
-        _flush(data, batch, rules, scan, sources, packs)
-        batch = TextBatch(first=i + 1)
     hasher.upto(len(data))
-    _flush(data, batch, rules, scan, sources, packs)
+    _flush(data, batch, rules, scan, sources)
     scan.sha256 = hasher.digest.hexdigest() if sha else None
-    scan.source_digests = source_digests(sources)
-    scan.source_packs = np.concatenate([np.zeros(0, np.int64), *packs]) if packs else np.zeros(0, np.int64)
-    scan.add(check_index_offsets(path, layout.offsets, True))
+    sources.finish(scan)
+    scan.add(check_index_offsets(path, offsets, True))
     return scan
 
 
-def _flush(
-    data: mmap.mmap, batch: TextBatch, rules: PackRules, scan: ShardScan, sources: list[str], packs: list[Any]
-) -> None:
+def _flush(data: mmap.mmap, batch: TextBatch, rules: PackRules, scan: ShardScan, sources: _Sources) -> None:
     if not batch.tokens:
         return
     totals = check_text(data, batch, rules)
@@ -138,8 +144,8 @@ def _flush(
     scan.tokens += totals.tokens
     scan.targets += totals.targets
     scan.padded += totals.padded
-    sources.extend(totals.source_names)
-    packs.append(totals.source_packs)
+    sources.digests.append(totals.source_digests)
+    sources.packs.append(totals.source_packs)
 
 
 def _npy_1d(data: mmap.mmap, member: tuple[int, int], dtype: str) -> tuple[int, int]:
@@ -164,30 +170,15 @@ def _npy_1d(data: mmap.mmap, member: tuple[int, int], dtype: str) -> tuple[int, 
     return offset + total, parsed[1]
 
 
-def _meta_sequences(data: mmap.mmap, member: tuple[int, int]) -> list[Any]:
-    """meta.json's ``sequences`` list when the body is exactly ``{"schema_version": 1, "sequences": [...]}``."""
-    offset, size = member
-    try:
-        body = json.loads(str(data[offset : offset + size], "utf-8"))
-    except (UnicodeDecodeError, ValueError, RecursionError) as err:
-        raise Irregular from err
-    if type(body) is not dict or body.keys() != _META_KEYS:
-        raise Irregular
-    version, sequences = body["schema_version"], body["sequences"]
-    if type(version) is not int or version != fmt.SCHEMA_VERSION or type(sequences) is not list or not sequences:
-        raise Irregular
-    return sequences
-
-
 def _add_text_pack(batch: TextBatch, data: mmap.mmap, members: dict[str, tuple[int, int]], index: int) -> None:
     ids_at, tokens = _npy_1d(data, members[fmt.INPUT_IDS], "<i4")
     mask_at, mask_tokens = _npy_1d(data, members[fmt.LOSS_MASK], "|u1")
     cu_at, bounds = _npy_1d(data, members[fmt.CU_SEQLENS], "<i4")
     padded_at, padded_bounds = _npy_1d(data, members[fmt.CU_SEQLENS_PADDED], "<i4")
-    sequences = _meta_sequences(data, members[fmt.META])
-    if mask_tokens != tokens or bounds != padded_bounds or bounds != len(sequences) + 1:
+    if mask_tokens != tokens or bounds != padded_bounds or bounds < 2:
         raise Irregular
-    batch.add(index, ids_at, mask_at, cu_at, padded_at, tokens, sequences)
+    meta_at, meta_size = members[fmt.META]
+    batch.add(index, (ids_at, mask_at, cu_at, padded_at), tokens, bounds, data[meta_at : meta_at + meta_size])
 
 
 def _media_pack(
@@ -197,8 +188,7 @@ def _media_pack(
     members: dict[str, tuple[int, int]],
     rules: PackRules,
     scan: ShardScan,
-    sources: list[str],
-    packs: list[Any],
+    sources: _Sources,
 ) -> None:
     """A pack with media members, through the per-pack parser and checks (its bytes are mostly media)."""
     view = memoryview(data)
@@ -209,5 +199,5 @@ def _media_pack(
     names: list[str] = []
     indices: list[int] = []
     add_totals(scan, pack, key, names, indices)
-    sources.extend(names)
-    packs.append(np.array(indices, dtype=np.int64))
+    sources.digests.append(source_digests(names))
+    sources.packs.append(np.array(indices, dtype=np.int64))

@@ -2,42 +2,29 @@
 manifest's ``rejects_by_reason`` equal to the file, and every input record exactly once: no source is
 packed twice or both packed and rejected.
 
-Packed sources travel from the shard scans as 8-byte blake2b digests (``source_digest``), with the
+Packed sources travel from the shard scans as 8-byte digests (``digests.source_digests``), with the
 index of the pack that holds each, so a dataset of millions of sources stays small in memory.
 """
 
 from __future__ import annotations
 
-import functools
-import hashlib
 import json
-import operator
 import os
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import Any
 
 import numpy as np
 
 from cook import format as fmt
+from cook.validate.digests import source_digests
 from cook.validate.problems import Code, Problem
 
 
 def source_digest(source: str) -> int:
-    """8 bytes of blake2b over the UTF-8 source (lone surrogates from a JSON escape pass through)."""
-    return int.from_bytes(hashlib.blake2b(source.encode("utf-8", "surrogatepass"), digest_size=8).digest(), "little")
-
-
-_BLAKE2B_8: Final = functools.partial(hashlib.blake2b, digest_size=8)
-_DIGEST: Final = operator.methodcaller("digest")
-_UTF8: Final = operator.methodcaller("encode", "utf-8", "surrogatepass")
-
-
-def source_digests(sources: Iterable[str]) -> np.ndarray:
-    """uint64 [S]: ``source_digest`` of each source, in order, without a Python loop per source."""
-    joined = b"".join(map(_DIGEST, map(_BLAKE2B_8, map(_UTF8, sources))))
-    return np.frombuffer(joined, dtype="<u8").astype(np.uint64)
+    """``digests.source_digests`` of one source."""
+    return int(source_digests([source])[0])
 
 
 @dataclass(slots=True)
@@ -113,7 +100,7 @@ def check_sources(digests: np.ndarray, packs: np.ndarray, rejected: list[str], l
     repeated = values[counts > 1]
     if not repeated.size:
         return problems
-    by_digest = {source_digest(s): s for s in rejected}
+    by_digest = dict(zip(rejected_digests.tolist(), rejected, strict=True))
     for digest in repeated[:limit].tolist():
         where = sorted(fmt.pack_key(int(p)) for p in packs[digests == digest].tolist())
         name = by_digest.get(digest)

@@ -24,9 +24,9 @@ import numpy as np
 from cook import format as fmt
 from cook.types import Pack
 from cook.validate import boundaries, masks, media, placeholders, tokens
+from cook.validate.digests import source_digests
 from cook.validate.members import parse_pack
 from cook.validate.problems import Code, Finding, PackRules, Problem
-from cook.validate.rejects import source_digests
 from cook.validate.shards import RawPack, ShardWalk, check_index
 
 MAX_PROBLEMS: Final = 1000

@@ -18,26 +18,17 @@ padded span (``loss_mask`` is checked to be 0/1 and 0 in padding first).
 from __future__ import annotations
 
 import mmap
-import operator
 from dataclasses import dataclass, field
-from itertools import chain
-from typing import Any, Final
 
 import numpy as np
 
+from cook.validate.meta_columns import Irregular, meta_columns
 from cook.validate.problems import PackRules
-
-_SEQUENCE_FIELDS: Final = operator.itemgetter("source", "length", "targets", "media")
-_REQUIRED_KEYS: Final = 4  # source, length, targets, media (+ truncated: true)
-
-
-class Irregular(Exception):
-    """The fast path does not vouch for this shard; ``scan.stream_shard`` checks it and names the problem."""
 
 
 @dataclass(slots=True)
 class TextBatch:
-    """Text packs waiting to be checked: where their members' data start, T and meta.json sequences."""
+    """Text packs waiting to be checked: where their members' data start, T, n + 1 and meta.json's bytes."""
 
     first: int = 0  # index in the shard of the batch's first pack
     indices: list[int] = field(default_factory=list)  # pack index (from the key) of each pack
@@ -46,18 +37,19 @@ class TextBatch:
     cu_at: list[int] = field(default_factory=list)
     padded_at: list[int] = field(default_factory=list)
     tokens: list[int] = field(default_factory=list)  # T of each pack
-    sequences: list[list[Any]] = field(default_factory=list)  # meta.json sequences of each pack, as parsed
+    bounds: list[int] = field(default_factory=list)  # n + 1 of each pack
+    metas: list[bytes] = field(default_factory=list)  # meta.json of each pack
 
-    def add(
-        self, index: int, ids_at: int, mask_at: int, cu_at: int, padded_at: int, tokens: int, seqs: list[Any]
-    ) -> None:
+    def add(self, index: int, at: tuple[int, int, int, int], tokens: int, bounds: int, meta: bytes) -> None:
+        """``at``: where the data of input_ids, loss_mask, cu_seqlens and cu_seqlens_padded start."""
         self.indices.append(index)
-        self.ids_at.append(ids_at)
-        self.mask_at.append(mask_at)
-        self.cu_at.append(cu_at)
-        self.padded_at.append(padded_at)
+        self.ids_at.append(at[0])
+        self.mask_at.append(at[1])
+        self.cu_at.append(at[2])
+        self.padded_at.append(at[3])
         self.tokens.append(tokens)
-        self.sequences.append(seqs)
+        self.bounds.append(bounds)
+        self.metas.append(meta)
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,37 +58,12 @@ class TextTotals:
     tokens: int  # true tokens (sum of cu_seqlens[-1])
     targets: int
     padded: int  # sum of T
-    source_names: tuple[str, ...]
+    source_digests: np.ndarray  # uint64 [S]
     source_packs: np.ndarray  # int64 [S]: the pack index of each source
 
 
 def _concat(data: mmap.mmap, dtype: str, offsets: list[int], counts: list[int]) -> np.ndarray:
     return np.concatenate([np.frombuffer(data, dtype, n, at) for at, n in zip(offsets, counts, strict=True)])
-
-
-def meta_columns(entries: list[Any]) -> tuple[tuple[str, ...], np.ndarray, np.ndarray]:
-    """(sources, lengths int64 [S], targets int64 [S]) of meta.json entries that are schema v1 and list no
-    media (what ``members._sequence_ok`` accepts, media empty), else ``Irregular``."""
-    if set(map(type, entries)) != {dict}:
-        raise Irregular
-    sizes = set(map(len, entries))
-    if sizes != {_REQUIRED_KEYS} and (
-        not sizes <= {_REQUIRED_KEYS, _REQUIRED_KEYS + 1}
-        or not all(entry.get("truncated") is True for entry in entries if len(entry) > _REQUIRED_KEYS)
-    ):
-        raise Irregular
-    try:
-        sources, lengths, targets, media = zip(*map(_SEQUENCE_FIELDS, entries), strict=True)
-        length_array = np.array(lengths, dtype=np.int64)
-        target_array = np.array(targets, dtype=np.int64)
-    except (KeyError, OverflowError, TypeError, ValueError) as err:
-        raise Irregular from err
-    plain = set(map(type, sources)) == {str} and set(map(type, lengths)) == {int} and set(map(type, targets)) == {int}
-    if not plain or set(map(type, media)) != {list} or next(chain.from_iterable(media), None) is not None:
-        raise Irregular
-    if "" in sources or length_array.min() < 1 or target_array.min() < 1:
-        raise Irregular
-    return sources, length_array, target_array
 
 
 def _span_sums(mask: np.ndarray, starts: np.ndarray) -> np.ndarray:
@@ -110,13 +77,12 @@ def _span_sums(mask: np.ndarray, starts: np.ndarray) -> np.ndarray:
 def check_text(data: mmap.mmap, batch: TextBatch, rules: PackRules) -> TextTotals:
     """Every ``check_pack`` invariant of the batch's packs (see the module doc); ``Irregular`` on a doubt."""
     tokens = np.array(batch.tokens, dtype=np.int64)  # int64 [K]: T
-    counts = np.array([len(seqs) for seqs in batch.sequences], dtype=np.int64)  # int64 [K]: n
-    sources, meta_lengths, meta_targets = meta_columns(list(chain.from_iterable(batch.sequences)))
+    counts = np.array(batch.bounds, dtype=np.int64) - 1  # int64 [K]: n
+    meta_lengths, meta_targets, digests = meta_columns(batch.metas, counts)
     ids = _concat(data, "<i4", batch.ids_at, batch.tokens)  # int32 [N]
     mask = _concat(data, "|u1", batch.mask_at, batch.tokens)  # uint8 [N]
-    bounds = (counts + 1).tolist()
-    cu = _concat(data, "<i4", batch.cu_at, bounds).astype(np.int64)  # int64 [S + K]
-    padded_cu = _concat(data, "<i4", batch.padded_at, bounds).astype(np.int64)  # int64 [S + K]
+    cu = _concat(data, "<i4", batch.cu_at, batch.bounds).astype(np.int64)  # int64 [S + K]
+    padded_cu = _concat(data, "<i4", batch.padded_at, batch.bounds).astype(np.int64)  # int64 [S + K]
     first = np.cumsum(counts + 1) - (counts + 1)  # int64 [K]: each pack's row 0
     last = first + counts
     if cu[first].any() or padded_cu[first].any() or (padded_cu[last] != tokens).any():
@@ -152,7 +118,7 @@ def check_text(data: mmap.mmap, batch: TextBatch, rules: PackRules) -> TextTotal
         tokens=int(cu[last].sum()),
         targets=int(np.count_nonzero(mask)),
         padded=int(tokens.sum()),
-        source_names=sources,
+        source_digests=digests,
         source_packs=np.repeat(np.array(batch.indices, dtype=np.int64), counts),
     )
 
