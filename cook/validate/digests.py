@@ -17,7 +17,6 @@ from __future__ import annotations
 from typing import Final
 
 import numpy as np
-from numpy.lib.stride_tricks import sliding_window_view
 
 SEED: Final = np.uint64(0x9E3779B97F4A7C15)
 _LENGTH_MIX: Final = np.uint64(0xC2B2AE3D27D4EB4F)
@@ -25,6 +24,7 @@ _FMIX_1: Final = np.uint64(0xFF51AFD7ED558CCD)
 _FMIX_2: Final = np.uint64(0xC4CEB9FE1A85EC53)
 _SHIFT: Final = np.uint64(33)
 WORD: Final = 8
+SHORT_BYTES: Final = 256  # sources up to this long are digested together
 
 
 def _fmix(h: np.ndarray) -> np.ndarray:
@@ -39,18 +39,30 @@ def span_digests(data: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> n
     """uint64 [S]: the digest of ``data[starts[i] : starts[i] + lengths[i]]`` for each i (``data``: uint8 [B])."""
     starts = np.asarray(starts, dtype=np.int64)
     lengths = np.asarray(lengths, dtype=np.int64)
+    digests = np.empty(lengths.shape[0], dtype=np.uint64)
+    if not lengths.size:
+        return digests
+    padded = np.concatenate([data, np.zeros(WORD, np.uint8)])  # a last word may read past the end
+    short = lengths <= SHORT_BYTES
+    digests[short] = _digest(padded, starts[short], lengths[short])
+    for i in np.flatnonzero(~short).tolist():  # a long source on its own: memory stays O(its length)
+        digests[i] = _digest(padded, starts[i : i + 1], lengths[i : i + 1])[0]
+    return digests
+
+
+def _digest(padded: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
     with np.errstate(over="ignore"):
         h = SEED ^ (lengths.astype(np.uint64) * _LENGTH_MIX)  # uint64 [S]
         if not lengths.size:
             return h
-        padded = np.concatenate([data, np.zeros(WORD, np.uint8)])  # a last word may read past the end
-        windows = sliding_window_view(padded, WORD)  # uint8 [B + 1, 8], a view
-        lanes = np.arange(WORD)
-        for word in range(-(-int(lengths.max()) // WORD)):
-            active = np.flatnonzero(lengths > word * WORD)
-            chunk = windows[starts[active] + word * WORD]  # uint8 [A, 8], a copy
-            chunk[lanes[None, :] >= (lengths[active] - word * WORD)[:, None]] = 0
-            h[active] = _fmix(h[active] ^ chunk.view("<u8")[:, 0].astype(np.uint64))
+        words = -(-int(lengths.max()) // WORD)
+        places = starts[:, None] + np.arange(words * WORD)  # int64 [S, 8 W]
+        chunk = padded[np.minimum(places, padded.shape[0] - 1)]  # uint8 [S, 8 W], a copy
+        chunk[places - starts[:, None] >= lengths[:, None]] = 0
+        table = chunk.view("<u8").astype(np.uint64)  # uint64 [S, W]: little-endian words, zero-filled
+        used = -(-lengths // WORD)  # int64 [S]: words of each source
+        for word in range(words):
+            h = np.where(word < used, _fmix(h ^ table[:, word]), h)
         return _fmix(h)
 
 

@@ -57,3 +57,6 @@ def _view(view: memoryview, dtype: np.dtype, shape: tuple[int, ...], offset: int
     if len(view) - offset < size:
         return None  # load_npy reports the short payload
     return np.frombuffer(view, dtype=dtype, count=math.prod(shape), offset=offset).reshape(shape)
+
+
+CANONICAL_1D_HEADER: Final = 128  # np.save's header (prefix, dict, padding, newline) of a 1-D array

@@ -1,16 +1,17 @@
 """A shard's bytes (mapped once) -> its member table: the fast path of ``shards.ShardWalk``.
 
 ``read_layout`` walks the tar headers of a mapped shard in one Python loop that reads only each
-header's name and size, then checks every header at once with NumPy (checksum, member type, size
-digits, no prefix field) and the end of the archive (two zero blocks, only zeros after them). It
-accepts only the plain layout cook writes; anything else (a truncation, a corrupt header, a pax or
-GNU member, a member split from its pack, a duplicate) returns ``None`` and the shard goes to
-``ShardWalk``, which names the problem. Accepting is therefore a promise that ``ShardWalk`` would
-walk the same packs, offsets and members with no finding.
+header's size, then checks every header at once with NumPy (checksum, member type, size digits, no
+prefix field) and groups the members: the name up to its first "." is the pack key, the rest one of
+``format.MEMBERS``; packs contiguous, no member twice; the archive ends with two zero blocks and only
+zeros after them. It accepts only the plain layout cook writes; anything else (a truncation, a corrupt
+header, a pax or GNU member, an unknown member, a member split from its pack, a duplicate) returns
+``None`` and the shard goes to ``ShardWalk``, which names the problem. Accepting is a promise that
+``ShardWalk`` would walk the same packs, offsets and members with no finding.
 
 Example: members ``pack-000000000.input_ids.npy`` (header at 0, 9216 bytes), ``pack-000000000.loss_mask.npy``
-(header at 9728), ... -> ``TarLayout(keys=["pack-000000000", ...], offsets=[0, ..., end marker],
-members=[{"input_ids.npy": (512, 9216), ...}, ...])``: each member's content offset and size.
+(header at 9728), ... -> ``TarLayout(keys=["pack-000000000", ...], offsets=[0, ..., end marker])`` with
+``at[0, 0] = 512`` and ``size[0, 0] = 9216`` (member column 0 is ``format.MEMBERS[0]``, input_ids.npy).
 """
 
 from __future__ import annotations
@@ -22,9 +23,13 @@ from typing import Final
 
 import numpy as np
 
+from cook import format as fmt
+
 BLOCK: Final = 512
-_ZERO_BLOCK: Final = bytes(BLOCK)
+NAME_FIELD: Final = 100
+_ZERO_BLOCKS: Final = bytes(2 * BLOCK)
 _OCTAL_POWERS: Final = 8 ** np.arange(5, -1, -1, dtype=np.int64)  # the 6 checksum digits
+_COLUMNS: Final = {name.encode(): i for i, name in enumerate(fmt.MEMBERS)}  # member name -> its column
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,7 +38,8 @@ class TarLayout:
 
     keys: list[str]  # pack keys, in file order
     offsets: list[int]  # each pack's first header, then the end-of-archive marker (as ``ShardWalk.offsets``)
-    members: list[dict[str, tuple[int, int]]]  # per pack: member name -> (content offset, size)
+    at: np.ndarray  # int64 [K, 9]: content offset of each ``format.MEMBERS`` member, -1 when absent
+    size: np.ndarray  # int64 [K, 9]: its size in bytes, -1 when absent
 
 
 def map_shard(path: str) -> mmap.mmap | None:
@@ -46,39 +52,70 @@ def map_shard(path: str) -> mmap.mmap | None:
         return mmap.mmap(handle.fileno(), size, flags=flags, prot=mmap.PROT_READ)
 
 
+def blocks(data: mmap.mmap) -> np.ndarray:
+    """uint8 [B, 512]: the shard as tar blocks (a view; a partial last block left out)."""
+    count = len(data) // BLOCK
+    return np.frombuffer(data, np.uint8, count=count * BLOCK).reshape(count, BLOCK)
+
+
 def read_layout(data: mmap.mmap) -> TarLayout | None:
     """The member table of ``data``, or None when anything about the tar is not plain (see the module doc)."""
     size = len(data)
-    headers: list[bytes] = []
-    names: list[bytes] = []
+    headers: list[int] = []
     sizes: list[int] = []
+    add_header, add_size = headers.append, sizes.append
     offset = 0
-    while offset + BLOCK <= size:
-        header = data[offset : offset + BLOCK]
-        if header[0] == 0:  # cook never writes an empty name: the end marker, or not plain
-            break
-        try:
-            length = int(header[124:135], 8)
-        except ValueError:
-            return None
-        if length < 0:
-            return None
-        end = header.find(0, 0, 100)
-        headers.append(header)
-        names.append(header[:end] if end >= 0 else header[:100])
-        sizes.append(length)
-        offset += BLOCK + length + (-length % BLOCK)
-    if offset + 2 * BLOCK > size or data[offset : offset + 2 * BLOCK] != _ZERO_BLOCK * 2 or not headers:
+    try:
+        while offset + BLOCK <= size and data[offset]:  # cook never writes an empty name: a zero byte ends
+            length = int(data[offset + 124 : offset + 135], 8)
+            if length < 0:
+                return None
+            add_header(offset)
+            add_size(length)
+            offset += BLOCK + length + (-length % BLOCK)
+    except ValueError:
         return None
-    if np.frombuffer(data, np.uint8, offset=offset).any() or not _headers_plain(headers):
+    if not headers or offset + 2 * BLOCK > size or data[offset : offset + 2 * BLOCK] != _ZERO_BLOCKS:
         return None
-    return _group(names, sizes, offset)
+    if np.frombuffer(data, np.uint8, offset=offset).any():
+        return None
+    starts = np.array(headers, dtype=np.int64)
+    table = blocks(data)[starts // BLOCK]  # uint8 [M, 512], a copy
+    if not _headers_plain(table):
+        return None  # a corrupt or non-regular header
+    return _group(table[:, :NAME_FIELD].tobytes(), starts, sizes, offset)
 
 
-def _headers_plain(headers: list[bytes]) -> bool:
+def _group(names: bytes, starts: np.ndarray, sizes: list[int], end: int) -> TarLayout | None:
+    """Members -> packs: key = the name up to its first ".", the rest one of ``format.MEMBERS``."""
+    parts = [names[at : at + NAME_FIELD].partition(b"\0")[0].partition(b".") for at in range(0, len(names), NAME_FIELD)]
+    columns = [_COLUMNS.get(member, -1) if dot else -1 for _, dot, member in parts]
+    if min(columns) < 0:
+        return None  # a member that is not schema v1 (or a pickle): ShardWalk and parse_pack report it
+    keys = [key for key, _, _ in parts]
+    new_pack = np.array([True, *map(bytes.__ne__, keys[1:], keys[:-1])], dtype=bool)  # bool [M]
+    firsts = np.flatnonzero(new_pack)
+    pack_keys = [keys[row] for row in firsts.tolist()]
+    if len(set(pack_keys)) != len(pack_keys):
+        return None  # a pack split in two
+    try:
+        names_of_packs = [key.decode("utf-8") for key in pack_keys]
+    except UnicodeDecodeError:
+        return None
+    pack = np.cumsum(new_pack) - 1  # int64 [M]
+    column = np.array(columns, dtype=np.int64)
+    if np.unique(pack * len(fmt.MEMBERS) + column).shape[0] != pack.shape[0]:
+        return None  # a member twice in one pack
+    at = np.full((len(pack_keys), len(fmt.MEMBERS)), -1, dtype=np.int64)
+    size = np.full((len(pack_keys), len(fmt.MEMBERS)), -1, dtype=np.int64)
+    at[pack, column] = starts + BLOCK
+    size[pack, column] = sizes
+    return TarLayout(names_of_packs, [*starts[firsts].tolist(), end], at, size)
+
+
+def _headers_plain(table: np.ndarray) -> bool:
     """Every header: checksum right (6 octal digits, NUL, space), size 11 octal digits and NUL, a regular
     member, no prefix field (so the walk's ``int(size field, 8)`` read exactly what ``ShardWalk`` reads)."""
-    table = np.frombuffer(b"".join(headers), np.uint8).reshape(-1, BLOCK)  # uint8 [members, 512]
     digits = table[:, 148:154].astype(np.int64) - ord("0")
     size_digits = table[:, 124:135]
     if (digits < 0).any() or (digits > 7).any() or (table[:, 154] != 0).any() or (table[:, 155] != ord(" ")).any():
@@ -90,31 +127,3 @@ def _headers_plain(headers: list[bytes]) -> bool:
     kinds = table[:, 156]
     regular = (kinds == ord("0")) | (kinds == 0)
     return bool((stored == actual).all() and regular.all() and not table[:, 345:500].any())
-
-
-def _group(names: list[bytes], sizes: list[int], end: int) -> TarLayout | None:
-    """Members -> packs by key (the name up to its first "."): contiguous, each member once."""
-    keys: list[str] = []
-    offsets: list[int] = []
-    members: list[dict[str, tuple[int, int]]] = []
-    current: dict[str, tuple[int, int]] = {}
-    key: str | None = None
-    offset = 0
-    try:
-        for raw_name, length in zip(names, sizes, strict=True):
-            member_key, _, member = raw_name.decode("utf-8").partition(".")
-            if member_key != key:
-                key, current = member_key, {}
-                keys.append(member_key)
-                offsets.append(offset)
-                members.append(current)
-            if member in current:
-                return None
-            current[member] = (offset + BLOCK, length)
-            offset += BLOCK + length + (-length % BLOCK)
-    except UnicodeDecodeError:
-        return None
-    if len(set(keys)) != len(keys):
-        return None  # a pack split in two
-    offsets.append(end)
-    return TarLayout(keys, offsets, members)

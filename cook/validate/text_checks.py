@@ -18,7 +18,7 @@ padded span (``loss_mask`` is checked to be 0/1 and 0 in padding first).
 from __future__ import annotations
 
 import mmap
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -26,30 +26,18 @@ from cook.validate.meta_columns import Irregular, meta_columns
 from cook.validate.problems import PackRules
 
 
-@dataclass(slots=True)
+@dataclass(frozen=True, slots=True)
 class TextBatch:
-    """Text packs waiting to be checked: where their members' data start, T, n + 1 and meta.json's bytes."""
+    """Text packs to check together: where their members' data start, T, n + 1 and meta.json's bytes."""
 
-    first: int = 0  # index in the shard of the batch's first pack
-    indices: list[int] = field(default_factory=list)  # pack index (from the key) of each pack
-    ids_at: list[int] = field(default_factory=list)
-    mask_at: list[int] = field(default_factory=list)
-    cu_at: list[int] = field(default_factory=list)
-    padded_at: list[int] = field(default_factory=list)
-    tokens: list[int] = field(default_factory=list)  # T of each pack
-    bounds: list[int] = field(default_factory=list)  # n + 1 of each pack
-    metas: list[bytes] = field(default_factory=list)  # meta.json of each pack
-
-    def add(self, index: int, at: tuple[int, int, int, int], tokens: int, bounds: int, meta: bytes) -> None:
-        """``at``: where the data of input_ids, loss_mask, cu_seqlens and cu_seqlens_padded start."""
-        self.indices.append(index)
-        self.ids_at.append(at[0])
-        self.mask_at.append(at[1])
-        self.cu_at.append(at[2])
-        self.padded_at.append(at[3])
-        self.tokens.append(tokens)
-        self.bounds.append(bounds)
-        self.metas.append(meta)
+    indices: np.ndarray  # int64 [K]: pack index (from the key) of each pack
+    ids_at: list[int]
+    mask_at: list[int]
+    cu_at: list[int]
+    padded_at: list[int]
+    tokens: list[int]  # T of each pack
+    bounds: list[int]  # n + 1 of each pack
+    metas: list[bytes]  # meta.json of each pack
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,8 +88,8 @@ def check_text(data: mmap.mmap, batch: TextBatch, rules: PackRules) -> TextTotal
     if rules.seq_len is not None and int(tokens.max()) > rules.seq_len:
         raise Irregular
     vocab = rules.tokens.vocab_size
-    if ids.size and vocab is not None and (int(ids.min()) < 0 or int(ids.max()) >= vocab):
-        raise Irregular
+    if ids.size and vocab is not None and int(ids.view(np.uint32).max()) >= vocab:
+        raise Irregular  # a negative id reads as >= 2^31 here
     if mask.size and int(mask.max()) > 1:
         raise Irregular
     starts = padded_cu[ends - 1] + np.repeat(np.cumsum(tokens) - tokens, counts)  # int64 [S]
@@ -111,7 +99,7 @@ def check_text(data: mmap.mmap, batch: TextBatch, rules: PackRules) -> TextTotal
     if (_span_sums(mask, starts) != meta_targets).any():
         raise Irregular
     for token_id in (rules.tokens.image_id, rules.tokens.audio_id):
-        if token_id is not None and np.count_nonzero(ids == token_id):
+        if token_id is not None and (ids == token_id).any():
             raise Irregular  # a placeholder in a pack without media
     return TextTotals(
         sources=int(counts.sum()),
@@ -119,7 +107,7 @@ def check_text(data: mmap.mmap, batch: TextBatch, rules: PackRules) -> TextTotal
         targets=int(np.count_nonzero(mask)),
         padded=int(tokens.sum()),
         source_digests=digests,
-        source_packs=np.repeat(np.array(batch.indices, dtype=np.int64), counts),
+        source_packs=np.repeat(batch.indices, counts),
     )
 
 
