@@ -13,6 +13,7 @@ inconsistent shape is reported and not checked further (``parse_pack`` returns `
 from __future__ import annotations
 
 import json
+from tokenize import TokenError
 from typing import Any, Final
 
 import numpy as np
@@ -90,7 +91,7 @@ def _load_member(
         else:
             findings.append((Code.NPY_INVALID, f"{name} is not a readable .npy: {err}"))
         return None
-    except (OSError, EOFError) as err:
+    except (OSError, EOFError, SyntaxError, TokenError, RecursionError) as err:  # np.load parses the header dict
         findings.append((Code.NPY_INVALID, f"{name} is not a readable .npy: {err}"))
         return None
     if array.ndim != ndim or tuple(array.shape[ndim - len(trailing) :]) != trailing:
