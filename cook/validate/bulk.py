@@ -19,6 +19,7 @@ import contextlib
 import hashlib
 import mmap
 import os
+import re
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -50,20 +51,29 @@ TEXT, MEDIA = 0, 1
 _NPY_MAGIC: Final = b"\x93NUMPY\x01\x00"
 _CANONICAL_LENGTH: Final = (CANONICAL_1D_HEADER - 10).to_bytes(2, "little")
 _HEADER_CACHE_LIMIT: Final = 4096
+_READ_BUFFER: Final = bytearray(HASH_SLICE)  # reused: one process checks one shard at a time
+_KEYS: Final = re.compile(rb"(?:%s[0-9]{%d})*" % (fmt.PACK_KEY_PREFIX.encode(), fmt.PACK_KEY_DIGITS))
 _headers: dict[bytes, tuple[str, int]] = {}  # a canonical 128-byte .npy header -> (dtype str, length)
 
 
 @dataclass(slots=True)
 class _Hasher:
-    """sha256 of the mapped shard, fed in order up to a given offset (nothing when disabled)."""
+    """sha256 of the shard, fed in order up to a given offset (nothing when disabled): from the mapping,
+    or, for a shard of mostly media bytes, read from the file into one reused buffer (no page faults)."""
 
     data: mmap.mmap
+    path: str
     enabled: bool
+    from_file: bool
     done: int = 0
     digest: Any = field(default_factory=hashlib.sha256)
 
     def upto(self, end: int) -> None:
-        if not self.enabled:
+        if not self.enabled or end <= self.done:
+            return
+        if self.from_file:
+            if end == len(self.data):  # one pass at the end: the checks do not need these bytes cached
+                self._read()
             return
         view = memoryview(self.data)
         try:
@@ -71,7 +81,16 @@ class _Hasher:
                 self.digest.update(view[start : min(start + HASH_SLICE, end)])
         finally:
             view.release()
-        self.done = max(self.done, end)
+        self.done = end
+
+    def _read(self) -> None:
+        buffer = memoryview(_READ_BUFFER)
+        with open(self.path, "rb", buffering=0) as handle:
+            while got := handle.readinto(buffer):
+                self.digest.update(buffer[:got])
+                self.done += got
+        if self.done != len(self.data):
+            raise Irregular  # the file changed under us: stream_shard reports what it finds
 
 
 @dataclass(slots=True)
@@ -90,16 +109,18 @@ def bulk_scan(root: str, name: str, first_pack: int | None, rules: PackRules, ve
     """The shard's ``ShardScan`` when it is clean, else None (``stream_shard`` then checks it)."""
     path = os.path.join(root, name)
     try:
-        data = map_shard(path)
+        mapped = map_shard(path)
     except (OSError, ValueError):
         return None  # stream_shard reports the unreadable shard
-    if data is None:
+    if mapped is None:
         return None
+    data, media = mapped
     try:
         layout = read_layout(data)
-        if layout is None or (first_pack is not None and not _keys_in_sequence(layout, first_pack)):
+        indices = None if layout is None else _pack_indices(layout.keys, first_pack)
+        if layout is None or indices is None:
             return None
-        return _scan(data, path, name, layout, rules, verify_sha256)
+        return _scan(data, path, name, layout, indices, rules, _Hasher(data, path, verify_sha256, media))
     except Irregular:
         return None
     finally:
@@ -107,8 +128,21 @@ def bulk_scan(root: str, name: str, first_pack: int | None, rules: PackRules, ve
             data.close()
 
 
-def _keys_in_sequence(layout: TarLayout, first_pack: int) -> bool:
-    return all(key == fmt.pack_key(first_pack + i) for i, key in enumerate(layout.keys))
+def _pack_indices(keys: list[str], first_pack: int | None) -> np.ndarray | None:
+    """int64 [K]: each key's pack index; None when ``first_pack`` is given and a key is not
+    ``pack_key(first_pack + i)`` (``stream_shard`` reports it). Keys of ``pack_key``'s form are read at once."""
+    width = len(fmt.PACK_KEY_PREFIX) + fmt.PACK_KEY_DIGITS
+    joined = "".join(keys).encode("utf-8", "surrogatepass")
+    if len(joined) == width * len(keys) and _KEYS.fullmatch(joined):
+        digits = np.frombuffer(joined, np.uint8).reshape(-1, width)[:, len(fmt.PACK_KEY_PREFIX) :]
+        indices = (digits.astype(np.int64) - ord("0")) @ (10 ** np.arange(fmt.PACK_KEY_DIGITS - 1, -1, -1))
+    else:
+        indices = np.array([pack_index(key) for key in keys], dtype=np.int64)
+        if first_pack is not None and any(key != fmt.pack_key(first_pack + i) for i, key in enumerate(keys)):
+            return None
+    if first_pack is not None and (indices != first_pack + np.arange(len(keys))).any():
+        return None
+    return indices
 
 
 def _kinds(present: np.ndarray) -> list[int]:
@@ -121,11 +155,11 @@ def _kinds(present: np.ndarray) -> list[int]:
     return np.where(media, MEDIA, TEXT).tolist()
 
 
-def _scan(data: mmap.mmap, path: str, name: str, layout: TarLayout, rules: PackRules, sha: bool) -> ShardScan:
+def _scan(
+    data: mmap.mmap, path: str, name: str, layout: TarLayout, indices: np.ndarray, rules: PackRules, hasher: _Hasher
+) -> ShardScan:
     scan = ShardScan(name, complete=True, packs=len(layout.keys), bytes=len(data), offsets=list(layout.offsets))
-    hasher = _Hasher(data, sha)
     sources = _Sources()
-    indices = np.array([pack_index(key) for key in layout.keys], dtype=np.int64)
     offsets = layout.offsets
     start = 0  # first pack of the pending text batch
     for i, kind in enumerate(_kinds(layout.at >= 0)):
@@ -141,7 +175,7 @@ def _scan(data: mmap.mmap, path: str, name: str, layout: TarLayout, rules: PackR
             start = i + 1
     hasher.upto(len(data))
     _flush(data, layout, indices, start, len(layout.keys), rules, scan, sources)
-    scan.sha256 = hasher.digest.hexdigest() if sha else None
+    scan.sha256 = hasher.digest.hexdigest() if hasher.enabled else None
     sources.finish(scan)
     scan.add(check_index_offsets(path, offsets, True))
     return scan

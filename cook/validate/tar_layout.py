@@ -30,6 +30,9 @@ NAME_FIELD: Final = 100
 _ZERO_BLOCKS: Final = bytes(2 * BLOCK)
 _OCTAL_POWERS: Final = 8 ** np.arange(5, -1, -1, dtype=np.int64)  # the 6 checksum digits
 _COLUMNS: Final = {name.encode(): i for i, name in enumerate(fmt.MEMBERS)}  # member name -> its column
+PEEK_BYTES: Final = 1 << 16  # read to guess a shard's kind from its first pack
+MEDIA_BYTES: Final = 1 << 20
+_MEDIA_MEMBERS: Final = frozenset({fmt.PIXEL_PATCHES.encode(), fmt.AUDIO_FEATURES.encode()})
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,14 +45,38 @@ class TarLayout:
     size: np.ndarray  # int64 [K, 9]: its size in bytes, -1 when absent
 
 
-def map_shard(path: str) -> mmap.mmap | None:
-    """The whole shard mapped read-only (pages filled up front); None for an empty file."""
+def map_shard(path: str) -> tuple[mmap.mmap, bool] | None:
+    """The whole shard mapped read-only, and whether its bytes are mostly media (None for an empty file).
+
+    A shard of text packs is mapped with its pages filled up front (its checks read every byte); a
+    shard whose first pack holds a large media member is not: its media bytes are only hashed, which
+    a plain read does faster than faults on the mapping, so only the pages parsed are ever mapped.
+    """
     with open(path, "rb") as handle:
         size = os.fstat(handle.fileno()).st_size
         if size == 0:
             return None
-        flags = mmap.MAP_SHARED | getattr(mmap, "MAP_POPULATE", 0)
-        return mmap.mmap(handle.fileno(), size, flags=flags, prot=mmap.PROT_READ)
+        media = _media_heavy(os.pread(handle.fileno(), PEEK_BYTES, 0))
+        flags = mmap.MAP_SHARED | (0 if media else getattr(mmap, "MAP_POPULATE", 0))
+        return mmap.mmap(handle.fileno(), size, flags=flags, prot=mmap.PROT_READ), media
+
+
+def _media_heavy(head: bytes) -> bool:
+    """Whether the first pack in ``head`` (the shard's first bytes) has a media member of MEDIA_BYTES or more."""
+    offset, key = 0, None
+    while offset + BLOCK <= len(head) and head[offset]:
+        try:
+            length = int(head[offset + 124 : offset + 135], 8)
+        except ValueError:
+            return False
+        member_key, _, member = head[offset : offset + NAME_FIELD].partition(b"\0")[0].partition(b".")
+        if key is not None and member_key != key:
+            return False
+        key = member_key
+        if member in _MEDIA_MEMBERS and length >= MEDIA_BYTES:
+            return True
+        offset += BLOCK + max(length, 0) + (-max(length, 0) % BLOCK)
+    return False
 
 
 def blocks(data: mmap.mmap) -> np.ndarray:

@@ -50,8 +50,11 @@ class TextTotals:
     source_packs: np.ndarray  # int64 [S]: the pack index of each source
 
 
-def _concat(data: mmap.mmap, dtype: str, offsets: list[int], counts: list[int]) -> np.ndarray:
-    return np.concatenate([np.frombuffer(data, dtype, n, at) for at, n in zip(offsets, counts, strict=True)])
+def _concat(shard: np.ndarray, dtype: str, offsets: list[int], counts: list[int]) -> np.ndarray:
+    """The members' data joined: ``shard`` uint8 [bytes], each member ``count`` items of ``dtype`` at its offset."""
+    width = np.dtype(dtype).itemsize
+    parts = [shard[at : at + n * width] for at, n in zip(offsets, counts, strict=True)]
+    return np.concatenate(parts).view(dtype)
 
 
 def _span_sums(mask: np.ndarray, starts: np.ndarray) -> np.ndarray:
@@ -64,13 +67,14 @@ def _span_sums(mask: np.ndarray, starts: np.ndarray) -> np.ndarray:
 
 def check_text(data: mmap.mmap, batch: TextBatch, rules: PackRules) -> TextTotals:
     """Every ``check_pack`` invariant of the batch's packs (see the module doc); ``Irregular`` on a doubt."""
+    shard = np.frombuffer(data, np.uint8)  # uint8 [bytes]: a view of the mapped shard
     tokens = np.array(batch.tokens, dtype=np.int64)  # int64 [K]: T
     counts = np.array(batch.bounds, dtype=np.int64) - 1  # int64 [K]: n
     meta_lengths, meta_targets, digests = meta_columns(batch.metas, counts)
-    ids = _concat(data, "<i4", batch.ids_at, batch.tokens)  # int32 [N]
-    mask = _concat(data, "|u1", batch.mask_at, batch.tokens)  # uint8 [N]
-    cu = _concat(data, "<i4", batch.cu_at, batch.bounds).astype(np.int64)  # int64 [S + K]
-    padded_cu = _concat(data, "<i4", batch.padded_at, batch.bounds).astype(np.int64)  # int64 [S + K]
+    ids = _concat(shard, "<i4", batch.ids_at, batch.tokens)  # int32 [N]
+    mask = _concat(shard, "|u1", batch.mask_at, batch.tokens)  # uint8 [N]
+    cu = _concat(shard, "<i4", batch.cu_at, batch.bounds).astype(np.int64)  # int64 [S + K]
+    padded_cu = _concat(shard, "<i4", batch.padded_at, batch.bounds).astype(np.int64)  # int64 [S + K]
     first = np.cumsum(counts + 1) - (counts + 1)  # int64 [K]: each pack's row 0
     last = first + counts
     if cu[first].any() or padded_cu[first].any() or (padded_cu[last] != tokens).any():
