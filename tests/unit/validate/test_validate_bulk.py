@@ -21,7 +21,7 @@ from cook.validate.digests import source_digests, span_digests
 from cook.validate.meta_columns import canonical_columns, json_columns
 from cook.validate.scan import ShardScan, scan_shard, stream_shard
 from cook.writer.shards import write_shard
-from tests.unit.validate.packs_data import RULES, build, members, multimodal, sequence, write_tar
+from tests.unit.validate.packs_data import RULES, build, image_block, members, multimodal, sequence, write_tar
 
 FIELDS = ("complete", "packs", "unparsed", "sources", "tokens", "targets", "padded", "bytes", "sha256", "offsets")
 
@@ -48,6 +48,21 @@ def test_clean_shards_give_the_reference_scan(tmp_path: Path, kinds: str) -> Non
     assert reference.problems_total == 0 and reference.complete
     _same(fast, reference)
     _same(scan_shard(str(tmp_path), name, 5, RULES, False), stream_shard(str(tmp_path), name, 5, RULES, False))
+
+
+def test_a_media_heavy_shard_is_hashed_by_reading(tmp_path: Path) -> None:
+    """A first pack with >= 1 MiB of patches: the shard is not mapped up front and is hashed by a plain read."""
+    from cook.validate.tar_layout import map_shard
+
+    big = build([sequence([20, *image_block(400)], 3)], media=[("image",)], sizes=[[1, 640, 640]])
+    rules = dataclasses.replace(RULES, seq_len=2048)
+    write_shard(str(tmp_path), 0, 0, [big, *_text_packs(2)])
+    mapped = map_shard(str(tmp_path / fmt.shard_name(0)))
+    assert mapped is not None and mapped[1]  # media-heavy
+    mapped[0].close()
+    fast = bulk_scan(str(tmp_path), fmt.shard_name(0), 0, rules, True)
+    assert fast is not None
+    _same(fast, stream_shard(str(tmp_path), fmt.shard_name(0), 0, rules, True))
 
 
 def test_a_tarfile_written_shard_is_fast_too(tmp_path: Path) -> None:
