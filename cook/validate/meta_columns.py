@@ -66,9 +66,11 @@ def canonical_columns(metas: list[bytes], counts: np.ndarray) -> Columns | None:
         joined.decode("utf-8")
     except UnicodeDecodeError:
         return None
-    text = np.frombuffer(joined.replace(_TRUNCATED, b"}"), np.uint8)  # the flag only ever ends an entry
+    plain = joined.replace(_TRUNCATED, b"}")  # the flag only ever ends an entry
+    text = np.frombuffer(plain, np.uint8)
     quotes = np.flatnonzero(text == ord('"'))
-    ends = np.append(np.flatnonzero(text == ord("\n")), text.shape[0])  # int64 [K]: each member's end
+    ends = np.array([len(meta) for meta in metas] if plain is joined else [len(m) for m in plain.split(b"\n")])
+    ends = np.cumsum(ends + 1) - 1  # int64 [K]: each member's end (its "\n", or the end of the text)
     per_member = np.diff(np.searchsorted(quotes, ends), prepend=0)
     if (per_member != _HEADER_QUOTES + _ENTRY_QUOTES * counts).any():
         raise Irregular  # meta.json and cu_seqlens disagree on the sequences: stream_shard names it
@@ -78,8 +80,10 @@ def canonical_columns(metas: list[bytes], counts: np.ndarray) -> Columns | None:
     closes = np.empty(entry.shape[0], dtype=np.int64)  # each entry's "}"
     closes[:-1] = entry[1:, 0] - 3  # ...},{"length"
     closes[np.cumsum(counts) - 1] = ends - 3  # ...}]}
-    lengths = _digits(text, entry[:, 1] + 2, entry[:, 2] - 1)
-    targets = _digits(text, entry[:, 9] + 2, closes)
+    numbers = _digits(
+        text, np.concatenate([entry[:, 1] + 2, entry[:, 9] + 2]), np.concatenate([entry[:, 2] - 1, closes])
+    )
+    lengths, targets = numbers[: entry.shape[0]], numbers[entry.shape[0] :]
     digests = span_digests(text, entry[:, 6] + 1, entry[:, 7] - entry[:, 6] - 1)
     return lengths, targets, digests
 

@@ -58,11 +58,14 @@ def _concat(shard: np.ndarray, dtype: str, offsets: list[int], counts: list[int]
 
 
 def _span_sums(mask: np.ndarray, starts: np.ndarray) -> np.ndarray:
-    """int64 [S]: the sum of ``mask`` (0/1) from each start to the next (the last: to the end)."""
+    """int64 [S]: the sum of ``mask`` (0/1) from each start to the next (the last: to the end), as
+    differences of a running count (of the set bits of 8 mask bytes at a time when the starts allow)."""
     if mask.size % 8 == 0 and not (starts % 8).any():
-        words = np.bitwise_count(mask.view(np.uint64))  # uint8 [N / 8]: ones among 8 mask bytes
-        return np.add.reduceat(words, starts // 8, dtype=np.int64)
-    return np.add.reduceat(mask, starts, dtype=np.int64)
+        counts, places = np.bitwise_count(mask.view(np.uint64)), starts // 8  # uint8 [N / 8]: ones per word
+    else:
+        counts, places = mask, starts
+    running = np.concatenate([np.zeros(1, np.int64), np.cumsum(counts, dtype=np.int64)])  # int64 [1 + len]
+    return np.diff(running[np.append(places, counts.shape[0])])
 
 
 def check_text(data: mmap.mmap, batch: TextBatch, rules: PackRules) -> TextTotals:
@@ -100,7 +103,8 @@ def check_text(data: mmap.mmap, batch: TextBatch, rules: PackRules) -> TextTotal
     if mask[starts].any():
         raise Irregular
     _check_padding(ids, mask, starts, lengths, padded - lengths, rules.tokens.pad_id)
-    if (_span_sums(mask, starts) != meta_targets).any():
+    targets = _span_sums(mask, starts)  # int64 [S]: the padded spans tile the batch, padding is 0
+    if (targets != meta_targets).any():
         raise Irregular
     for token_id in (rules.tokens.image_id, rules.tokens.audio_id):
         if token_id is not None and (ids == token_id).any():
@@ -108,7 +112,7 @@ def check_text(data: mmap.mmap, batch: TextBatch, rules: PackRules) -> TextTotal
     return TextTotals(
         sources=int(counts.sum()),
         tokens=int(cu[last].sum()),
-        targets=int(np.count_nonzero(mask)),
+        targets=int(targets.sum()),
         padded=int(tokens.sum()),
         source_digests=digests,
         source_packs=np.repeat(batch.indices, counts),
