@@ -51,7 +51,6 @@ TEXT, MEDIA = 0, 1
 _NPY_MAGIC: Final = b"\x93NUMPY\x01\x00"
 _CANONICAL_LENGTH: Final = (CANONICAL_1D_HEADER - 10).to_bytes(2, "little")
 _HEADER_CACHE_LIMIT: Final = 4096
-_READ_BUFFER: Final = bytearray(HASH_SLICE)  # reused: one process checks one shard at a time
 _KEYS: Final = re.compile(rb"(?:%s[0-9]{%d})*" % (fmt.PACK_KEY_PREFIX.encode(), fmt.PACK_KEY_DIGITS))
 _headers: dict[bytes, tuple[str, int]] = {}  # a canonical 128-byte .npy header -> (dtype str, length)
 
@@ -84,7 +83,7 @@ class _Hasher:
         self.done = end
 
     def _read(self) -> None:
-        buffer = memoryview(_READ_BUFFER)
+        buffer = memoryview(bytearray(HASH_SLICE))  # one per shard (not shared: callers may use threads)
         with open(self.path, "rb", buffering=0) as handle:
             while got := handle.readinto(buffer):
                 self.digest.update(buffer[:got])
@@ -99,10 +98,14 @@ class _Sources:
 
     digests: list[np.ndarray] = field(default_factory=list)
     packs: list[np.ndarray] = field(default_factory=list)
+    names: list[str] = field(default_factory=list)  # sources of media packs, digested at the end
+    name_packs: list[int] = field(default_factory=list)
 
     def finish(self, scan: ShardScan) -> None:
-        scan.source_digests = np.concatenate([np.zeros(0, np.uint64), *self.digests])
-        scan.source_packs = np.concatenate([np.zeros(0, np.int64), *self.packs])
+        """The shard's sources (text packs' in order, then media packs'; digest and pack stay paired)."""
+        digests, packs = [*self.digests, source_digests(self.names)], [*self.packs, np.array(self.name_packs, np.int64)]
+        scan.source_digests = np.concatenate([np.zeros(0, np.uint64), *digests])
+        scan.source_packs = np.concatenate([np.zeros(0, np.int64), *packs])
 
 
 def bulk_scan(root: str, name: str, first_pack: int | None, rules: PackRules, verify_sha256: bool) -> ShardScan | None:
@@ -275,8 +278,4 @@ def _media_pack(
     pack, findings = parse_pack(RawPack(key, layout.offsets[row], members))
     if pack is None or findings or check_pack(pack, rules):
         raise Irregular
-    names: list[str] = []
-    indices: list[int] = []
-    add_totals(scan, pack, key, names, indices)
-    sources.digests.append(source_digests(names))
-    sources.packs.append(np.array(indices, dtype=np.int64))
+    add_totals(scan, pack, key, sources.names, sources.name_packs)
