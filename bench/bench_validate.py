@@ -219,8 +219,9 @@ sys), median of {REPEATS}, rows interleaved, page cache warm for all of them. Ho
 once and hashed in 1 MiB slices; then its text packs are checked ~4 MiB at a time with NumPy while
 those bytes are still in the cache (tar headers in one pass, `.npy` headers through a cache, meta.json
 through one regular-expression match per batch, boundaries, masks, pad ids, token range and source
-digests for all packs at once); a pack with media is checked on its own. Any doubt sends the shard to
-the streaming walk that names every problem.
+digests for all packs at once); a pack with media is checked on its own, and a shard whose first pack
+holds large media is hashed by a plain read (its media pages are never mapped). Any doubt sends the
+shard to the streaming walk that names every problem.
 
 Targets: text >= 0.50 of the floor, multimodal >= 0.90, `--jobs 2` >= 1.7x `--jobs 1`. Measured: text
 **{fractions["text"]:.2f}**, multimodal **{fractions["multimodal-looking"]:.2f}**, `--jobs 2` **{speedup:.2f}x**;
