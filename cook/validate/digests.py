@@ -1,15 +1,16 @@
-"""Source names -> 8-byte digests for the "every record exactly once" check, computed for a whole shard at
-once with NumPy (no Python call per source): ``span_digests`` over byte spans of one buffer, and
-``source_digests`` for Python strings (the same digest of the same UTF-8 bytes).
+"""Source names -> 8-byte digests for the "every record exactly once" check, computed for a whole batch of
+sources at once with NumPy (no Python call per source): ``span_digests`` over byte spans of one buffer,
+and ``source_digests`` for Python strings (the same digest of the same UTF-8 bytes).
 
 The digest of ``s`` (UTF-8 bytes, ``L`` long, read as little-endian 64-bit words ``w_0 .. w_k``, the
 last one zero-filled):
 
-    h = SEED ^ (L * K);  for each word: h = fmix64(h ^ w_j);  digest = fmix64(h)
+    h = SEED ^ (L * K);  for each word: h = (h ^ w_j) * M;  digest = fmix64(h)
 
-with murmur3's ``fmix64`` finalizer (a bijection of 64-bit words), so two different sources share a
-digest with probability about 2^-64 each: a duplicate is reported, never hidden, only on such a clash.
-It is not a cryptographic hash; it only has to tell the sources of one dataset apart.
+with an odd multiplier ``M`` (each step a bijection of ``h``) and murmur3's ``fmix64`` finalizer, so
+different sources of a dataset share a digest only by accident (about 2^-64 a pair for such data):
+a duplicate is then reported, never hidden. It is not a cryptographic hash; it only has to tell the
+sources of one dataset apart.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import numpy as np
 
 SEED: Final = np.uint64(0x9E3779B97F4A7C15)
 _LENGTH_MIX: Final = np.uint64(0xC2B2AE3D27D4EB4F)
+_WORD_MIX: Final = np.uint64(0x9FB21C651E98DF25)  # odd: multiplying by it is a bijection of 64-bit words
 _FMIX_1: Final = np.uint64(0xFF51AFD7ED558CCD)
 _FMIX_2: Final = np.uint64(0xC4CEB9FE1A85EC53)
 _SHIFT: Final = np.uint64(33)
@@ -61,8 +63,10 @@ def _digest(padded: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> np.n
         chunk[places - starts[:, None] >= lengths[:, None]] = 0
         table = chunk.view("<u8").astype(np.uint64)  # uint64 [S, W]: little-endian words, zero-filled
         used = -(-lengths // WORD)  # int64 [S]: words of each source
+        every = int(used.min())  # words that every source has
         for word in range(words):
-            h = np.where(word < used, _fmix(h ^ table[:, word]), h)
+            mixed = (h ^ table[:, word]) * _WORD_MIX
+            h = mixed if word < every else np.where(word < used, mixed, h)
         return _fmix(h)
 
 

@@ -58,14 +58,11 @@ def _concat(shard: np.ndarray, dtype: str, offsets: list[int], counts: list[int]
 
 
 def _span_sums(mask: np.ndarray, starts: np.ndarray) -> np.ndarray:
-    """int64 [S]: the sum of ``mask`` (0/1) from each start to the next (the last: to the end), as
-    differences of a running count (of the set bits of 8 mask bytes at a time when the starts allow)."""
+    """int64 [S]: the sum of ``mask`` (0/1) from each start to the next (the last: to the end)."""
     if mask.size % 8 == 0 and not (starts % 8).any():
-        counts, places = np.bitwise_count(mask.view(np.uint64)), starts // 8  # uint8 [N / 8]: ones per word
-    else:
-        counts, places = mask, starts
-    running = np.concatenate([np.zeros(1, np.int64), np.cumsum(counts, dtype=np.int64)])  # int64 [1 + len]
-    return np.diff(running[np.append(places, counts.shape[0])])
+        words = np.bitwise_count(mask.view(np.uint64))  # uint8 [N / 8]: ones among 8 mask bytes
+        return np.add.reduceat(words, starts // 8, dtype=np.int64)
+    return np.add.reduceat(mask, starts, dtype=np.int64)
 
 
 def check_text(data: mmap.mmap, batch: TextBatch, rules: PackRules) -> TextTotals:
