@@ -20,6 +20,7 @@ import numpy as np
 from cook import format as fmt
 
 _MAGIC_V1: Final = b"\x93NUMPY\x01\x00"
+CANONICAL_1D_HEADER: Final = 128  # np.save's header (prefix, dict, padding, newline) of a 1-D array
 _HEADER: Final = re.compile(rb"\{'descr': '([<>|][a-zA-Z]\d+)', 'fortran_order': False, 'shape': \(([\d, ]*)\), \} *\n")
 
 
@@ -57,6 +58,3 @@ def _view(view: memoryview, dtype: np.dtype, shape: tuple[int, ...], offset: int
     if len(view) - offset < size:
         return None  # load_npy reports the short payload
     return np.frombuffer(view, dtype=dtype, count=math.prod(shape), offset=offset).reshape(shape)
-
-
-CANONICAL_1D_HEADER: Final = 128  # np.save's header (prefix, dict, padding, newline) of a 1-D array
