@@ -2,6 +2,7 @@
 
     DIR -read_manifest-> rules, shard entries -scan_shard (one process per shard)-> ShardScan
         -> per-shard manifest entries, totals vs counts, rejects.jsonl, sources, .nv-meta
+        -> loadable: at least one pack, .nv-meta complete, a train split that names a shard
         -> (--deep) every pack loaded through megatron.energon
         -> Report(valid, packs, sources, problems)
 
@@ -108,6 +109,12 @@ def validate_dataset(path: str, options: ValidateOptions | None = None) -> Repor
     comparable = all(s.complete and not s.unparsed for s in scans) and not any(
         p.code == Code.SHARD_MISSING for p in problems
     )
+    if comparable and not report.packs:
+        problems.append(
+            Problem(
+                Code.NO_PACKS.value, "", "", "the dataset holds no pack: megatron.energon cannot load an empty dataset"
+            )
+        )
     problems += _dataset_checks(path, manifest, scans, comparable)
     if options.deep and report.packs:
         from cook.validate.deep import check_energon_load
@@ -133,8 +140,8 @@ def _dataset_checks(
         )
         problems += check_counts(manifest, totals if comparable else None, rejects.lines)
         problems += check_by_reason(manifest, rejects)
-    digests = np.array([d for s in scans for d in s.source_digests], dtype=np.uint64)
-    packs = np.array([p for s in scans for p in s.source_packs], dtype=np.int64)
+    digests = np.concatenate([np.zeros(0, np.uint64), *(s.source_digests for s in scans)])  # uint64 [S]
+    packs = np.concatenate([np.zeros(0, np.int64), *(s.source_packs for s in scans)])  # int64 [S]
     problems += check_sources(digests, packs, rejects.sources)
     problems += check_nv_meta(path, {s.name: s.packs for s in scans}, comparable, {s.name: s.offsets for s in scans})
     return problems

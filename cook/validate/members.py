@@ -13,6 +13,7 @@ inconsistent shape is reported and not checked further (``parse_pack`` returns `
 from __future__ import annotations
 
 import json
+from tokenize import TokenError
 from typing import Any, Final
 
 import numpy as np
@@ -90,7 +91,7 @@ def _load_member(
         else:
             findings.append((Code.NPY_INVALID, f"{name} is not a readable .npy: {err}"))
         return None
-    except (OSError, EOFError) as err:
+    except (OSError, EOFError, SyntaxError, TokenError, RecursionError) as err:  # np.load parses the header dict
         findings.append((Code.NPY_INVALID, f"{name} is not a readable .npy: {err}"))
         return None
     if array.ndim != ndim or tuple(array.shape[ndim - len(trailing) :]) != trailing:
@@ -134,7 +135,7 @@ def parse_meta(data: MemberData, findings: list[Finding]) -> tuple[SequenceMeta,
     """``meta.json`` (schemas/packed_sample.v1.schema.json) -> its sequences, or None if it is not v1."""
     try:
         body = json.loads(bytes(data).decode("utf-8"))
-    except (UnicodeDecodeError, ValueError) as err:
+    except (UnicodeDecodeError, ValueError, RecursionError) as err:
         findings.append((Code.META_INVALID, f"{fmt.META} is not JSON: {err}"))
         return None
     if not isinstance(body, dict) or set(body) != {"schema_version", "sequences"}:

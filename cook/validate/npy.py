@@ -20,6 +20,7 @@ import numpy as np
 from cook import format as fmt
 
 _MAGIC_V1: Final = b"\x93NUMPY\x01\x00"
+CANONICAL_1D_HEADER: Final = 128  # np.save's header (prefix, dict, padding, newline) of a 1-D array
 _HEADER: Final = re.compile(rb"\{'descr': '([<>|][a-zA-Z]\d+)', 'fortran_order': False, 'shape': \(([\d, ]*)\), \} *\n")
 
 
@@ -28,22 +29,29 @@ def read_npy(data: bytes | memoryview) -> np.ndarray:
     view = memoryview(data)
     if view[:8] == _MAGIC_V1 and len(view) >= 10:
         header_len = int.from_bytes(view[8:10], "little")
-        match = _HEADER.fullmatch(bytes(view[10 : 10 + header_len]))
-        if match is not None:
-            array = _view(view, match, 10 + header_len)
+        parsed = canonical_header(bytes(view[10 : 10 + header_len]))
+        if parsed is not None:
+            array = _view(view, *parsed, 10 + header_len)
             if array is not None:
                 return array
     return fmt.load_npy(bytes(view))
 
 
-def _view(view: memoryview, match: re.Match[bytes], offset: int) -> np.ndarray | None:
+def canonical_header(text: bytes) -> tuple[np.dtype, tuple[int, ...]] | None:
+    """The dtype and shape of a version-1.0 header dict in ``np.save``'s own form (the bytes after the
+    10-byte prefix, padding and newline included); None for any other header or an object dtype."""
+    match = _HEADER.fullmatch(text)
+    if match is None:
+        return None
     try:
         dtype = np.dtype(match.group(1).decode("ascii"))
         shape = tuple(int(part) for part in match.group(2).split(b",") if part.strip())
     except (TypeError, ValueError):
         return None
-    if dtype.hasobject:
-        return None  # load_npy refuses it with the pickle message
+    return None if dtype.hasobject else (dtype, shape)  # load_npy refuses an object dtype (pickle)
+
+
+def _view(view: memoryview, dtype: np.dtype, shape: tuple[int, ...], offset: int) -> np.ndarray | None:
     size = math.prod(shape) * dtype.itemsize
     if len(view) - offset > size:
         raise ValueError(f"{len(view) - offset - size} bytes after the array data")

@@ -6,6 +6,11 @@ shards hold them; Energon's ``index.sqlite`` holds, for each shard (``tar_file_i
 the split), one ``samples`` row per pack at the offset and size the tar walk found, and member rows.
 Energon reads packs at those offsets, so a stale index (a shard edited without re-indexing) is
 caught here. (That Energon actually loads every pack is checked by ``--deep``.)
+
+Without any of those four files, or with a ``split.yaml`` whose ``train`` part names no shard (absent,
+empty, or every shard in ``exclude``), Energon cannot load the directory at all: those are their own
+codes, ``nv_meta_missing`` and ``split_empty``, so the report says why (an empty dataset, where every
+record was rejected, shows both, with ``no_packs`` from ``dataset.py``).
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ import json
 import os
 import re
 import sqlite3
+from dataclasses import dataclass
 from itertools import groupby
 
 from cook import format as fmt
@@ -48,17 +54,59 @@ def expand_braces(pattern: str) -> list[str]:
     return [name for option in options for name in expand_braces(head + option + tail)]
 
 
-def split_shards(text: str) -> set[str]:
-    """The shard names listed under ``split_parts`` in ``split.yaml`` (block lists, braces expanded)."""
-    names: set[str] = set()
-    section = ""
+@dataclass(frozen=True, slots=True)
+class Split:
+    """What ``split.yaml`` names: each split part's shards (braces expanded) and the excluded names."""
+
+    parts: dict[str, set[str]]
+    exclude: set[str]
+
+
+def _flow_names(text: str) -> set[str]:
+    """``[]`` or ``[a, 'b']`` after a key -> its names (braces expanded); nothing for an empty value."""
+    body = text.strip()
+    if not (body.startswith("[") and body.endswith("]")):
+        return set()
+    items = (item.strip().strip("'\"") for item in body[1:-1].split(","))
+    return {name for item in items if item for name in expand_braces(item)}
+
+
+def parse_split(text: str) -> Split:
+    """``split.yaml`` as Energon's ``WebdatasetSplits`` writes it (block or flow lists, braces collapsed)."""
+    parts: dict[str, set[str]] = {}
+    exclude: set[str] = set()
+    section, part = "", ""
     for line in text.splitlines():
-        if line and not line[0].isspace():
-            section = line.split(":", 1)[0].strip()
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
         item = re.fullmatch(r"\s*-\s*['\"]?([^'\"\s]+)['\"]?\s*", line)
-        if section == "split_parts" and item:
-            names.update(expand_braces(item.group(1)))
-    return names
+        if not line[0].isspace() and not item:
+            section, _, rest = (piece.strip() for piece in line.partition(":"))
+            if section == "exclude":
+                exclude |= _flow_names(rest)
+        elif item and section == "exclude":
+            exclude.update(expand_braces(item.group(1)))
+        elif item and section == "split_parts" and part:
+            parts[part].update(expand_braces(item.group(1)))
+        elif section == "split_parts" and ":" in line:
+            key, _, rest = line.partition(":")
+            part = key.strip().strip("'\"")
+            parts.setdefault(part, set()).update(_flow_names(rest))
+    return Split(parts, exclude)
+
+
+def split_shards(text: str) -> set[str]:
+    """The shard names listed under ``split_parts`` in ``split.yaml`` (every part, braces expanded)."""
+    return set().union(*parse_split(text).parts.values())
+
+
+def _missing(name: str) -> Problem:
+    return Problem(
+        Code.NV_META_MISSING.value,
+        "",
+        "",
+        f"{fmt.NV_META_DIR}/{name} is missing: megatron.energon cannot load the dataset",
+    )
 
 
 def check_nv_meta(
@@ -69,31 +117,57 @@ def check_nv_meta(
     meta = os.path.join(root, fmt.NV_META_DIR)
     problems = []
     dataset = _read(os.path.join(meta, fmt.DATASET_YAML))
-    if dataset != fmt.dataset_yaml():
+    if dataset is None and not os.path.exists(os.path.join(meta, fmt.DATASET_YAML)):
+        problems.append(_missing(fmt.DATASET_YAML))
+    elif dataset != fmt.dataset_yaml():
         problems.append(
             _problem(
                 f"{fmt.NV_META_DIR}/{fmt.DATASET_YAML} is missing or not cook's crude dataset "
                 f"with subflavor {fmt.SUBFLAVOR}"
             )
         )
-    if not shard_packs:
-        return problems  # an empty dataset: Energon writes no split or index for it
-    split = _read(os.path.join(meta, fmt.SPLIT_YAML))
-    named = split_shards(split or "")
-    if split is None or named != set(shard_packs):
-        problems.append(
-            _problem(f"{fmt.NV_META_DIR}/{fmt.SPLIT_YAML} names {sorted(named)}, the shards are {sorted(shard_packs)}")
-        )
+    problems += _check_split(_read(os.path.join(meta, fmt.SPLIT_YAML)), set(shard_packs))
     info = _read(os.path.join(meta, fmt.INFO_JSON))
     try:
         counts = json.loads(info)["shard_counts"] if info is not None else None
     except (ValueError, KeyError, TypeError):
         counts = None
-    if counts_known and counts != shard_packs:
+    if info is None:
+        problems.append(_missing(fmt.INFO_JSON))
+    elif counts_known and counts != shard_packs:
         problems.append(
             _problem(f"{fmt.NV_META_DIR}/{fmt.INFO_JSON} shard_counts {counts} != the shards' packs {shard_packs}")
         )
     return problems + check_index_sqlite(root, offsets)
+
+
+def _check_split(text: str | None, shards: set[str]) -> list[Problem]:
+    """split.yaml exists, its train split names a shard, it names exactly the shards and excludes none."""
+    if text is None:
+        return [_missing(fmt.SPLIT_YAML)]
+    split = parse_split(text)
+    problems = []
+    train = split.parts.get("train", set()) - split.exclude
+    if not train:
+        problems.append(
+            Problem(
+                Code.SPLIT_EMPTY.value,
+                "",
+                "",
+                f"{fmt.NV_META_DIR}/{fmt.SPLIT_YAML}: the train split names no shard "
+                "(megatron.energon's get_train_dataset cannot load it)",
+            )
+        )
+    named = set().union(*split.parts.values())
+    if named != shards:
+        problems.append(
+            _problem(f"{fmt.NV_META_DIR}/{fmt.SPLIT_YAML} names {sorted(named)}, the shards are {sorted(shards)}")
+        )
+    if split.exclude:
+        problems.append(
+            _problem(f"{fmt.NV_META_DIR}/{fmt.SPLIT_YAML} excludes {sorted(split.exclude)}; Energon would skip them")
+        )
+    return problems
 
 
 def check_index_sqlite(root: str, shard_offsets: dict[str, list[int] | None]) -> list[Problem]:
@@ -101,7 +175,7 @@ def check_index_sqlite(root: str, shard_offsets: dict[str, list[int] | None]) ->
     where = f"{fmt.NV_META_DIR}/{fmt.INDEX_SQLITE}"
     path = os.path.join(root, fmt.NV_META_DIR, fmt.INDEX_SQLITE)
     if not os.path.isfile(path):
-        return [_problem(f"{where} is missing")]
+        return [_missing(fmt.INDEX_SQLITE)]
     try:
         with contextlib.closing(sqlite3.connect(f"file:{path}?mode=ro", uri=True)) as db:
             columns = "tar_file_id, sample_index, byte_offset, byte_size"

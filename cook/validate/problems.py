@@ -63,6 +63,10 @@ class Code(StrEnum):
     SHA256 = "sha256"
     SOURCE_DUPLICATE = "source_duplicate"  # a source packed twice, or both packed and rejected
     NV_META = "nv_meta"  # dataset.yaml, split.yaml, .info.json, or index.sqlite rows that disagree with the shards
+    # what megatron.energon needs to load the directory at all (checked without --deep)
+    NO_PACKS = "no_packs"  # the shards hold no pack (e.g. every record was rejected): nothing to load
+    NV_META_MISSING = "nv_meta_missing"  # .nv-meta/ lacks dataset.yaml, split.yaml, .info.json or index.sqlite
+    SPLIT_EMPTY = "split_empty"  # split.yaml's train split names no shard (absent, empty, or all excluded)
     ENERGON_LOAD = "energon_load"  # --deep
 
 

@@ -2,13 +2,12 @@
 manifest's ``rejects_by_reason`` equal to the file, and every input record exactly once: no source is
 packed twice or both packed and rejected.
 
-Packed sources travel from the shard scans as 8-byte blake2b digests (``source_digest``), with the
+Packed sources travel from the shard scans as 8-byte digests (``digests.source_digests``), with the
 index of the pack that holds each, so a dataset of millions of sources stays small in memory.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 from collections import Counter
@@ -19,11 +18,13 @@ from typing import Any
 import numpy as np
 
 from cook import format as fmt
+from cook.validate.digests import source_digests
 from cook.validate.problems import Code, Problem
 
 
 def source_digest(source: str) -> int:
-    return int.from_bytes(hashlib.blake2b(source.encode("utf-8"), digest_size=8).digest(), "little")
+    """``digests.source_digests`` of one source."""
+    return int(source_digests([source])[0])
 
 
 @dataclass(slots=True)
@@ -93,13 +94,13 @@ def check_by_reason(manifest: Mapping[str, Any], rejects: Rejects) -> list[Probl
 def check_sources(digests: np.ndarray, packs: np.ndarray, rejected: list[str], limit: int = 20) -> list[Problem]:
     """No source digest twice. ``digests``: uint64 [S] of packed sources; ``packs``: int64 [S] pack index."""
     problems: list[Problem] = []
-    rejected_digests = np.array([source_digest(s) for s in rejected], dtype=np.uint64)
+    rejected_digests = source_digests(rejected)
     everything = np.concatenate([digests, rejected_digests])
     values, counts = np.unique(everything, return_counts=True)
     repeated = values[counts > 1]
     if not repeated.size:
         return problems
-    by_digest = {source_digest(s): s for s in rejected}
+    by_digest = dict(zip(rejected_digests.tolist(), rejected, strict=True))
     for digest in repeated[:limit].tolist():
         where = sorted(fmt.pack_key(int(p)) for p in packs[digests == digest].tolist())
         name = by_digest.get(digest)

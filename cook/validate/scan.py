@@ -1,10 +1,14 @@
-"""One shard -> ``ShardScan``: every per-pack invariant of SPEC §9 checked while the shard streams by.
+"""One shard -> ``ShardScan``: every per-pack invariant of SPEC §9.
 
     shard file -ShardWalk-> RawPack -parse_pack-> Pack -boundaries, masks, tokens, media-> findings
 
-``scan_shard`` is the unit of parallelism (one process per shard); it holds one pack in memory at a
-time and returns small totals: counts, problems (at most ``MAX_PROBLEMS`` kept), the digest of every
-source it packs and, with ``--deep``, a digest of every pack's members for the Energon comparison.
+``scan_shard`` is the unit of parallelism (one process per shard). It first tries ``bulk.bulk_scan``,
+which maps the shard once, hashes it and checks all its text packs with NumPy at once; that fast
+path accepts only a shard in which it finds nothing wrong. Any shard it does not accept (and every
+shard under ``--deep``) is checked here pack by pack, streamed (``stream_shard``): this path is the
+reference that names every problem. Either returns small totals: counts, problems (at most
+``MAX_PROBLEMS`` kept), the digest of every source it packs and, with ``--deep``, a digest of every
+pack's members for the Energon comparison.
 """
 
 from __future__ import annotations
@@ -20,9 +24,9 @@ import numpy as np
 from cook import format as fmt
 from cook.types import Pack
 from cook.validate import boundaries, masks, media, placeholders, tokens
+from cook.validate.digests import source_digests
 from cook.validate.members import parse_pack
 from cook.validate.problems import Code, Finding, PackRules, Problem
-from cook.validate.rejects import source_digest
 from cook.validate.shards import RawPack, ShardWalk, check_index
 
 MAX_PROBLEMS: Final = 1000
@@ -44,8 +48,8 @@ class ShardScan:
     sha256: str | None = None
     problems: list[Problem] = field(default_factory=list)
     problems_total: int = 0
-    source_digests: list[int] = field(default_factory=list)
-    source_packs: list[int] = field(default_factory=list)
+    source_digests: np.ndarray = field(default_factory=lambda: np.zeros(0, np.uint64))  # uint64 [S]
+    source_packs: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))  # int64 [S]: pack index
     pack_digests: dict[str, str] = field(default_factory=dict)
     offsets: list[int] | None = None  # each pack's first header, then the end (complete walks only)
 
@@ -86,20 +90,37 @@ def check_pack(pack: Pack, rules: PackRules) -> list[Finding]:
 
 
 def scan_shard(root: str, name: str, first_pack: int | None, rules: PackRules, verify_sha256: bool = True) -> ShardScan:
-    """Walk ``root/name`` once: tar structure, .tar.idx, pack keys, and every pack's invariants."""
+    """Check ``root/name``: tar structure, .tar.idx, pack keys, and every pack's invariants."""
+    if not rules.deep:
+        from cook.validate.bulk import bulk_scan
+
+        scan = bulk_scan(root, name, first_pack, rules, verify_sha256)
+        if scan is not None:
+            return scan
+    return stream_shard(root, name, first_pack, rules, verify_sha256)
+
+
+def stream_shard(
+    root: str, name: str, first_pack: int | None, rules: PackRules, verify_sha256: bool = True
+) -> ShardScan:
+    """Walk ``root/name`` once, pack by pack, naming every problem it finds."""
     path = os.path.join(root, name)
     scan = ShardScan(name)
     walk = ShardWalk(path, hash_bytes=verify_sha256, reuse_buffers=True)  # each pack is done before the next
     misplaced: list[str] = []
+    sources: list[str] = []
+    packs: list[int] = []
     try:
         for index, raw in enumerate(walk.packs()):
             scan.packs += 1
             if first_pack is not None and raw.key != fmt.pack_key(first_pack + index):
                 misplaced.append(f"{raw.key} (expected {fmt.pack_key(first_pack + index)})")
-            _scan_pack(scan, raw, rules)
+            _scan_pack(scan, raw, rules, sources, packs)
     except OSError as err:
         scan.add([(Code.SHARD_UNREADABLE, f"{name}: {type(err).__name__}: {err.strerror or err}")])
         return scan  # complete stays False: the totals are not compared
+    scan.source_digests = source_digests(sources)
+    scan.source_packs = np.array(packs, dtype=np.int64)
     scan.add(walk.findings)
     if misplaced:
         scan.add([(Code.PACK_KEY, f"{len(misplaced)} packs out of sequence, first {misplaced[0]}")])
@@ -111,12 +132,22 @@ def scan_shard(root: str, name: str, first_pack: int | None, rules: PackRules, v
     return scan
 
 
-def _pack_index(key: str) -> int:
+def pack_index(key: str) -> int:
     digits = key.removeprefix(fmt.PACK_KEY_PREFIX)
     return int(digits) if digits.isdigit() else -1
 
 
-def _scan_pack(scan: ShardScan, raw: RawPack, rules: PackRules) -> None:
+def add_totals(scan: ShardScan, pack: Pack, key: str, sources: list[str], packs: list[int]) -> None:
+    """Count a pack whose boundaries are usable into ``scan``; its sources and pack index go to the lists."""
+    scan.sources += len(pack.sequences)
+    scan.tokens += int(pack.cu_seqlens[-1])
+    scan.targets += int(np.count_nonzero(pack.loss_mask))
+    scan.padded += int(pack.input_ids.shape[0])
+    sources.extend(seq.source for seq in pack.sequences)
+    packs.extend([pack_index(key)] * len(pack.sequences))
+
+
+def _scan_pack(scan: ShardScan, raw: RawPack, rules: PackRules, sources: list[str], packs: list[int]) -> None:
     if rules.deep:
         scan.pack_digests[raw.key] = pack_digest(raw.members)
     pack, findings = parse_pack(raw)
@@ -129,11 +160,4 @@ def _scan_pack(scan: ShardScan, raw: RawPack, rules: PackRules) -> None:
     if not boundaries.boundaries_usable(findings):
         scan.unparsed += 1
         return
-    scan.sources += len(pack.sequences)
-    scan.tokens += int(pack.cu_seqlens[-1])
-    scan.targets += int(np.count_nonzero(pack.loss_mask))
-    scan.padded += int(pack.input_ids.shape[0])
-    index = _pack_index(raw.key)
-    for seq in pack.sequences:
-        scan.source_digests.append(source_digest(seq.source))
-        scan.source_packs.append(index)
+    add_totals(scan, pack, raw.key, sources, packs)

@@ -227,17 +227,23 @@ def _parse_header(header: bytes, offset: int) -> tuple[str, int] | str:
 
 def check_index(shard_path: str, walk: ShardWalk) -> list[Finding]:
     """``.tar.idx`` beside the shard == the walk's offsets (each pack's first header + the end)."""
+    return check_index_offsets(shard_path, walk.offsets, walk.complete)
+
+
+def check_index_offsets(shard_path: str, offsets: list[int], complete: bool) -> list[Finding]:
+    """``.tar.idx`` == ``offsets`` (each pack's first header, then the end); ``complete``: the walk reached
+    a clean end of the archive (otherwise only the file's presence is checked)."""
     idx_path = shard_path + fmt.INDEX_SUFFIX
     if not os.path.isfile(idx_path):
         return [(Code.IDX_MISSING, f"{os.path.basename(idx_path)} does not exist")]
-    if not walk.complete:
+    if not complete:
         return []  # offsets past a truncation are unknown; the truncation is reported already
     with open(idx_path, "rb") as handle:
         raw = handle.read()
     if len(raw) % 8:
         return [(Code.IDX_MISMATCH, f"{len(raw)} bytes is not a whole number of uint64 offsets")]
     stored = np.frombuffer(raw, dtype="<u8").astype(np.int64)  # int64 [packs + 1]
-    actual = np.asarray(walk.offsets, dtype=np.int64)
+    actual = np.asarray(offsets, dtype=np.int64)
     if stored.shape == actual.shape and (stored == actual).all():
         return []
     if stored.shape != actual.shape:

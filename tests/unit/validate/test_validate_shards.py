@@ -137,3 +137,16 @@ def test_collapsed_split_names() -> None:
     assert expand_braces("{a,b}-{1..2}.tar") == ["a-1.tar", "a-2.tar", "b-1.tar", "b-2.tar"]
     text = "split_parts:\n  train:\n  - shard-{000000..000001}.tar\n  - shard-000005.tar\nexclude: []\n"
     assert split_shards(text) == {"shard-000000.tar", "shard-000001.tar", "shard-000005.tar"}
+
+
+def test_split_parts_and_excludes() -> None:
+    from cook.validate.nv_meta import parse_split
+
+    block = "split_parts:\n  train:\n  - shard-{000000..000001}.tar\n  val: []\nexclude:\n- shard-000001.tar\n"
+    split = parse_split(block)
+    assert split.parts == {"train": {"shard-000000.tar", "shard-000001.tar"}, "val": set()}
+    assert split.exclude == {"shard-000001.tar"}
+    flow = "split_parts:\n  'train': [shard-000000.tar, \"shard-000002.tar\"]\nexclude: [shard-000002.tar]\n"
+    assert parse_split(flow).parts == {"train": {"shard-000000.tar", "shard-000002.tar"}}
+    assert parse_split(flow).exclude == {"shard-000002.tar"}
+    assert parse_split("split_parts:\n  val:\n  - a.tar\n").parts == {"val": {"a.tar"}}

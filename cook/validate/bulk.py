@@ -1,0 +1,281 @@
+"""One shard -> ``ShardScan`` at the speed of read + sha256: the fast path of ``scan.scan_shard``.
+
+    shard -map_shard-> bytes -read_layout-> member table -> batches of ~4 MiB of text packs:
+        sha256 over the batch's bytes (which brings them into the cache), then every pack of the batch
+        checked at once with NumPy (``.npy`` headers here, the rest in text_checks.check_text); a pack
+        with media members is parsed and checked on its own (scan.check_pack: few packs, many bytes)
+
+The fast path vouches for a shard only when it finds nothing wrong: the tar is plain, every array
+member has ``np.save``'s canonical header with the schema dtype, every meta.json is schema v1, and
+every invariant of ``check_pack`` holds. Then it returns exactly the ``ShardScan`` that
+``scan.stream_shard`` would (a unit test compares the two). On the first doubt it returns ``None``
+and ``stream_shard`` walks the shard again and names the problems, so every problem keeps its code
+and detail; only clean shards are fast.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import mmap
+import os
+import re
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+import numpy as np
+
+from cook import format as fmt
+from cook.validate.digests import source_digests
+from cook.validate.members import parse_pack
+from cook.validate.meta_columns import Irregular
+from cook.validate.npy import CANONICAL_1D_HEADER, canonical_header
+from cook.validate.problems import PackRules
+from cook.validate.scan import ShardScan, add_totals, check_pack, pack_index
+from cook.validate.shards import MemberData, RawPack, check_index_offsets
+from cook.validate.tar_layout import TarLayout, map_shard, read_layout
+from cook.validate.text_checks import TextBatch, check_text
+
+BATCH_BYTES: Final = 4 << 20  # packs checked together: small enough to stay in the cache after hashing
+HASH_SLICE: Final = 1 << 20
+_COLUMN: Final = {name: i for i, name in enumerate(fmt.MEMBERS)}
+_REQUIRED: Final = [_COLUMN[name] for name in fmt.REQUIRED_MEMBERS]
+_OPTIONAL_PAIRS: Final = [(_COLUMN[a], _COLUMN[b]) for a, b in (fmt.VISUAL_MEMBERS, fmt.AUDIO_MEMBERS)]
+_ARRAYS: Final = (
+    (fmt.INPUT_IDS, "<i4"),
+    (fmt.LOSS_MASK, "|u1"),
+    (fmt.CU_SEQLENS, "<i4"),
+    (fmt.CU_SEQLENS_PADDED, "<i4"),
+)
+TEXT, MEDIA = 0, 1
+_NPY_MAGIC: Final = b"\x93NUMPY\x01\x00"
+_CANONICAL_LENGTH: Final = (CANONICAL_1D_HEADER - 10).to_bytes(2, "little")
+_HEADER_CACHE_LIMIT: Final = 4096
+_KEYS: Final = re.compile(rb"(?:%s[0-9]{%d})*" % (fmt.PACK_KEY_PREFIX.encode(), fmt.PACK_KEY_DIGITS))
+_headers: dict[bytes, tuple[str, int]] = {}  # a canonical 128-byte .npy header -> (dtype str, length)
+
+
+@dataclass(slots=True)
+class _Hasher:
+    """sha256 of the shard, fed in order up to a given offset (nothing when disabled): from the mapping,
+    or, for a shard of mostly media bytes, read from the file into one reused buffer (no page faults)."""
+
+    data: mmap.mmap
+    path: str
+    enabled: bool
+    from_file: bool
+    done: int = 0
+    digest: Any = field(default_factory=hashlib.sha256)
+
+    def upto(self, end: int) -> None:
+        if not self.enabled or end <= self.done:
+            return
+        if self.from_file:
+            if end == len(self.data):  # one pass at the end: the checks do not need these bytes cached
+                self._read()
+            return
+        view = memoryview(self.data)
+        try:
+            for start in range(self.done, end, HASH_SLICE):
+                self.digest.update(view[start : min(start + HASH_SLICE, end)])
+        finally:
+            view.release()
+        self.done = end
+
+    def _read(self) -> None:
+        buffer = memoryview(bytearray(HASH_SLICE))  # one per shard (not shared: callers may use threads)
+        with open(self.path, "rb", buffering=0) as handle:
+            while got := handle.readinto(buffer):
+                self.digest.update(buffer[:got])
+                self.done += got
+        if self.done != len(self.data):
+            raise Irregular  # the file changed under us: stream_shard reports what it finds
+
+
+@dataclass(slots=True)
+class _Sources:
+    """The digest and pack index of every source, in pack order, as arrays per batch or pack."""
+
+    digests: list[np.ndarray] = field(default_factory=list)
+    packs: list[np.ndarray] = field(default_factory=list)
+    names: list[str] = field(default_factory=list)  # sources of media packs, digested at the end
+    name_packs: list[int] = field(default_factory=list)
+
+    def finish(self, scan: ShardScan) -> None:
+        """The shard's sources (text packs' in order, then media packs'; digest and pack stay paired)."""
+        digests, packs = [*self.digests, source_digests(self.names)], [*self.packs, np.array(self.name_packs, np.int64)]
+        scan.source_digests = np.concatenate([np.zeros(0, np.uint64), *digests])
+        scan.source_packs = np.concatenate([np.zeros(0, np.int64), *packs])
+
+
+def bulk_scan(root: str, name: str, first_pack: int | None, rules: PackRules, verify_sha256: bool) -> ShardScan | None:
+    """The shard's ``ShardScan`` when it is clean, else None (``stream_shard`` then checks it)."""
+    path = os.path.join(root, name)
+    try:
+        mapped = map_shard(path)
+    except (OSError, ValueError):
+        return None  # stream_shard reports the unreadable shard
+    if mapped is None:
+        return None
+    data, media = mapped
+    try:
+        layout = read_layout(data)
+        indices = None if layout is None else _pack_indices(layout.keys, first_pack)
+        if layout is None or indices is None:
+            return None
+        return _scan(data, path, name, layout, indices, rules, _Hasher(data, path, verify_sha256, media))
+    except Irregular:
+        return None
+    finally:
+        with contextlib.suppress(BufferError):  # a view still alive: the mapping goes with it
+            data.close()
+
+
+def _pack_indices(keys: list[str], first_pack: int | None) -> np.ndarray | None:
+    """int64 [K]: each key's pack index; None when ``first_pack`` is given and a key is not
+    ``pack_key(first_pack + i)`` (``stream_shard`` reports it). Keys of ``pack_key``'s form are read at once."""
+    width = len(fmt.PACK_KEY_PREFIX) + fmt.PACK_KEY_DIGITS
+    joined = "".join(keys).encode("utf-8", "surrogatepass")
+    if len(joined) == width * len(keys) and _KEYS.fullmatch(joined):
+        digits = np.frombuffer(joined, np.uint8).reshape(-1, width)[:, len(fmt.PACK_KEY_PREFIX) :]
+        indices = (digits.astype(np.int64) - ord("0")) @ (10 ** np.arange(fmt.PACK_KEY_DIGITS - 1, -1, -1))
+    else:
+        indices = np.array([pack_index(key) for key in keys], dtype=np.int64)
+        if first_pack is not None and any(key != fmt.pack_key(first_pack + i) for i, key in enumerate(keys)):
+            return None
+    if first_pack is not None and (indices != first_pack + np.arange(len(keys))).any():
+        return None
+    return indices
+
+
+def _kinds(present: np.ndarray) -> list[int]:
+    """TEXT or MEDIA per pack (bool [K, 9] members present); ``Irregular`` for any other member set."""
+    required = present[:, _REQUIRED].all(axis=1)
+    pairs = np.stack([present[:, a] == present[:, b] for a, b in _OPTIONAL_PAIRS], axis=1).all(axis=1)
+    media = present[:, [a for a, _ in _OPTIONAL_PAIRS]].any(axis=1)
+    if not (required & pairs).all():
+        raise Irregular
+    return np.where(media, MEDIA, TEXT).tolist()
+
+
+def _scan(
+    data: mmap.mmap, path: str, name: str, layout: TarLayout, indices: np.ndarray, rules: PackRules, hasher: _Hasher
+) -> ShardScan:
+    scan = ShardScan(name, complete=True, packs=len(layout.keys), bytes=len(data), offsets=list(layout.offsets))
+    sources = _Sources()
+    offsets = layout.offsets
+    start = 0  # first pack of the pending text batch
+    for i, kind in enumerate(_kinds(layout.at >= 0)):
+        if kind == TEXT and offsets[i + 1] - offsets[start] >= BATCH_BYTES:
+            hasher.upto(offsets[i + 1])
+            _flush(data, layout, indices, start, i + 1, rules, scan, sources)
+            start = i + 1
+        elif kind == MEDIA:
+            hasher.upto(offsets[i])
+            _flush(data, layout, indices, start, i, rules, scan, sources)
+            hasher.upto(offsets[i + 1])
+            _media_pack(data, layout, i, rules, scan, sources)
+            start = i + 1
+    hasher.upto(len(data))
+    _flush(data, layout, indices, start, len(layout.keys), rules, scan, sources)
+    scan.sha256 = hasher.digest.hexdigest() if hasher.enabled else None
+    sources.finish(scan)
+    scan.add(check_index_offsets(path, offsets, True))
+    return scan
+
+
+def _flush(
+    data: mmap.mmap,
+    layout: TarLayout,
+    indices: np.ndarray,
+    start: int,
+    stop: int,
+    rules: PackRules,
+    scan: ShardScan,
+    sources: _Sources,
+) -> None:
+    """Check the text packs ``start:stop`` of the layout together."""
+    if start >= stop:
+        return
+    totals = check_text(data, _batch(data, layout, indices, start, stop), rules)
+    scan.sources += totals.sources
+    scan.tokens += totals.tokens
+    scan.targets += totals.targets
+    scan.padded += totals.padded
+    sources.digests.append(totals.source_digests)
+    sources.packs.append(totals.source_packs)
+
+
+def _batch(data: mmap.mmap, layout: TarLayout, indices: np.ndarray, start: int, stop: int) -> TextBatch:
+    """The packs' array members as (data offset, length), from their ``.npy`` headers."""
+    found: list[tuple[list[int], list[int]]] = []
+    for member, dtype in _ARRAYS:
+        at, size = layout.at[start:stop, _COLUMN[member]], layout.size[start:stop, _COLUMN[member]]
+        lengths = _canonical_lengths(data, at.tolist(), dtype)
+        if lengths is None:
+            found.append(_npy_1d(data, at.tolist(), size.tolist(), dtype))
+            continue
+        if (size - CANONICAL_1D_HEADER != np.array(lengths, dtype=np.int64) * np.dtype(dtype).itemsize).any():
+            raise Irregular  # data shorter or longer than the header says
+        found.append(((at + CANONICAL_1D_HEADER).tolist(), lengths))
+    (ids_at, tokens), (mask_at, mask_tokens), (cu_at, bounds), (padded_at, padded_bounds) = found
+    if mask_tokens != tokens or bounds != padded_bounds or min(bounds) < 2:
+        raise Irregular
+    column = _COLUMN[fmt.META]
+    spans = zip(layout.at[start:stop, column].tolist(), layout.size[start:stop, column].tolist(), strict=True)
+    metas = [data[at : at + size] for at, size in spans]
+    return TextBatch(indices[start:stop], ids_at, mask_at, cu_at, padded_at, tokens, bounds, metas)
+
+
+def _canonical_lengths(data: mmap.mmap, offsets: list[int], dtype: str) -> list[int] | None:
+    """Lengths of 1-D members of ``dtype`` whose headers are ``np.save``'s 128 bytes; None if one is not."""
+    lengths = []
+    for offset in offsets:
+        header = data[offset : offset + CANONICAL_1D_HEADER]
+        parsed = _headers.get(header)
+        if parsed is None:
+            found = canonical_header(header[10:]) if header[8:10] == _CANONICAL_LENGTH else None
+            if found is None or len(found[1]) != 1 or not header.startswith(_NPY_MAGIC):
+                return None
+            if len(_headers) >= _HEADER_CACHE_LIMIT:
+                _headers.clear()
+            parsed = _headers[header] = (found[0].str, found[1][0])
+        if parsed[0] != dtype:
+            return None
+        lengths.append(parsed[1])
+    return lengths
+
+
+def _npy_1d(data: mmap.mmap, offsets: list[int], sizes: list[int], dtype: str) -> tuple[list[int], list[int]]:
+    """(data offsets, lengths) of 1-D ``.npy`` members of ``dtype`` with any header ``canonical_header`` accepts."""
+    starts, lengths = [], []
+    for offset, size in zip(offsets, sizes, strict=True):
+        prefix = data[offset : offset + 10]
+        if len(prefix) < 10 or prefix[:8] != _NPY_MAGIC:
+            raise Irregular
+        total = 10 + prefix[8] + (prefix[9] << 8)
+        parsed = canonical_header(data[offset + 10 : offset + total])
+        if parsed is None or len(parsed[1]) != 1 or parsed[0].str != dtype:
+            raise Irregular
+        if size - total != parsed[1][0] * parsed[0].itemsize:
+            raise Irregular
+        starts.append(offset + total)
+        lengths.append(parsed[1][0])
+    return starts, lengths
+
+
+def _media_pack(
+    data: mmap.mmap, layout: TarLayout, row: int, rules: PackRules, scan: ShardScan, sources: _Sources
+) -> None:
+    """A pack with media members, through the per-pack parser and checks (its bytes are mostly media)."""
+    view = memoryview(data)
+    members: dict[str, MemberData] = {
+        fmt.MEMBERS[column]: view[at : at + size]
+        for column, (at, size) in enumerate(zip(layout.at[row].tolist(), layout.size[row].tolist(), strict=True))
+        if at >= 0
+    }
+    key = layout.keys[row]
+    pack, findings = parse_pack(RawPack(key, layout.offsets[row], members))
+    if pack is None or findings or check_pack(pack, rules):
+        raise Irregular
+    add_totals(scan, pack, key, sources.names, sources.name_packs)

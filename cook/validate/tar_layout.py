@@ -1,0 +1,157 @@
+"""A shard's bytes (mapped once) -> its member table: the fast path of ``shards.ShardWalk``.
+
+``read_layout`` walks the tar headers of a mapped shard in one Python loop that reads only each
+header's size, then checks every header at once with NumPy (checksum, member type, size digits, no
+prefix field) and groups the members: the name up to its first "." is the pack key, the rest one of
+``format.MEMBERS``; packs contiguous, no member twice; the archive ends with two zero blocks and only
+zeros after them. It accepts only the plain layout cook writes; anything else (a truncation, a corrupt
+header, a pax or GNU member, an unknown member, a member split from its pack, a duplicate) returns
+``None`` and the shard goes to ``ShardWalk``, which names the problem. Accepting is a promise that
+``ShardWalk`` would walk the same packs, offsets and members with no finding.
+
+Example: members ``pack-000000000.input_ids.npy`` (header at 0, 9216 bytes), ``pack-000000000.loss_mask.npy``
+(header at 9728), ... -> ``TarLayout(keys=["pack-000000000", ...], offsets=[0, ..., end marker])`` with
+``at[0, 0] = 512`` and ``size[0, 0] = 9216`` (member column 0 is ``format.MEMBERS[0]``, input_ids.npy).
+"""
+
+from __future__ import annotations
+
+import mmap
+import os
+from dataclasses import dataclass
+from typing import Final
+
+import numpy as np
+
+from cook import format as fmt
+
+BLOCK: Final = 512
+NAME_FIELD: Final = 100
+_ZERO_BLOCKS: Final = bytes(2 * BLOCK)
+_OCTAL_POWERS: Final = 8 ** np.arange(5, -1, -1, dtype=np.int64)  # the 6 checksum digits
+_COLUMNS: Final = {name.encode(): i for i, name in enumerate(fmt.MEMBERS)}  # member name -> its column
+PEEK_BYTES: Final = 1 << 16  # read to guess a shard's kind from its first pack
+MEDIA_BYTES: Final = 1 << 20
+_MEDIA_MEMBERS: Final = frozenset({fmt.PIXEL_PATCHES.encode(), fmt.AUDIO_FEATURES.encode()})
+
+
+@dataclass(frozen=True, slots=True)
+class TarLayout:
+    """Where every pack and member of a well-formed shard sits."""
+
+    keys: list[str]  # pack keys, in file order
+    offsets: list[int]  # each pack's first header, then the end-of-archive marker (as ``ShardWalk.offsets``)
+    at: np.ndarray  # int64 [K, 9]: content offset of each ``format.MEMBERS`` member, -1 when absent
+    size: np.ndarray  # int64 [K, 9]: its size in bytes, -1 when absent
+
+
+def map_shard(path: str) -> tuple[mmap.mmap, bool] | None:
+    """The whole shard mapped read-only, and whether its bytes are mostly media (None for an empty file).
+
+    A shard of text packs is mapped with its pages filled up front (its checks read every byte); a
+    shard whose first pack holds a large media member is not: its media bytes are only hashed, which
+    a plain read does faster than faults on the mapping, so only the pages parsed are ever mapped.
+    """
+    with open(path, "rb") as handle:
+        size = os.fstat(handle.fileno()).st_size
+        if size == 0:
+            return None
+        media = _media_heavy(os.pread(handle.fileno(), PEEK_BYTES, 0))
+        flags = mmap.MAP_SHARED | (0 if media else getattr(mmap, "MAP_POPULATE", 0))
+        return mmap.mmap(handle.fileno(), size, flags=flags, prot=mmap.PROT_READ), media
+
+
+def _media_heavy(head: bytes) -> bool:
+    """Whether the first pack in ``head`` (the shard's first bytes) has a media member of MEDIA_BYTES or more."""
+    offset, key = 0, None
+    while offset + BLOCK <= len(head) and head[offset]:
+        try:
+            length = int(head[offset + 124 : offset + 135], 8)
+        except ValueError:
+            return False
+        member_key, _, member = head[offset : offset + NAME_FIELD].partition(b"\0")[0].partition(b".")
+        if key is not None and member_key != key:
+            return False
+        key = member_key
+        if member in _MEDIA_MEMBERS and length >= MEDIA_BYTES:
+            return True
+        offset += BLOCK + max(length, 0) + (-max(length, 0) % BLOCK)
+    return False
+
+
+def blocks(data: mmap.mmap) -> np.ndarray:
+    """uint8 [B, 512]: the shard as tar blocks (a view; a partial last block left out)."""
+    count = len(data) // BLOCK
+    return np.frombuffer(data, np.uint8, count=count * BLOCK).reshape(count, BLOCK)
+
+
+def read_layout(data: mmap.mmap) -> TarLayout | None:
+    """The member table of ``data``, or None when anything about the tar is not plain (see the module doc)."""
+    size = len(data)
+    headers: list[int] = []
+    sizes: list[int] = []
+    add_header, add_size = headers.append, sizes.append
+    offset = 0
+    try:
+        while offset + BLOCK <= size and data[offset]:  # cook never writes an empty name: a zero byte ends
+            length = int(data[offset + 124 : offset + 135], 8)
+            if length < 0:
+                return None
+            add_header(offset)
+            add_size(length)
+            offset += BLOCK + length + (-length % BLOCK)
+    except ValueError:
+        return None
+    if not headers or offset + 2 * BLOCK > size or data[offset : offset + 2 * BLOCK] != _ZERO_BLOCKS:
+        return None
+    if np.frombuffer(data, np.uint8, offset=offset).any():
+        return None
+    starts = np.array(headers, dtype=np.int64)
+    table = blocks(data)[starts // BLOCK]  # uint8 [M, 512], a copy
+    if not _headers_plain(table):
+        return None  # a corrupt or non-regular header
+    return _group(table[:, :NAME_FIELD].tobytes(), starts, sizes, offset)
+
+
+def _group(names: bytes, starts: np.ndarray, sizes: list[int], end: int) -> TarLayout | None:
+    """Members -> packs: key = the name up to its first ".", the rest one of ``format.MEMBERS``."""
+    parts = [names[at : at + NAME_FIELD].partition(b"\0")[0].partition(b".") for at in range(0, len(names), NAME_FIELD)]
+    columns = [_COLUMNS.get(member, -1) if dot else -1 for _, dot, member in parts]
+    if min(columns) < 0:
+        return None  # a member that is not schema v1 (or a pickle): ShardWalk and parse_pack report it
+    keys = [key for key, _, _ in parts]
+    new_pack = np.array([True, *map(bytes.__ne__, keys[1:], keys[:-1])], dtype=bool)  # bool [M]
+    firsts = np.flatnonzero(new_pack)
+    pack_keys = [keys[row] for row in firsts.tolist()]
+    if len(set(pack_keys)) != len(pack_keys):
+        return None  # a pack split in two
+    try:
+        names_of_packs = [key.decode("utf-8") for key in pack_keys]
+    except UnicodeDecodeError:
+        return None
+    pack = np.cumsum(new_pack) - 1  # int64 [M]
+    column = np.array(columns, dtype=np.int64)
+    if np.unique(pack * len(fmt.MEMBERS) + column).shape[0] != pack.shape[0]:
+        return None  # a member twice in one pack
+    at = np.full((len(pack_keys), len(fmt.MEMBERS)), -1, dtype=np.int64)
+    size = np.full((len(pack_keys), len(fmt.MEMBERS)), -1, dtype=np.int64)
+    at[pack, column] = starts + BLOCK
+    size[pack, column] = sizes
+    return TarLayout(names_of_packs, [*starts[firsts].tolist(), end], at, size)
+
+
+def _headers_plain(table: np.ndarray) -> bool:
+    """Every header: checksum right (6 octal digits, NUL, space), size 11 octal digits and NUL, a regular
+    member, no prefix field (so the walk's ``int(size field, 8)`` read exactly what ``ShardWalk`` reads)."""
+    digits = table[:, 148:154].astype(np.int64) - ord("0")
+    size_digits = table[:, 124:135]
+    if (digits < 0).any() or (digits > 7).any() or (table[:, 154] != 0).any() or (table[:, 155] != ord(" ")).any():
+        return False
+    if (size_digits < ord("0")).any() or (size_digits > ord("7")).any() or (table[:, 135] != 0).any():
+        return False
+    stored = digits @ _OCTAL_POWERS
+    sums = table.sum(axis=1, dtype=np.uint32) - table[:, 148:156].sum(axis=1, dtype=np.uint32)  # < 2^17: exact
+    actual = sums.astype(np.int64) + 8 * ord(" ")  # the checksum field counts as spaces
+    kinds = table[:, 156]
+    regular = (kinds == ord("0")) | (kinds == 0)
+    return bool((stored == actual).all() and regular.all() and not table[:, 345:500].any())
