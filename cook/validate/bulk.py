@@ -155,7 +155,8 @@ def _kinds(present: np.ndarray) -> list[int]:
     media = present[:, [a for a, _ in _OPTIONAL_PAIRS]].any(axis=1)
     if not (required & pairs).all():
         raise Irregular
-    return np.where(media, MEDIA, TEXT).tolist()
+    kinds: list[int] = np.where(media, MEDIA, TEXT).tolist()
+    return kinds
 
 
 def _scan(

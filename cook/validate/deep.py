@@ -35,11 +35,11 @@ def _raw_members(sample: dict[str, Any]) -> dict[str, Any]:
 def _task_encoder() -> Any:
     from megatron.energon import Cooker, DefaultTaskEncoder, stateless
 
-    @stateless
+    @stateless  # type: ignore[untyped-decorator]
     def raw_pack(sample: dict[str, Any]) -> dict[str, Any]:
         return {"__key__": sample["__key__"], **_raw_members(sample)}
 
-    class RawPackEncoder(DefaultTaskEncoder):
+    class RawPackEncoder(DefaultTaskEncoder):  # type: ignore[misc]
         decoder = None
         cookers = [Cooker(raw_pack, has_subflavors=dict(fmt.SUBFLAVOR))]  # noqa: RUF012
 

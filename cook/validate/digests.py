@@ -34,7 +34,8 @@ def _fmix(h: np.ndarray) -> np.ndarray:
     h = h * _FMIX_1
     h = h ^ (h >> _SHIFT)
     h = h * _FMIX_2
-    return h ^ (h >> _SHIFT)
+    out: np.ndarray = h ^ (h >> _SHIFT)
+    return out
 
 
 def span_digests(data: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:

@@ -27,7 +27,7 @@ _HEADER: Final = re.compile(rb"\{'descr': '([<>|][a-zA-Z]\d+)', 'fortran_order':
 def read_npy(data: bytes | memoryview) -> np.ndarray:
     """Parse one ``.npy`` member; raises ``ValueError`` (pickled, malformed or trailing bytes) like load_npy."""
     view = memoryview(data)
-    if view[:8] == _MAGIC_V1 and len(view) >= 10:
+    if view[:8].tobytes() == _MAGIC_V1 and len(view) >= 10:
         header_len = int.from_bytes(view[8:10], "little")
         parsed = canonical_header(bytes(view[10 : 10 + header_len]))
         if parsed is not None:
