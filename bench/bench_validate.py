@@ -106,8 +106,8 @@ def _read(paths: list[Path], hashed: bool) -> None:
 
 def _validate_in_process(root: Path) -> Callable[[], None]:
     """What ``cook validate DIR --jobs 1`` runs, in this process: the token facts, then ``validate_dataset``."""
-    from cook.cli.validate_cmd import load_token_info
     from cook.validate import ValidateOptions, validate_dataset
+    from cook.validate.tokenizer_info import load_token_info
 
     def run() -> None:
         tokens, _ = load_token_info(str(root), None)
