@@ -84,7 +84,8 @@ def with_tools(turns: tuple[Turn, ...], tools: str | None) -> tuple[Turn, ...]:
     return (Turn("system", (TextPart(f"# Tools\n{tools}"),)), *turns)
 
 
-def _parts(parts: Sequence[Part], media: MediaGroups, target: bool, out: list[Piece]) -> None:
+def part_pieces(parts: Sequence[Part], media: MediaGroups, target: bool, out: list[Piece]) -> None:
+    """Append the pieces of a turn's parts: text as ``Text``, each media part as its placeholder blocks."""
     for part in merge_text(parts):
         if isinstance(part, TextPart):
             out.append(Text(part.text, target))
@@ -113,7 +114,7 @@ def render(conv: Conversation, media: MediaGroups, train_on: str, normalize_thin
             if reasoning:
                 out.append(Text(reasoning, target))
             out.append(Control(THINK_END, target))
-        _parts(parts, media, target, out)
+        part_pieces(parts, media, target, out)
         out.append(Control(IM_END, target))
         out.append(Text("\n", False))
     return out

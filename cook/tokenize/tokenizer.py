@@ -32,7 +32,7 @@ def tokenizer_files_sha256(path: str) -> dict[str, str]:
 class ChatTokenizer:
     """Holds the loaded tokenizer: control-token ids, pad id, vocab size and a safe batch encoder."""
 
-    def __init__(self, path: str) -> None:
+    def __init__(self, path: str, chat_format: str = "chatml") -> None:
         if not os.path.isdir(path):
             raise ConfigError(f"tokenizer.path: {path!r} is not a directory")
         os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
@@ -50,7 +50,13 @@ class ChatTokenizer:
         ids = {token: hf.convert_tokens_to_ids(token) for token in CONTROL_TOKENS}
         unk = hf.unk_token_id
         self.control_ids: dict[str, int] = {t: i for t, i in ids.items() if i is not None and i != unk}
-        missing = [t for t in REQUIRED_TOKENS if t not in self.control_ids]
+        # template mode: the chat markup comes from the tokenizer's own chat_template
+        self.hf: Any = hf
+        self.special_ids: dict[str, int] = {t.content: i for i, t in hf.added_tokens_decoder.items() if t.special}
+        if chat_format == "template" and not hf.chat_template:
+            raise ConfigError(f"tokenizer.chat_format: template, but {path!r} has no chat_template")
+        required = REQUIRED_TOKENS if chat_format == "chatml" else ()
+        missing = [t for t in required if t not in self.control_ids]
         if missing:
             raise ConfigError(f"tokenizer.path: {path!r} lacks the chat token(s) {', '.join(missing)}")
         if hf.pad_token_id is None:

@@ -1,0 +1,129 @@
+"""Pieces of a batch of conversations -> (int32 ids, uint8 mask) per conversation, with NumPy.
+
+Adjacent ``Text`` pieces join into one **run** that is encoded as ONE string, exactly as Hugging Face
+encodes the text between two control tokens; target pieces inside a run become character spans that
+``boundaries.span_mask`` maps to tokens. ``Control`` and ``Repeat`` pieces become ids directly. All
+runs of a batch go through one ``encode_texts`` call (short ones through the tokenizer's cache)::
+
+    Control(<|im_start|>) Text("user\\n") Text("  x") Control(<|im_end|>)
+    -> [1] encode("user\\n  x") [2]          (not encode("user\\n") + encode("  x"))
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from cook.errors import Rejected, RejectReason
+from cook.format import AUDIO_END, IMG_END
+from cook.tokenize.boundaries import span_mask
+from cook.tokenize.chat_format import Control, Piece, Text
+from cook.tokenize.tokenizer import ChatTokenizer
+
+MEDIA_END_TOKENS = (IMG_END, AUDIO_END)
+CACHED_MAX_CHARS = 16  # role headers and newlines: encoded once per worker
+
+
+@dataclass(frozen=True, slots=True)
+class TextRun:
+    text: str
+    spans: tuple[tuple[int, int], ...]  # target characters [start, stop), sorted, disjoint
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class FixedIds:
+    ids: np.ndarray  # int32 [n]
+    target: bool
+    media_end: bool = False  # the last id closes a media placeholder
+
+
+Layout = list[TextRun | FixedIds]
+
+
+def _token_id(ids: Mapping[str, int], name: str) -> int:
+    token_id = ids.get(name)
+    if token_id is None:
+        raise Rejected(RejectReason.MEDIA_UNSUPPORTED, f"the tokenizer has no {name} token")
+    return token_id
+
+
+def layout(pieces: Sequence[Piece], ids: Mapping[str, int]) -> Layout:
+    """Join adjacent text pieces into runs; resolve control and placeholder tokens to ids."""
+    out: Layout = []
+    text: list[str] = []
+    spans: list[tuple[int, int]] = []
+    size = 0
+    for piece in pieces:
+        if isinstance(piece, Text):
+            if piece.target and piece.text:
+                if spans and spans[-1][1] == size:
+                    spans[-1] = (spans[-1][0], size + len(piece.text))
+                else:
+                    spans.append((size, size + len(piece.text)))
+            text.append(piece.text)
+            size += len(piece.text)
+            continue
+        if size:
+            out.append(TextRun("".join(text), tuple(spans)))
+            text, spans, size = [], [], 0
+        token_id = _token_id(ids, piece.name)
+        if isinstance(piece, Control):
+            out.append(FixedIds(np.array([token_id], dtype=np.int32), piece.target, piece.name in MEDIA_END_TOKENS))
+        else:
+            out.append(FixedIds(np.full(piece.times, token_id, dtype=np.int32), piece.target))
+    if size:
+        out.append(TextRun("".join(text), tuple(spans)))
+    return out
+
+
+def _encode_runs(tokenizer: ChatTokenizer, layouts: Sequence[Layout | Rejected]) -> list[np.ndarray]:
+    runs = [item.text for lay in layouts if not isinstance(lay, Rejected) for item in lay if isinstance(item, TextRun)]
+    long_ids = iter(tokenizer.encode_texts([text for text in runs if len(text) > CACHED_MAX_CHARS]))
+    return [
+        np.asarray(next(long_ids) if len(text) > CACHED_MAX_CHARS else tokenizer.encode_cached(text), dtype=np.int32)
+        for text in runs
+    ]
+
+
+def _run_mask(run: TextRun, run_ids: np.ndarray, table: np.ndarray | None) -> np.ndarray:
+    if not run.spans:
+        return np.zeros(len(run_ids), dtype=np.uint8)
+    if run.spans == ((0, len(run.text)),):
+        return np.ones(len(run_ids), dtype=np.uint8)
+    assert table is not None
+    return span_mask(run_ids, table, run.text, run.spans)
+
+
+def assemble_batch(
+    tokenizer: ChatTokenizer, layouts: Sequence[Layout | Rejected], table: np.ndarray | None
+) -> list[tuple[np.ndarray, np.ndarray, int] | Rejected]:
+    """Per layout: int32 ids [L], uint8 mask [L] and the index just past the last media placeholder
+    (0: none); a ``Rejected`` layout stays in place. ``table`` is the per-id byte-length table."""
+    encoded = iter(_encode_runs(tokenizer, layouts))
+    out: list[tuple[np.ndarray, np.ndarray, int] | Rejected] = []
+    for lay in layouts:
+        if isinstance(lay, Rejected):
+            out.append(lay)
+            continue
+        runs = [next(encoded) if isinstance(item, TextRun) else item.ids for item in lay]
+        try:
+            masks = [
+                _run_mask(item, ids, table)
+                if isinstance(item, TextRun)
+                else np.full(len(ids), item.target, dtype=np.uint8)
+                for item, ids in zip(lay, runs, strict=True)
+            ]
+        except Rejected as rejected:
+            out.append(rejected)
+            continue
+        ends = np.cumsum([len(ids) for ids in runs], dtype=np.int64)
+        media_ends = [
+            int(e) for item, e in zip(lay, ends, strict=True) if isinstance(item, FixedIds) and item.media_end
+        ]
+        media_end = media_ends[-1] if media_ends else 0
+        input_ids = np.concatenate(runs) if runs else np.zeros(0, dtype=np.int32)  # int32 [L]
+        loss_mask = np.concatenate(masks) if masks else np.zeros(0, dtype=np.uint8)  # uint8 [L]
+        out.append((input_ids, loss_mask, media_end))
+    return out
