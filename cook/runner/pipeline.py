@@ -117,7 +117,7 @@ def run_pipeline(
             lock.release()
         return _finished_summary(out_dir, started)
     try:
-        tokenizer = ChatTokenizer(config.tokenizer.path)
+        tokenizer = ChatTokenizer(config.tokenizer.path, config.tokenizer.chat_format)
         state = resumed or RunState(run_fingerprint)
         save_state(out_dir, state)  # from here on, staged units survive an interrupt
         writer = DatasetWriter(out_dir, len(state.shards), state.rejects_bytes, state.rejects_by_reason)

@@ -119,7 +119,7 @@ class CookWorker:
         keep_freed_memory()
         self.config = config
         self.store: SampleStore = store if store is not None else DiskStore(config.output.dir)
-        self.tokenizer = ChatTokenizer(config.tokenizer.path)
+        self.tokenizer = ChatTokenizer(config.tokenizer.path, config.tokenizer.chat_format)
         self.cooker = COOKERS[config.cooker]
         self._media_store: Any = None
         self._fault_marker = os.environ.get(FAULT_ENV)
