@@ -178,14 +178,19 @@ def _marked(slot: Slot, index: int, edges: bool = True) -> str:
     return slot.lead + sentinel + slot.trail if edges else sentinel
 
 
-def _segments(rendered: str, count: int) -> list[str]:
-    """The markup around the sentinels: ``count + 1`` strings; the sentinels must come once each, in order."""
+def _segments(rendered: str, slots: Sequence[Slot]) -> tuple[list[int], list[str]]:
+    """(the slots found, in order; the markup around them: one more string than slots). Every content
+    must come exactly once and all in order; a reasoning the template does not print is dropped."""
     found = [int(m.group(1)) for m in SENTINEL_RE.finditer(rendered)]
-    if found != list(range(count)):
-        missing = sorted(set(range(count)) - set(found))
-        why = f"part(s) {missing} never" if missing else "a part twice or out of order"
-        raise Rejected(RejectReason.TEMPLATE_ERROR, f"the chat template renders {why} (order {found[:12]})")
-    return SENTINEL_RE.split(rendered)[::2]
+    missing = [k for k, slot in enumerate(slots) if slot.key == "content" and k not in found]
+    if missing or found != sorted(set(found)) or any(k >= len(slots) for k in found):
+        why = (
+            f"message(s) {sorted({slots[k].turn for k in missing})} never"
+            if missing
+            else "a part twice or out of order"
+        )
+        raise Rejected(RejectReason.TEMPLATE_ERROR, f"the chat template renders {why} (parts {found[:12]})")
+    return found, SENTINEL_RE.split(rendered)[::2]
 
 
 def _kept_edges(segment: str, markup: str, trail: str, lead: str) -> tuple[str, str] | None:
@@ -207,23 +212,27 @@ def render_template(conv: Conversation, media: MediaGroups, train_on: str, conte
     """Pieces of one conversation in template mode; ``Rejected(template_error)`` if the template fails."""
     messages, slots = _messages(conv, media, train_on)
     tools = _tools(conv, context)
-    segments = _segments(context.render(messages, tools), len(slots))
+    order, segments = _segments(context.render(messages, tools), slots)
+    present = [slots[k] for k in order]
     edges = [("", segment, "") for segment in segments]  # (kept trail of part j-1, markup, kept lead of part j)
-    if any(s.target and (s.lead or s.trail) for s in slots):
+    if any(s.target and (s.lead or s.trail) for s in present):
         bare = [dict(m) for m in messages]
         for index, slot in enumerate(slots):
             bare[slot.turn][slot.key] = _marked(slot, index, edges=False)
-        for j, markup in enumerate(_segments(context.render(bare, tools), len(slots))):
-            trail = slots[j - 1].trail if j else ""
-            lead = slots[j].lead if j < len(slots) else ""
+        bare_order, bare_segments = _segments(context.render(bare, tools), slots)
+        if bare_order != order:
+            raise Rejected(RejectReason.TEMPLATE_ERROR, "the template's output depends on the content's whitespace")
+        for j, markup in enumerate(bare_segments):
+            trail = present[j - 1].trail if j else ""
+            lead = present[j].lead if j < len(present) else ""
             kept = _kept_edges(segments[j], markup, trail, lead)
             if kept is None:
                 raise Rejected(RejectReason.TEMPLATE_ERROR, "the template's markup depends on the content's whitespace")
             edges[j] = (kept[0], markup, kept[1])
     out: list[Piece] = []
     for j, (kept_trail, markup, kept_lead) in enumerate(edges):
-        before = slots[j - 1] if j else None
-        after = slots[j] if j < len(slots) else None
+        before = present[j - 1] if j else None
+        after = present[j] if j < len(present) else None
         if before is not None and kept_trail:
             out.append(Text(kept_trail, before.target))
         pieces = context.split_markup(markup)

@@ -5,7 +5,8 @@ Run from the repository root::
     .venv/bin/python tests/assets/build_template_tokenizers.py
 
 Each ``tests/assets/templates/<family>/`` holds the demo tokenizer's byte-level BPE (vocab 8192),
-with the demo's ChatML tokens (ids 0-2) replaced by the family's own special tokens and the family's
+with the demo's ChatML and think tokens (ids 0-4) replaced by the family's own special tokens (the rest
+from id 8192 on; ``<think>`` is plain text here, as in these families) and the family's
 chat template, written from its public format (the real models' templates are longer; what matters
 here is each family's markup, BOS/EOS handling, default system prompt and trimming):
 
@@ -18,7 +19,7 @@ here is each family's markup, BOS/EOS handling, default system prompt and trimmi
 
 ``generation_template.jinja`` beside each is the same template with ``{% generation %}`` around each
 assistant's content and closing token: the reference for ``return_assistant_tokens_mask=True``.
-The ids 3-10 (``<think>``, ``</think>`` and the media tokens) are the demo's, so media placeholders work.
+The ids 5-10 (the media tokens) are the demo's, so media placeholders work.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from pathlib import Path
 ASSETS = Path(__file__).resolve().parent
 DEMO = ASSETS / "demo_tokenizer"
 OUT = ASSETS / "templates"
-KEPT_SPECIAL = ("<think>", "</think>", "<image>", "<img>", "</img>", "<so_start>", "<so_embedding>", "<so_end>")
+KEPT_SPECIAL = ("<image>", "<img>", "</img>", "<so_start>", "<so_embedding>", "<so_end>")  # demo ids 5-10
 
 LLAMA3 = (
     "{{- bos_token }}"
@@ -95,7 +96,7 @@ PHI3 = (
     "{%- if add_generation_prompt %}{{- '<|assistant|>\\n' }}{%- else %}{{- eos_token }}{%- endif %}"
 )
 
-# family -> (template, special tokens in id order (the first three take ids 0-2), bos, eos, pad)
+# family -> (template, special tokens in id order (the first five take ids 0-4), bos, eos, pad)
 FAMILIES: dict[str, tuple[str, tuple[str, ...], str | None, str, str]] = {
     "llama3": (
         LLAMA3,
@@ -112,8 +113,14 @@ FAMILIES: dict[str, tuple[str, tuple[str, ...], str | None, str, str]] = {
         "<|eot_id|>",
         "<|finetune_right_pad_id|>",
     ),
-    "mistral": (MISTRAL, ("<unk>", "<s>", "</s>", "[INST]", "[/INST]"), "<s>", "</s>", "<unk>"),
-    "gemma": (GEMMA, ("<pad>", "<bos>", "<eos>", "<start_of_turn>", "<end_of_turn>"), "<bos>", "<eos>", "<pad>"),
+    "mistral": (MISTRAL, ("<unk>", "<s>", "</s>", "[INST]", "[/INST]", "[TOOL_CALLS]"), "<s>", "</s>", "<unk>"),
+    "gemma": (
+        GEMMA,
+        ("<pad>", "<bos>", "<eos>", "<start_of_turn>", "<end_of_turn>", "<unused0>"),
+        "<bos>",
+        "<eos>",
+        "<pad>",
+    ),
     "phi3": (
         PHI3,
         ("<unk>", "<s>", "<|endoftext|>", "<|system|>", "<|user|>", "<|assistant|>", "<|end|>"),
@@ -141,10 +148,10 @@ def build(family: str) -> Path:
     backend = json.loads((DEMO / "tokenizer.json").read_text())
     vocab: dict[str, int] = backend["model"]["vocab"]
     by_id = {i: t for t, i in vocab.items()}
-    for old_id in (0, 1, 2):
+    for old_id in range(5):
         del vocab[by_id[old_id]]
-    ids = {token: i for i, token in enumerate(specials[:3])}
-    ids.update({token: len(by_id) + n for n, token in enumerate(specials[3:])})
+    ids = {token: i for i, token in enumerate(specials[:5])}
+    ids.update({token: len(by_id) + n for n, token in enumerate(specials[5:])})
     ids.update({token: vocab[token] for token in KEPT_SPECIAL})
     vocab.update(ids)
     backend["added_tokens"] = [_added(token, token_id) for token, token_id in sorted(ids.items(), key=lambda x: x[1])]
