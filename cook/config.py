@@ -66,7 +66,9 @@ class TokenizerConfig:
         "all_assistant", "Which assistant turns are targets (per-turn 'loss' flags override)."
     )
     normalize_thinking: bool = _key(
-        True, "ChatML mode: render assistant thinking as exactly one <think>...</think> block (template mode: the template decides)."
+        True,
+        "ChatML mode: render assistant thinking as exactly one <think>...</think> block (template mode: the "
+        "template decides).",
     )
 
 

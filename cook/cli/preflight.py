@@ -40,7 +40,8 @@ def preflight(config: PipelineConfig) -> None:
         raise ConfigError("; ".join(problems))
     from cook.tokenize.tokenizer import ChatTokenizer
 
-    ChatTokenizer(config.tokenizer.path, config.tokenizer.chat_format)  # a bad one raises ConfigError naming tokenizer.path
+    # a bad one raises ConfigError naming tokenizer.path
+    ChatTokenizer(config.tokenizer.path, config.tokenizer.chat_format)
 
 
 def media_problems(config: PipelineConfig) -> list[str]:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from itertools import chain
 
 import numpy as np
 
@@ -50,14 +51,22 @@ def _token_id(ids: Mapping[str, int], name: str) -> int:
 
 
 def layout(pieces: Sequence[Piece], ids: Mapping[str, int]) -> Layout:
-    """Join adjacent text pieces into runs; resolve control and placeholder tokens to ids."""
+    """Join adjacent text pieces into runs and adjacent control tokens of one target flag into one
+    ``FixedIds``; resolve control and placeholder tokens to ids."""
     out: Layout = []
     text: list[str] = []
     spans: list[tuple[int, int]] = []
     size = 0
+    controls: list[int] = []
+    controls_target = controls_media_end = False
     for piece in pieces:
         if isinstance(piece, Text):
-            if piece.target and piece.text:
+            if not piece.text:
+                continue
+            if controls:
+                out.append(FixedIds(np.array(controls, dtype=np.int32), controls_target, controls_media_end))
+                controls = []
+            if piece.target:
                 if spans and spans[-1][1] == size:
                     spans[-1] = (spans[-1][0], size + len(piece.text))
                 else:
@@ -68,30 +77,38 @@ def layout(pieces: Sequence[Piece], ids: Mapping[str, int]) -> Layout:
         if size:
             out.append(TextRun("".join(text), tuple(spans)))
             text, spans, size = [], [], 0
-        token_id = _token_id(ids, piece.name)
+        token_id = ids.get(piece.name)
+        if token_id is None:
+            token_id = _token_id(ids, piece.name)
+        if controls and (not isinstance(piece, Control) or controls_target != piece.target or controls_media_end):
+            out.append(FixedIds(np.array(controls, dtype=np.int32), controls_target, controls_media_end))
+            controls = []
         if isinstance(piece, Control):
-            out.append(FixedIds(np.array([token_id], dtype=np.int32), piece.target, piece.name in MEDIA_END_TOKENS))
+            controls.append(token_id)
+            controls_target, controls_media_end = piece.target, piece.name in MEDIA_END_TOKENS
         else:
             out.append(FixedIds(np.full(piece.times, token_id, dtype=np.int32), piece.target))
+    if controls:
+        out.append(FixedIds(np.array(controls, dtype=np.int32), controls_target, controls_media_end))
     if size:
         out.append(TextRun("".join(text), tuple(spans)))
     return out
 
 
 def _encode_runs(tokenizer: ChatTokenizer, layouts: Sequence[Layout | Rejected]) -> list[np.ndarray]:
+    """int32 ids of every run of the batch, in order: views into one array built once."""
     runs = [item.text for lay in layouts if not isinstance(lay, Rejected) for item in lay if isinstance(item, TextRun)]
     long_ids = iter(tokenizer.encode_texts([text for text in runs if len(text) > CACHED_MAX_CHARS]))
-    return [
-        np.asarray(next(long_ids) if len(text) > CACHED_MAX_CHARS else tokenizer.encode_cached(text), dtype=np.int32)
-        for text in runs
-    ]
+    encoded = [next(long_ids) if len(text) > CACHED_MAX_CHARS else tokenizer.encode_cached(text) for text in runs]
+    lengths = [len(ids) for ids in encoded]
+    flat = np.fromiter(chain.from_iterable(encoded), dtype=np.int32, count=sum(lengths))  # int32 [all run tokens]
+    ends = np.cumsum(lengths).tolist()
+    return [flat[end - size : end] for end, size in zip(ends, lengths, strict=True)]
 
 
-def _run_mask(run: TextRun, run_ids: np.ndarray, table: np.ndarray | None) -> np.ndarray:
-    if not run.spans:
-        return np.zeros(len(run_ids), dtype=np.uint8)
+def _run_mask(run: TextRun, run_ids: np.ndarray, table: np.ndarray | None) -> np.ndarray | int:
     if run.spans == ((0, len(run.text)),):
-        return np.ones(len(run_ids), dtype=np.uint8)
+        return 1
     assert table is not None
     return span_mask(run_ids, table, run.text, run.spans)
 
@@ -107,23 +124,21 @@ def assemble_batch(
         if isinstance(lay, Rejected):
             out.append(lay)
             continue
-        runs = [next(encoded) if isinstance(item, TextRun) else item.ids for item in lay]
+        parts = [next(encoded) if isinstance(item, TextRun) else item.ids for item in lay]
+        input_ids = np.concatenate(parts) if parts else np.zeros(0, dtype=np.int32)  # int32 [L]
+        loss_mask = np.zeros(len(input_ids), dtype=np.uint8)  # uint8 [L]
+        start = media_end = 0
         try:
-            masks = [
-                _run_mask(item, ids, table)
-                if isinstance(item, TextRun)
-                else np.full(len(ids), item.target, dtype=np.uint8)
-                for item, ids in zip(lay, runs, strict=True)
-            ]
+            for item, ids in zip(lay, parts, strict=True):
+                stop = start + len(ids)
+                if isinstance(item, FixedIds):
+                    loss_mask[start:stop] = item.target
+                    media_end = stop if item.media_end else media_end
+                elif item.spans:
+                    loss_mask[start:stop] = _run_mask(item, ids, table)
+                start = stop
         except Rejected as rejected:
             out.append(rejected)
             continue
-        ends = np.cumsum([len(ids) for ids in runs], dtype=np.int64)
-        media_ends = [
-            int(e) for item, e in zip(lay, ends, strict=True) if isinstance(item, FixedIds) and item.media_end
-        ]
-        media_end = media_ends[-1] if media_ends else 0
-        input_ids = np.concatenate(runs) if runs else np.zeros(0, dtype=np.int32)  # int32 [L]
-        loss_mask = np.concatenate(masks) if masks else np.zeros(0, dtype=np.uint8)  # uint8 [L]
         out.append((input_ids, loss_mask, media_end))
     return out

@@ -142,6 +142,15 @@ def _tools(conv: Conversation, context: TemplateContext) -> list[Any] | None:
 
 
 def _slot(turn: int, key: str, target: bool, parts: Sequence[Any], media: MediaGroups) -> Slot:
+    if len(parts) == 1 and isinstance(parts[0], TextPart):  # the common case: one text part
+        text = parts[0].text
+        if SENTINEL_OPEN in text or SENTINEL_CLOSE in text:
+            raise Rejected(RejectReason.TEMPLATE_ERROR, "the text holds cook's sentinel characters U+F00C0/U+F00C1")
+        core = text.strip()
+        if not core:
+            return Slot(turn, key, target, text, (), "")
+        start = text.index(core[0])
+        return Slot(turn, key, target, text[:start], (Text(core, target),), text[start + len(core) :])
     parts = list(merge_text(parts))
     lead = trail = ""
     if parts and isinstance(parts[0], TextPart):
