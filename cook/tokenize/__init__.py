@@ -19,17 +19,19 @@ from cook.config import TokenizerConfig
 from cook.errors import Rejected, RejectReason
 from cook.tokenize.assemble import Layout, assemble_batch, layout
 from cook.tokenize.boundaries import token_byte_lengths
-from cook.tokenize.chat_format import MediaGroups, Piece, render
+from cook.tokenize.chat_format import MediaGroups, render
 from cook.tokenize.tokenizer import ChatTokenizer
 from cook.types import Conversation, TokenizedSample
 
 
-def _pieces(tokenizer: ChatTokenizer, conv: Conversation, media: MediaGroups, config: TokenizerConfig) -> list[Piece]:
+def _layout(
+    tokenizer: ChatTokenizer, conv: Conversation, media: MediaGroups, config: TokenizerConfig, ids: dict[str, int]
+) -> Layout:
     if config.chat_format == "template" and not conv.template_applied:
         from cook.tokenize.template import render_template, template_context
 
         return render_template(conv, media, config.train_on, template_context(tokenizer))
-    return render(conv, media, config.train_on, config.normalize_thinking)
+    return layout(render(conv, media, config.train_on, config.normalize_thinking), ids)
 
 
 def tokenize_batch(
@@ -46,7 +48,7 @@ def tokenize_batch(
     layouts: list[Layout | Rejected] = []
     for conv, items in zip(conversations, media, strict=True):
         try:
-            layouts.append(layout(_pieces(tokenizer, conv, items, config), ids))
+            layouts.append(_layout(tokenizer, conv, items, config, ids))
         except Rejected as rejected:
             layouts.append(rejected)
     table = token_byte_lengths(tokenizer)

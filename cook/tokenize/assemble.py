@@ -18,12 +18,13 @@ from itertools import chain
 import numpy as np
 
 from cook.errors import Rejected, RejectReason
-from cook.format import AUDIO_END, IMG_END
+from cook.format import AUDIO_END, IM_END, IM_START, IMG_END, THINK_END, THINK_START
 from cook.tokenize.boundaries import span_mask
 from cook.tokenize.chat_format import Control, Piece, Text
 from cook.tokenize.tokenizer import ChatTokenizer
 
 MEDIA_END_TOKENS = (IMG_END, AUDIO_END)
+CHATML_TOKENS = (IM_START, IM_END, THINK_START, THINK_END)
 CACHED_MAX_CHARS = 16  # role headers and newlines: encoded once per worker
 
 
@@ -46,53 +47,86 @@ Layout = list[TextRun | FixedIds]
 def _token_id(ids: Mapping[str, int], name: str) -> int:
     token_id = ids.get(name)
     if token_id is None:
+        if name in CHATML_TOKENS:  # preformatted ChatML text, cooked with a tokenizer of another format
+            raise Rejected(RejectReason.BAD_MARKUP, f"the tokenizer has no {name} token for this ChatML markup")
         raise Rejected(RejectReason.MEDIA_UNSUPPORTED, f"the tokenizer has no {name} token")
     return token_id
 
 
-def layout(pieces: Sequence[Piece], ids: Mapping[str, int]) -> Layout:
-    """Join adjacent text pieces into runs and adjacent control tokens of one target flag into one
-    ``FixedIds``; resolve control and placeholder tokens to ids."""
-    out: Layout = []
-    text: list[str] = []
-    spans: list[tuple[int, int]] = []
-    size = 0
-    controls: list[int] = []
-    controls_target = controls_media_end = False
-    for piece in pieces:
+class LayoutBuilder:
+    """One conversation's layout, built piece by piece: adjacent text joins into one ``TextRun``
+    (target text becomes character spans), adjacent control tokens of one target flag into one
+    ``FixedIds``."""
+
+    __slots__ = ("_controls", "_media_end", "_out", "_size", "_spans", "_target", "_text")
+
+    def __init__(self) -> None:
+        self._out: Layout = []
+        self._text: list[str] = []
+        self._spans: list[tuple[int, int]] = []
+        self._size = 0
+        self._controls: list[int] = []
+        self._target = self._media_end = False
+
+    def _flush_controls(self) -> None:
+        self._out.append(FixedIds(np.array(self._controls, dtype=np.int32), self._target, self._media_end))
+        self._controls = []
+
+    def _flush_text(self) -> None:
+        self._out.append(TextRun("".join(self._text), tuple(self._spans)))
+        self._text, self._spans, self._size = [], [], 0
+
+    def text(self, text: str, target: bool) -> None:
+        if not text:
+            return
+        if self._controls:
+            self._flush_controls()
+        if target:
+            size, spans = self._size, self._spans
+            if spans and spans[-1][1] == size:
+                spans[-1] = (spans[-1][0], size + len(text))
+            else:
+                spans.append((size, size + len(text)))
+        self._text.append(text)
+        self._size += len(text)
+
+    def control(self, token_id: int, target: bool, media_end: bool = False) -> None:
+        if self._size:
+            self._flush_text()
+        if self._controls and (self._target != target or self._media_end):
+            self._flush_controls()
+        self._controls.append(token_id)
+        self._target, self._media_end = target, media_end
+
+    def repeat(self, token_id: int, times: int, target: bool) -> None:
+        if self._size:
+            self._flush_text()
+        if self._controls:
+            self._flush_controls()
+        self._out.append(FixedIds(np.full(times, token_id, dtype=np.int32), target))
+
+    def piece(self, piece: Piece, ids: Mapping[str, int]) -> None:
         if isinstance(piece, Text):
-            if not piece.text:
-                continue
-            if controls:
-                out.append(FixedIds(np.array(controls, dtype=np.int32), controls_target, controls_media_end))
-                controls = []
-            if piece.target:
-                if spans and spans[-1][1] == size:
-                    spans[-1] = (spans[-1][0], size + len(piece.text))
-                else:
-                    spans.append((size, size + len(piece.text)))
-            text.append(piece.text)
-            size += len(piece.text)
-            continue
-        if size:
-            out.append(TextRun("".join(text), tuple(spans)))
-            text, spans, size = [], [], 0
-        token_id = ids.get(piece.name)
-        if token_id is None:
-            token_id = _token_id(ids, piece.name)
-        if controls and (not isinstance(piece, Control) or controls_target != piece.target or controls_media_end):
-            out.append(FixedIds(np.array(controls, dtype=np.int32), controls_target, controls_media_end))
-            controls = []
-        if isinstance(piece, Control):
-            controls.append(token_id)
-            controls_target, controls_media_end = piece.target, piece.name in MEDIA_END_TOKENS
+            self.text(piece.text, piece.target)
+        elif isinstance(piece, Control):
+            self.control(_token_id(ids, piece.name), piece.target, piece.name in MEDIA_END_TOKENS)
         else:
-            out.append(FixedIds(np.full(piece.times, token_id, dtype=np.int32), piece.target))
-    if controls:
-        out.append(FixedIds(np.array(controls, dtype=np.int32), controls_target, controls_media_end))
-    if size:
-        out.append(TextRun("".join(text), tuple(spans)))
-    return out
+            self.repeat(_token_id(ids, piece.name), piece.times, piece.target)
+
+    def finish(self) -> Layout:
+        if self._controls:
+            self._flush_controls()
+        if self._size:
+            self._flush_text()
+        return self._out
+
+
+def layout(pieces: Sequence[Piece], ids: Mapping[str, int]) -> Layout:
+    """Pieces -> layout; control and placeholder tokens resolved to ids."""
+    builder = LayoutBuilder()
+    for piece in pieces:
+        builder.piece(piece, ids)
+    return builder.finish()
 
 
 def _encode_runs(tokenizer: ChatTokenizer, layouts: Sequence[Layout | Rejected]) -> list[np.ndarray]:

@@ -8,7 +8,9 @@ assistant turn starts with exactly one think block (``normalize_thinking``)::
 
 Pieces are ``Text`` (data text, encoded with control tokens disabled), ``Control`` (one control
 token by name) and ``Repeat`` (a placeholder token ``times`` times). ``target`` marks the pieces that
-are trained on: a target turn's body and its ``<|im_end|>``.
+are trained on: a target turn's body and its ``<|im_end|>``. Adjacent ``Text`` pieces (the role
+header and the content) are encoded together as one run (``assemble.py``), as Hugging Face encodes
+the text between two control tokens; ``template.py`` makes the same pieces from a Jinja template.
 
 Tool definitions (``Conversation.tools``) are appended to the first system turn as
 ``\\n\\n# Tools\\n<json>``, or become a leading system turn ``# Tools\\n<json>`` when there is none.

@@ -33,7 +33,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from cook.errors import Rejected, RejectReason
-from cook.tokenize.chat_format import Control, MediaGroups, Piece, Text, merge_text, part_pieces
+from cook.tokenize.assemble import Layout, LayoutBuilder
+from cook.tokenize.chat_format import MediaGroups, Piece, Text, merge_text, part_pieces
 from cook.tokenize.targets import target_flags
 from cook.tokenize.tokenizer import ChatTokenizer
 from cook.types import Conversation, TextPart
@@ -74,6 +75,7 @@ class TemplateContext:
         )
         self.templates = {False: hf.get_chat_template(None, None), True: hf.get_chat_template(None, [{}])}
         self.special_tokens = dict(hf.special_tokens_map)
+        self.ids = {**tokenizer.special_ids, **tokenizer.control_ids}
         longest_first = sorted(tokenizer.special_ids, key=len, reverse=True)
         self.control_re = re.compile("(" + "|".join(map(re.escape, longest_first)) + ")") if longest_first else None
         decoder = hf.added_tokens_decoder
@@ -92,17 +94,26 @@ class TemplateContext:
             raise Rejected(RejectReason.TEMPLATE_ERROR, f"the chat template failed: {err}") from None
         return str(rendered[0])
 
-    def split_markup(self, markup: str) -> list[Piece]:
-        """Template markup -> text and control pieces (as HF splits at added tokens, lstrip/rstrip included)."""
+    def add_markup(self, builder: LayoutBuilder, markup: str, inner: bool, closing: bool) -> None:
+        """Template markup -> text and control tokens (split as HF splits at added tokens, lstrip/rstrip
+        included). ``inner``: all of it is target (between two parts of a target turn); ``closing``: its
+        first control token, past whitespace only, closes a target turn."""
         if self.control_re is None:
-            return [Text(markup, False)] if markup else []
+            builder.text(markup, inner)
+            return
         parts = self.control_re.split(markup)
         for i in range(1, len(parts), 2):
             if parts[i] in self.lstrip:
                 parts[i - 1] = parts[i - 1].rstrip()
             if parts[i] in self.rstrip:
                 parts[i + 1] = parts[i + 1].lstrip()
-        return [(Control(part, False) if i % 2 else Text(part, False)) for i, part in enumerate(parts) if part or i % 2]
+        for i, part in enumerate(parts):
+            if i % 2:
+                builder.control(self.ids[part], inner or closing)
+                closing = False
+            elif part:
+                closing = closing and not part.strip()
+                builder.text(part, inner)
 
 
 _CONTEXTS: weakref.WeakKeyDictionary[ChatTokenizer, TemplateContext] = weakref.WeakKeyDictionary()
@@ -217,8 +228,8 @@ def _kept_edges(segment: str, markup: str, trail: str, lead: str) -> tuple[str, 
     return None
 
 
-def render_template(conv: Conversation, media: MediaGroups, train_on: str, context: TemplateContext) -> list[Piece]:
-    """Pieces of one conversation in template mode; ``Rejected(template_error)`` if the template fails."""
+def render_template(conv: Conversation, media: MediaGroups, train_on: str, context: TemplateContext) -> Layout:
+    """The layout of one conversation in template mode; ``Rejected(template_error)`` if the template fails."""
     messages, slots = _messages(conv, media, train_on)
     tools = _tools(conv, context)
     order, segments = _segments(context.render(messages, tools), slots)
@@ -238,31 +249,19 @@ def render_template(conv: Conversation, media: MediaGroups, train_on: str, conte
             if kept is None:
                 raise Rejected(RejectReason.TEMPLATE_ERROR, "the template's markup depends on the content's whitespace")
             edges[j] = (kept[0], markup, kept[1])
-    out: list[Piece] = []
+    builder = LayoutBuilder()
     for j, (kept_trail, markup, kept_lead) in enumerate(edges):
         before = present[j - 1] if j else None
         after = present[j] if j < len(present) else None
-        if before is not None and kept_trail:
-            out.append(Text(kept_trail, before.target))
-        pieces = context.split_markup(markup)
-        if before is not None and before.target:
-            if after is not None and after.turn == before.turn:
-                pieces = [p._replace(target=True) for p in pieces]
-            else:
-                pieces = _close(pieces)
-        out += pieces
+        target_before = before is not None and before.target
+        if target_before and kept_trail:
+            builder.text(kept_trail, True)
+        else:
+            markup = kept_trail + markup
+        inner = target_before and after is not None and before is not None and after.turn == before.turn
+        context.add_markup(builder, markup, inner, target_before and not inner)
         if after is not None:
-            if kept_lead:
-                out.append(Text(kept_lead, after.target))
-            out += after.core
-    return out
-
-
-def _close(pieces: list[Piece]) -> list[Piece]:
-    """Mark the first control token of the markup after a target turn, past whitespace-only text."""
-    for i, piece in enumerate(pieces):
-        if isinstance(piece, Control):
-            return [*pieces[:i], piece._replace(target=True), *pieces[i + 1 :]]
-        if not isinstance(piece, Text) or piece.text.strip():
-            break
-    return pieces
+            builder.text(kept_lead, after.target)
+            for piece in after.core:
+                builder.piece(piece, context.ids)
+    return builder.finish()

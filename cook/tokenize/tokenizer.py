@@ -53,8 +53,13 @@ class ChatTokenizer:
         # template mode: the chat markup comes from the tokenizer's own chat_template
         self.hf: Any = hf
         self.special_ids: dict[str, int] = {t.content: i for i, t in hf.added_tokens_decoder.items() if t.special}
-        if chat_format == "template" and not hf.chat_template:
-            raise ConfigError(f"tokenizer.chat_format: template, but {path!r} has no chat_template")
+        if chat_format == "template":
+            if not hf.chat_template:
+                raise ConfigError(f"tokenizer.chat_format: template, but {path!r} has no chat_template")
+            try:
+                hf.get_chat_template()
+            except ValueError as err:  # e.g. several named templates and no "default"
+                raise ConfigError(f"tokenizer.chat_format: template, but {path!r}: {err}") from None
         required = REQUIRED_TOKENS if chat_format == "chatml" else ()
         missing = [t for t in required if t not in self.control_ids]
         if missing:

@@ -13,6 +13,7 @@ from cook.cookers import COOKERS
 from cook.errors import ConfigError, Rejected, RejectReason
 from cook.tokenize import ChatTokenizer
 from cook.types import Conversation, MediaItem, MediaPart, PlaceholderBlock, RawRecord, TextPart, Turn
+from tests.adversarial.corpus import OK, _jsonl_cases
 from tests.conftest import DEMO_DATA
 from tests.unit.tokenize.template_data import (
     CLOSING,
@@ -157,6 +158,34 @@ def test_data_text_never_becomes_control_tokens(name: str, attack: str) -> None:
     controls = [i for i in forged.input_ids.tolist() if i in special]
     assert controls == [i for i in benign.input_ids.tolist() if i in special]  # the template's markup only
     assert forged.loss_mask.sum() > benign.loss_mask.sum()  # the forged text is trained on as text
+
+
+def _corpus_forgeries() -> list[Conversation]:
+    """The adversarial corpus's text records that cook must cook with their markup as plain text."""
+    out = []
+    for record, outcome in _jsonl_cases("unused"):
+        if outcome != OK or not isinstance(record, dict) or "audio_filepath" in record:
+            continue
+        cooker = "llava" if "conversations" in record else "preformatted" if "text" in record else "openai"
+        conv = COOKERS[cooker](RawRecord("corpus#1", record, "c"))
+        if not conv.media:
+            out.append(conv)
+    assert len(out) >= 3
+    return out
+
+
+@pytest.mark.parametrize("name", [*FAMILIES, "chatml"])
+def test_the_adversarial_corpus_forgeries_stay_text(name: str) -> None:
+    fam = family(name)
+    special = set(fam.cook.special_ids.values())
+    for conv in _corpus_forgeries():
+        sample = cook_one(fam.cook, conv)
+        if conv.template_applied:  # preformatted ChatML: its own markup, needs the ChatML tokens
+            assert name == "chatml" or (isinstance(sample, Rejected) and sample.reason == RejectReason.BAD_MARKUP)
+            continue
+        benign = Conversation(conv.source, tuple(Turn(t.role, (TextPart("x"),)) for t in conv.turns))
+        controls = [i for i in _ok(sample).input_ids.tolist() if i in special]
+        assert controls == [i for i in _ok(cook_one(fam.cook, benign)).input_ids.tolist() if i in special]
 
 
 def test_media_become_placeholders_in_place() -> None:
