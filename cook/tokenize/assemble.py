@@ -13,7 +13,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from itertools import chain
 
 import numpy as np
 
@@ -36,7 +35,7 @@ class TextRun:
 
 @dataclass(frozen=True, slots=True, eq=False)
 class FixedIds:
-    ids: np.ndarray  # int32 [n]
+    ids: list[int]
     target: bool
     media_end: bool = False  # the last id closes a media placeholder
 
@@ -69,7 +68,7 @@ class LayoutBuilder:
         self._target = self._media_end = False
 
     def _flush_controls(self) -> None:
-        self._out.append(FixedIds(np.array(self._controls, dtype=np.int32), self._target, self._media_end))
+        self._out.append(FixedIds(self._controls, self._target, self._media_end))
         self._controls = []
 
     def _flush_text(self) -> None:
@@ -103,7 +102,7 @@ class LayoutBuilder:
             self._flush_text()
         if self._controls:
             self._flush_controls()
-        self._out.append(FixedIds(np.full(times, token_id, dtype=np.int32), target))
+        self._out.append(FixedIds([token_id] * times, target))
 
     def piece(self, piece: Piece, ids: Mapping[str, int]) -> None:
         if isinstance(piece, Text):
@@ -129,50 +128,60 @@ def layout(pieces: Sequence[Piece], ids: Mapping[str, int]) -> Layout:
     return builder.finish()
 
 
-def _encode_runs(tokenizer: ChatTokenizer, layouts: Sequence[Layout | Rejected]) -> list[np.ndarray]:
-    """int32 ids of every run of the batch, in order: views into one array built once."""
+def _encode_runs(tokenizer: ChatTokenizer, layouts: Sequence[Layout | Rejected]) -> list[list[int]]:
+    """The ids of every run of the batch, in order (long runs in one ``encode_texts`` call)."""
     runs = [item.text for lay in layouts if not isinstance(lay, Rejected) for item in lay if isinstance(item, TextRun)]
     long_ids = iter(tokenizer.encode_texts([text for text in runs if len(text) > CACHED_MAX_CHARS]))
-    encoded = [next(long_ids) if len(text) > CACHED_MAX_CHARS else tokenizer.encode_cached(text) for text in runs]
-    lengths = [len(ids) for ids in encoded]
-    flat = np.fromiter(chain.from_iterable(encoded), dtype=np.int32, count=sum(lengths))  # int32 [all run tokens]
-    ends = np.cumsum(lengths).tolist()
-    return [flat[end - size : end] for end, size in zip(ends, lengths, strict=True)]
-
-
-def _run_mask(run: TextRun, run_ids: np.ndarray, table: np.ndarray | None) -> np.ndarray | int:
-    if run.spans == ((0, len(run.text)),):
-        return 1
-    assert table is not None
-    return span_mask(run_ids, table, run.text, run.spans)
+    return [next(long_ids) if len(text) > CACHED_MAX_CHARS else tokenizer.encode_cached(text) for text in runs]
 
 
 def assemble_batch(
     tokenizer: ChatTokenizer, layouts: Sequence[Layout | Rejected], table: np.ndarray | None
 ) -> list[tuple[np.ndarray, np.ndarray, int] | Rejected]:
     """Per layout: int32 ids [L], uint8 mask [L] and the index just past the last media placeholder
-    (0: none); a ``Rejected`` layout stays in place. ``table`` is the per-id byte-length table."""
+    (0: none); a ``Rejected`` layout stays in place. ``table`` is the per-id byte-length table.
+
+    The ids of the whole batch are gathered into one int32 array and the targets set on one uint8
+    mask, by ranges; each sample gets views of its own slice."""
     encoded = iter(_encode_runs(tokenizer, layouts))
-    out: list[tuple[np.ndarray, np.ndarray, int] | Rejected] = []
-    for lay in layouts:
+    flat: list[int] = []
+    whole: list[tuple[int, int]] = []  # target token ranges of the batch
+    partial: list[tuple[int, int, TextRun, list[int]]] = []  # (layout, first token, run, run ids)
+    bounds: list[tuple[int, int, int] | Rejected] = []
+    for number, lay in enumerate(layouts):
         if isinstance(lay, Rejected):
-            out.append(lay)
+            bounds.append(lay)
             continue
-        parts = [next(encoded) if isinstance(item, TextRun) else item.ids for item in lay]
-        input_ids = np.concatenate(parts) if parts else np.zeros(0, dtype=np.int32)  # int32 [L]
-        loss_mask = np.zeros(len(input_ids), dtype=np.uint8)  # uint8 [L]
-        start = media_end = 0
-        try:
-            for item, ids in zip(lay, parts, strict=True):
-                stop = start + len(ids)
-                if isinstance(item, FixedIds):
-                    loss_mask[start:stop] = item.target
-                    media_end = stop if item.media_end else media_end
+        start = media_end = len(flat)
+        for item in lay:
+            position = len(flat)
+            if isinstance(item, TextRun):
+                run_ids = next(encoded)
+                flat += run_ids
+                if item.spans == ((0, len(item.text)),):
+                    whole.append((position, len(flat)))
                 elif item.spans:
-                    loss_mask[start:stop] = _run_mask(item, ids, table)
-                start = stop
+                    partial.append((number, position, item, run_ids))
+            else:
+                flat += item.ids
+                if item.target:
+                    whole.append((position, len(flat)))
+                if item.media_end:
+                    media_end = len(flat)
+        bounds.append((start, len(flat), media_end - start))
+    input_ids = np.array(flat, dtype=np.int32)  # int32 [batch tokens]
+    loss_mask = np.zeros(len(flat), dtype=np.uint8)  # uint8 [batch tokens]
+    for first, stop in whole:
+        loss_mask[first:stop] = 1
+    for number, first, run, run_ids in partial:
+        try:
+            assert table is not None
+            loss_mask[first : first + len(run_ids)] = span_mask(np.asarray(run_ids), table, run.text, run.spans)
         except Rejected as rejected:
-            out.append(rejected)
-            continue
-        out.append((input_ids, loss_mask, media_end))
-    return out
+            bounds[number] = rejected
+    return [
+        bound
+        if isinstance(bound, Rejected)
+        else (input_ids[bound[0] : bound[1]], loss_mask[bound[0] : bound[1]], bound[2])
+        for bound in bounds
+    ]

@@ -74,6 +74,14 @@ class TemplateContext:
             ArithmeticError,
         )
         self.templates = {False: hf.get_chat_template(None, None), True: hf.get_chat_template(None, [{}])}
+        self.compiled: dict[bool, Any] | None = None
+        try:  # the compiled template itself, as render_jinja_template runs it (our inputs are plain JSON already)
+            from transformers.utils.chat_template_utils import _alias_reasoning_fields, _compile_jinja_template
+
+            self.compiled = {tools: _compile_jinja_template(t) for tools, t in self.templates.items()}
+            self.alias_reasoning: Any = _alias_reasoning_fields
+        except (ImportError, jinja2.TemplateError):
+            self.compiled = None  # fall back to the public function (a broken template rejects each record)
         self.special_tokens = dict(hf.special_tokens_map)
         self.ids = {**tokenizer.special_ids, **tokenizer.control_ids}
         longest_first = sorted(tokenizer.special_ids, key=len, reverse=True)
@@ -84,6 +92,16 @@ class TemplateContext:
 
     def render(self, messages: list[dict[str, str]], tools: list[Any] | None) -> str:
         try:
+            if self.compiled is not None:
+                return str(
+                    self.compiled[tools is not None].render(
+                        messages=self.alias_reasoning(messages),
+                        tools=tools,
+                        documents=None,
+                        add_generation_prompt=False,
+                        **self.special_tokens,
+                    )
+                )
             rendered, _ = self.render_jinja(
                 conversations=[messages],
                 tools=tools,
