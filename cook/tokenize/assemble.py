@@ -11,6 +11,7 @@ runs of a batch go through one ``encode_texts`` call (short ones through the tok
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -31,6 +32,7 @@ CACHED_MAX_CHARS = 16  # role headers and newlines: encoded once per worker
 class TextRun:
     text: str
     spans: tuple[tuple[int, int], ...]  # target characters [start, stop), sorted, disjoint
+    markup_only: bool = False  # no data text in it: the same string recurs, its ids are cached
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -57,7 +59,7 @@ class LayoutBuilder:
     (target text becomes character spans), adjacent control tokens of one target flag into one
     ``FixedIds``."""
 
-    __slots__ = ("_controls", "_media_end", "_out", "_size", "_spans", "_target", "_text")
+    __slots__ = ("_controls", "_markup_only", "_media_end", "_out", "_size", "_spans", "_target", "_text")
 
     def __init__(self) -> None:
         self._out: Layout = []
@@ -66,18 +68,21 @@ class LayoutBuilder:
         self._size = 0
         self._controls: list[int] = []
         self._target = self._media_end = False
+        self._markup_only = True
 
     def _flush_controls(self) -> None:
         self._out.append(FixedIds(self._controls, self._target, self._media_end))
         self._controls = []
 
     def _flush_text(self) -> None:
-        self._out.append(TextRun("".join(self._text), tuple(self._spans)))
-        self._text, self._spans, self._size = [], [], 0
+        self._out.append(TextRun("".join(self._text), tuple(self._spans), self._markup_only))
+        self._text, self._spans, self._size, self._markup_only = [], [], 0, True
 
-    def text(self, text: str, target: bool) -> None:
+    def text(self, text: str, target: bool, markup: bool = False) -> None:
+        """Append ``text`` to the current run; ``markup``: it comes from the chat format, not the data."""
         if not text:
             return
+        self._markup_only = self._markup_only and markup
         if self._controls:
             self._flush_controls()
         if target:
@@ -128,11 +133,30 @@ def layout(pieces: Sequence[Piece], ids: Mapping[str, int]) -> Layout:
     return builder.finish()
 
 
+_MARKUP_RUNS: weakref.WeakKeyDictionary[ChatTokenizer, dict[str, list[int]]] = weakref.WeakKeyDictionary()
+MARKUP_CACHE_ENTRIES = 4096  # markup that embeds per-record text (tools JSON) stops being cached there
+
+
 def _encode_runs(tokenizer: ChatTokenizer, layouts: Sequence[Layout | Rejected]) -> list[list[int]]:
-    """The ids of every run of the batch, in order (long runs in one ``encode_texts`` call)."""
-    runs = [item.text for lay in layouts if not isinstance(lay, Rejected) for item in lay if isinstance(item, TextRun)]
-    long_ids = iter(tokenizer.encode_texts([text for text in runs if len(text) > CACHED_MAX_CHARS]))
-    return [next(long_ids) if len(text) > CACHED_MAX_CHARS else tokenizer.encode_cached(text) for text in runs]
+    """The ids of every run of the batch, in order: data runs in one ``encode_texts`` call, short
+    runs and markup-only runs (a template's default system header) from caches."""
+    cache = _MARKUP_RUNS.setdefault(tokenizer, {})
+    runs = [item for lay in layouts if not isinstance(lay, Rejected) for item in lay if isinstance(item, TextRun)]
+    fresh = [
+        run.text for run in runs if len(run.text) > CACHED_MAX_CHARS and not (run.markup_only and run.text in cache)
+    ]
+    encoded = iter(tokenizer.encode_texts(fresh))
+    out = []
+    for run in runs:
+        if len(run.text) <= CACHED_MAX_CHARS:
+            out.append(tokenizer.encode_cached(run.text))
+        elif run.markup_only and run.text in cache:
+            out.append(cache[run.text])
+        else:
+            out.append(next(encoded))
+            if run.markup_only and len(cache) < MARKUP_CACHE_ENTRIES:
+                cache[run.text] = out[-1]
+    return out
 
 
 def assemble_batch(

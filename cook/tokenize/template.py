@@ -1,4 +1,4 @@
-"""Conversation -> pieces rendered by the tokenizer's own Jinja ``chat_template`` (``chat_format: template``).
+"""Conversation -> layout (text runs, control ids) from the tokenizer's Jinja ``chat_template`` (template mode).
 
 The template runs ONCE per record on **sentinels**: every content part (a turn's content, an
 assistant's out-of-band reasoning) is passed as ``<lead ws>`` + ``\\U000f00c0<k>\\U000f00c1`` +
@@ -10,8 +10,8 @@ matching off). For benign text that is exactly Hugging Face's render-split-encod
 
     Llama-3, user "Hi", assistant "Yo"   (rendered with sentinels S0, S1)
     <|begin_of_text|><|start_header_id|>user<|end_header_id|>\\n\\nS0<|eot_id|><|start_header_id|>...
-    pieces: Control(<|begin_of_text|>) Control(<|start_header_id|>) Text("user") Control(<|end_header_id|>)
-            Text("\\n\\n") Text("Hi") Control(<|eot_id|>) ... Text("Yo", target) Control(<|eot_id|>, target)
+    layout: [<|begin_of_text|> <|start_header_id|>] "user" [<|end_header_id|>] "\\n\\nHi" [<|eot_id|> ...]
+            ... "\\n\\n" + "Yo" (target chars) [<|eot_id|>] (target)
 
 Targets: each target assistant turn's parts, the markup between its own parts (e.g. ``</think>``), and
 the control token that closes its last part (the first one in the markup after it, past whitespace
@@ -117,7 +117,7 @@ class TemplateContext:
         included). ``inner``: all of it is target (between two parts of a target turn); ``closing``: its
         first control token, past whitespace only, closes a target turn."""
         if self.control_re is None:
-            builder.text(markup, inner)
+            builder.text(markup, inner, markup=True)
             return
         parts = self.control_re.split(markup)
         for i in range(1, len(parts), 2):
@@ -131,7 +131,7 @@ class TemplateContext:
                 closing = False
             elif part:
                 closing = closing and not part.strip()
-                builder.text(part, inner)
+                builder.text(part, inner, markup=True)
 
 
 _CONTEXTS: weakref.WeakKeyDictionary[ChatTokenizer, TemplateContext] = weakref.WeakKeyDictionary()
@@ -246,34 +246,49 @@ def _kept_edges(segment: str, markup: str, trail: str, lead: str) -> tuple[str, 
     return None
 
 
+def _edges(
+    context: TemplateContext,
+    messages: list[dict[str, str]],
+    tools: list[Any] | None,
+    slots: list[Slot],
+    order: list[int],
+    segments: list[str],
+) -> list[tuple[str, str, str]]:
+    """Per segment: (kept trailing whitespace of the part before, markup, kept leading whitespace of the
+    part after). Only a target's whitespace matters, so a second render runs only where a target has some."""
+    present = [slots[k] for k in order]
+    if not any(s.target and (s.lead or s.trail) for s in present):
+        return [("", segment, "") for segment in segments]
+    bare = [dict(m) for m in messages]
+    for index, slot in enumerate(slots):
+        bare[slot.turn][slot.key] = _marked(slot, index, edges=False)
+    bare_order, bare_segments = _segments(context.render(bare, tools), slots)
+    if bare_order != order:
+        raise Rejected(RejectReason.TEMPLATE_ERROR, "the template's output depends on the content's whitespace")
+    edges = []
+    for j, markup in enumerate(bare_segments):
+        trail = present[j - 1].trail if j else ""
+        lead = present[j].lead if j < len(present) else ""
+        kept = _kept_edges(segments[j], markup, trail, lead)
+        if kept is None:
+            raise Rejected(RejectReason.TEMPLATE_ERROR, "the template's markup depends on the content's whitespace")
+        edges.append((kept[0], markup, kept[1]))
+    return edges
+
+
 def render_template(conv: Conversation, media: MediaGroups, train_on: str, context: TemplateContext) -> Layout:
     """The layout of one conversation in template mode; ``Rejected(template_error)`` if the template fails."""
     messages, slots = _messages(conv, media, train_on)
     tools = _tools(conv, context)
     order, segments = _segments(context.render(messages, tools), slots)
     present = [slots[k] for k in order]
-    edges = [("", segment, "") for segment in segments]  # (kept trail of part j-1, markup, kept lead of part j)
-    if any(s.target and (s.lead or s.trail) for s in present):
-        bare = [dict(m) for m in messages]
-        for index, slot in enumerate(slots):
-            bare[slot.turn][slot.key] = _marked(slot, index, edges=False)
-        bare_order, bare_segments = _segments(context.render(bare, tools), slots)
-        if bare_order != order:
-            raise Rejected(RejectReason.TEMPLATE_ERROR, "the template's output depends on the content's whitespace")
-        for j, markup in enumerate(bare_segments):
-            trail = present[j - 1].trail if j else ""
-            lead = present[j].lead if j < len(present) else ""
-            kept = _kept_edges(segments[j], markup, trail, lead)
-            if kept is None:
-                raise Rejected(RejectReason.TEMPLATE_ERROR, "the template's markup depends on the content's whitespace")
-            edges[j] = (kept[0], markup, kept[1])
     builder = LayoutBuilder()
-    for j, (kept_trail, markup, kept_lead) in enumerate(edges):
+    for j, (kept_trail, markup, kept_lead) in enumerate(_edges(context, messages, tools, slots, order, segments)):
         before = present[j - 1] if j else None
         after = present[j] if j < len(present) else None
         target_before = before is not None and before.target
         if target_before and kept_trail:
-            builder.text(kept_trail, True)
+            builder.text(kept_trail, True)  # data whitespace
         else:
             markup = kept_trail + markup
         inner = target_before and after is not None and before is not None and after.turn == before.turn
