@@ -41,6 +41,7 @@ from cook.types import Conversation, TextPart
 
 SENTINEL_OPEN, SENTINEL_CLOSE = "\U000f00c0", "\U000f00c1"
 SENTINEL_RE = re.compile(f"{SENTINEL_OPEN}(\\d+){SENTINEL_CLOSE}")
+SPLIT_CACHE_ENTRIES = 4096  # distinct markup strings kept split (tools JSON makes some per-record ones)
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,6 +90,7 @@ class TemplateContext:
         decoder = hf.added_tokens_decoder
         self.lstrip = {t.content for t in decoder.values() if t.special and t.lstrip}
         self.rstrip = {t.content for t in decoder.values() if t.special and t.rstrip}
+        self._splits: dict[str, list[str | int]] = {}
 
     def render(self, messages: list[dict[str, str]], tools: list[Any] | None) -> str:
         try:
@@ -112,24 +114,35 @@ class TemplateContext:
             raise Rejected(RejectReason.TEMPLATE_ERROR, f"the chat template failed: {err}") from None
         return str(rendered[0])
 
-    def add_markup(self, builder: LayoutBuilder, markup: str, inner: bool, closing: bool) -> None:
-        """Template markup -> text and control tokens (split as HF splits at added tokens, lstrip/rstrip
-        included). ``inner``: all of it is target (between two parts of a target turn); ``closing``: its
-        first control token, past whitespace only, closes a target turn."""
+    def _split(self, markup: str) -> list[str | int]:
+        """Markup -> its text and control-token ids, in order (split as HF splits at added tokens,
+        lstrip/rstrip included); cached, since a template writes the same markup again and again."""
+        parts = self._splits.get(markup)
+        if parts is not None:
+            return parts
         if self.control_re is None:
-            builder.text(markup, inner, markup=True)
-            return
-        parts = self.control_re.split(markup)
-        for i in range(1, len(parts), 2):
-            if parts[i] in self.lstrip:
-                parts[i - 1] = parts[i - 1].rstrip()
-            if parts[i] in self.rstrip:
-                parts[i + 1] = parts[i + 1].lstrip()
-        for i, part in enumerate(parts):
-            if i % 2:
-                builder.control(self.ids[part], inner or closing)
+            pieces = [markup]
+        else:
+            pieces = self.control_re.split(markup)
+            for i in range(1, len(pieces), 2):
+                if pieces[i] in self.lstrip:
+                    pieces[i - 1] = pieces[i - 1].rstrip()
+                if pieces[i] in self.rstrip:
+                    pieces[i + 1] = pieces[i + 1].lstrip()
+        parts = [self.ids[p] if i % 2 else p for i, p in enumerate(pieces) if p or i % 2]
+        if len(self._splits) < SPLIT_CACHE_ENTRIES:
+            self._splits[markup] = parts
+        return parts
+
+    def add_markup(self, builder: LayoutBuilder, markup: str, inner: bool, closing: bool) -> None:
+        """Append the template's markup: its text, and its control tokens. ``inner``: all of it is target
+        (between two parts of a target turn); ``closing``: its first control token, past whitespace
+        only, closes a target turn."""
+        for part in self._split(markup):
+            if isinstance(part, int):
+                builder.control(part, inner or closing)
                 closing = False
-            elif part:
+            else:
                 closing = closing and not part.strip()
                 builder.text(part, inner, markup=True)
 
