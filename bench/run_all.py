@@ -25,6 +25,7 @@ BENCHES = [
     "bench_plan",
     "bench_inspect_html",
     "bench_text_fast",
+    "bench_template",
 ]
 RESULTS = Path(__file__).with_name("RESULTS.md")
 HEADER = (

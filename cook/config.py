@@ -68,11 +68,19 @@ class InputConfig:
 @dataclass(frozen=True)
 class TokenizerConfig:
     path: str = _key(REQUIRED, "Local directory loadable by transformers.AutoTokenizer.")
-    chat_format: Literal["chatml"] = _key("chatml", "Chat markup: <|im_start|>role\\n...<|im_end|>\\n.")
+    chat_format: Literal["chatml", "template"] = _key(
+        "chatml",
+        "Chat markup: 'chatml' (<|im_start|>role\\n...<|im_end|>\\n) or 'template' (the tokenizer's own Jinja "
+        "chat_template).",
+    )
     train_on: Literal["all_assistant", "last_assistant"] = _key(
         "all_assistant", "Which assistant turns are targets (per-turn 'loss' flags override)."
     )
-    normalize_thinking: bool = _key(True, "Render assistant thinking as exactly one <think>...</think> block.")
+    normalize_thinking: bool = _key(
+        True,
+        "ChatML mode: render assistant thinking as exactly one <think>...</think> block (template mode: the "
+        "template decides).",
+    )
     backend: Literal["auto", "hf", "gigatoken"] = _key(
         "auto", "Text encoder: auto = gigatoken when installed and its self-check matches hf, else hf."
     )

@@ -29,6 +29,7 @@ class RejectReason(StrEnum):
     NO_TARGET = "no_target"
     BAD_MARKUP = "bad_markup"
     MEDIA_COUNT_MISMATCH = "media_count_mismatch"
+    TEMPLATE_ERROR = "template_error"  # the tokenizer's chat template failed on the record
     # media
     MEDIA_MISSING = "media_missing"
     MEDIA_UNSAFE = "media_unsafe"

@@ -42,7 +42,7 @@ def preflight(config: PipelineConfig) -> None:
 
     # a bad one raises ConfigError naming tokenizer.path; an explicit fast backend is self-checked here
     backend = "hf" if config.tokenizer.backend == "auto" else config.tokenizer.backend
-    ChatTokenizer(config.tokenizer.path, backend)
+    ChatTokenizer(config.tokenizer.path, backend, chat_format=config.tokenizer.chat_format)
 
 
 def media_problems(config: PipelineConfig) -> list[str]:

@@ -118,7 +118,9 @@ def run_pipeline(
             lock.release()
         return _finished_summary(out_dir, started)
     try:
-        tokenizer = ChatTokenizer(config.tokenizer.path, config.tokenizer.backend)
+        tokenizer = ChatTokenizer(
+            config.tokenizer.path, config.tokenizer.backend, chat_format=config.tokenizer.chat_format
+        )
         if units and tokenizer.backend.name != "hf":
             tokenizer.check_sample(first_unit_texts(config, units[0]))  # the backend's self-check, part 2
         resolved = replace(config.tokenizer, backend=tokenizer.backend.name)  # every worker encodes alike

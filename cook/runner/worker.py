@@ -142,7 +142,9 @@ class CookWorker:
         keep_freed_memory()
         self.config = config
         self.store: SampleStore = store if store is not None else DiskStore(config.output.dir)
-        self.tokenizer = ChatTokenizer(config.tokenizer.path, config.tokenizer.backend)
+        self.tokenizer = ChatTokenizer(
+            config.tokenizer.path, config.tokenizer.backend, chat_format=config.tokenizer.chat_format
+        )
         self.cooker = COOKERS[config.cooker]
         self._media_store: Any = None
         self._budget = RecordBudget(config.ray.record_timeout_s)

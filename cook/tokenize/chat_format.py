@@ -8,7 +8,9 @@ assistant turn starts with exactly one think block (``normalize_thinking``)::
 
 Pieces are ``Text`` (data text, encoded with control tokens disabled), ``Control`` (one control
 token by name) and ``Repeat`` (a placeholder token ``times`` times). ``target`` marks the pieces that
-are trained on: a target turn's body and its ``<|im_end|>``.
+are trained on: a target turn's body and its ``<|im_end|>``. Adjacent ``Text`` pieces (the role
+header and the content) are encoded together as one run (``assemble.py``), as Hugging Face encodes
+the text between two control tokens; ``template.py`` makes the same pieces from a Jinja template.
 
 Tool definitions (``Conversation.tools``) are appended to the first system turn as
 ``\\n\\n# Tools\\n<json>``, or become a leading system turn ``# Tools\\n<json>`` when there is none.
@@ -84,7 +86,8 @@ def with_tools(turns: tuple[Turn, ...], tools: str | None) -> tuple[Turn, ...]:
     return (Turn("system", (TextPart(f"# Tools\n{tools}"),)), *turns)
 
 
-def _parts(parts: Sequence[Part], media: MediaGroups, target: bool, out: list[Piece]) -> None:
+def part_pieces(parts: Sequence[Part], media: MediaGroups, target: bool, out: list[Piece]) -> None:
+    """Append the pieces of a turn's parts: text as ``Text``, each media part as its placeholder blocks."""
     for part in merge_text(parts):
         if isinstance(part, TextPart):
             out.append(Text(part.text, target))
@@ -113,7 +116,7 @@ def render(conv: Conversation, media: MediaGroups, train_on: str, normalize_thin
             if reasoning:
                 out.append(Text(reasoning, target))
             out.append(Control(THINK_END, target))
-        _parts(parts, media, target, out)
+        part_pieces(parts, media, target, out)
         out.append(Control(IM_END, target))
         out.append(Text("\n", False))
     return out

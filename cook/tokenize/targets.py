@@ -2,7 +2,8 @@
 
 Only assistant turns can be targets. An explicit per-turn ``loss`` flag wins; otherwise
 ``train_on='all_assistant'`` makes every assistant turn a target and ``'last_assistant'`` only the
-last one. A target turn contributes its content and its closing ``<|im_end|>``, never its header.
+last one. A target turn contributes its content and its closing ``<|im_end|>`` (template mode: the
+control token that closes it), never its header.
 
     >>> from cook.types import Turn, TextPart
     >>> turns = (Turn("user", (TextPart("q"),)), Turn("assistant", (TextPart("a"),)),

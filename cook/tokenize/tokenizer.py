@@ -9,7 +9,10 @@ could still produce (an added token that is not special) is a config error.
 from __future__ import annotations
 
 import hashlib
+import json
 import os
+from functools import cached_property
+from typing import Any
 
 from cook.errors import ConfigError
 from cook.format import CONTROL_TOKENS, IM_END, IM_START, THINK_END, THINK_START
@@ -17,6 +20,12 @@ from cook.tokenize.backends import BackendChoice, Encoder, FlatIds, HFEncoder, c
 from cook.tokenize.tokenizer_files import read_tokenizer_dir
 
 REQUIRED_TOKENS = (IM_START, IM_END, THINK_START, THINK_END)
+
+
+def special_added_tokens(tokenizer_json: str) -> dict[str, int]:
+    """The special added tokens of a backend JSON: content -> id (those only markup may produce)."""
+    added = json.loads(tokenizer_json).get("added_tokens") or []
+    return {t["content"]: int(t["id"]) for t in added if t.get("special")}
 
 
 def tokenizer_files_sha256(path: str) -> dict[str, str]:
@@ -33,7 +42,7 @@ def tokenizer_files_sha256(path: str) -> dict[str, str]:
 class ChatTokenizer:
     """Holds the loaded tokenizer: control-token ids, pad id, vocab size and a safe batch encoder."""
 
-    def __init__(self, path: str, backend: str = "hf") -> None:
+    def __init__(self, path: str, backend: str = "hf", *, chat_format: str = "chatml") -> None:
         if not os.path.isdir(path):
             raise ConfigError(f"tokenizer.path: {path!r} is not a directory")
         os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
@@ -44,7 +53,18 @@ class ChatTokenizer:
         self.vocab_size = files.vocab_size
         unk = files.unk_id
         self.control_ids: dict[str, int] = {t: i for t, i in files.token_ids.items() if i is not None and i != unk}
-        missing = [t for t in REQUIRED_TOKENS if t not in self.control_ids]
+        # template mode: the chat markup comes from the tokenizer's own chat_template (self.hf, loaded lazily)
+        self.special_ids: dict[str, int] = special_added_tokens(files.tokenizer_json)
+        if chat_format == "template":
+            hf = self.hf
+            if not hf.chat_template:
+                raise ConfigError(f"tokenizer.chat_format: template, but {path!r} has no chat_template")
+            try:
+                hf.get_chat_template()
+            except ValueError as err:  # e.g. several named templates and no "default"
+                raise ConfigError(f"tokenizer.chat_format: template, but {path!r}: {err}") from None
+        required = REQUIRED_TOKENS if chat_format == "chatml" else ()
+        missing = [t for t in required if t not in self.control_ids]
         if missing:
             raise ConfigError(f"tokenizer.path: {path!r} lacks the chat token(s) {', '.join(missing)}")
         if files.pad_id is None:
@@ -97,6 +117,18 @@ class ChatTokenizer:
         if ids is None:
             ids = self._cache[text] = self._encode_raw([text])[0]
         return ids
+
+    @cached_property
+    def hf(self) -> Any:
+        """The ``transformers`` tokenizer, for template mode only (importing transformers imports torch)."""
+        from transformers import AutoTokenizer
+
+        return AutoTokenizer.from_pretrained(self.path, local_files_only=True)
+
+    @property
+    def backend_tokenizer(self) -> Any:
+        """The ``tokenizers`` backend that defines the ids (its vocabulary and added tokens)."""
+        return self._backend
 
     def decode(self, ids: list[int]) -> str:
         return self._backend.decode(ids, skip_special_tokens=False)

@@ -1,0 +1,211 @@
+"""Pieces of a batch of conversations -> (int32 ids, uint8 mask) per conversation, with NumPy.
+
+Adjacent ``Text`` pieces join into one **run** that is encoded as ONE string, exactly as Hugging Face
+encodes the text between two control tokens; target pieces inside a run become character spans that
+``boundaries.span_mask`` maps to tokens. ``Control`` and ``Repeat`` pieces become ids directly. All
+runs of a batch go through one ``encode_texts`` call (short ones through the tokenizer's cache)::
+
+    Control(<|im_start|>) Text("user\\n") Text("  x") Control(<|im_end|>)
+    -> [1] encode("user\\n  x") [2]          (not encode("user\\n") + encode("  x"))
+"""
+
+from __future__ import annotations
+
+import weakref
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from cook.errors import Rejected, RejectReason
+from cook.format import AUDIO_END, IM_END, IM_START, IMG_END, THINK_END, THINK_START
+from cook.tokenize.boundaries import span_mask
+from cook.tokenize.chat_format import Control, Piece, Text
+from cook.tokenize.tokenizer import ChatTokenizer
+
+MEDIA_END_TOKENS = (IMG_END, AUDIO_END)
+CHATML_TOKENS = (IM_START, IM_END, THINK_START, THINK_END)
+CACHED_MAX_CHARS = 16  # role headers and newlines: encoded once per worker
+
+
+@dataclass(frozen=True, slots=True)
+class TextRun:
+    text: str
+    spans: tuple[tuple[int, int], ...]  # target characters [start, stop), sorted, disjoint
+    markup_only: bool = False  # no data text in it: the same string recurs, its ids are cached
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class FixedIds:
+    ids: list[int]
+    target: bool
+    media_end: bool = False  # the last id closes a media placeholder
+
+
+Layout = list[TextRun | FixedIds]
+
+
+def _token_id(ids: Mapping[str, int], name: str) -> int:
+    token_id = ids.get(name)
+    if token_id is None:
+        if name in CHATML_TOKENS:  # preformatted ChatML text, cooked with a tokenizer of another format
+            raise Rejected(RejectReason.BAD_MARKUP, f"the tokenizer has no {name} token for this ChatML markup")
+        raise Rejected(RejectReason.MEDIA_UNSUPPORTED, f"the tokenizer has no {name} token")
+    return token_id
+
+
+class LayoutBuilder:
+    """One conversation's layout, built piece by piece: adjacent text joins into one ``TextRun``
+    (target text becomes character spans), adjacent control tokens of one target flag into one
+    ``FixedIds``."""
+
+    __slots__ = ("_controls", "_markup_only", "_media_end", "_out", "_size", "_spans", "_target", "_text")
+
+    def __init__(self) -> None:
+        self._out: Layout = []
+        self._text: list[str] = []
+        self._spans: list[tuple[int, int]] = []
+        self._size = 0
+        self._controls: list[int] = []
+        self._target = self._media_end = False
+        self._markup_only = True
+
+    def _flush_controls(self) -> None:
+        self._out.append(FixedIds(self._controls, self._target, self._media_end))
+        self._controls = []
+
+    def _flush_text(self) -> None:
+        self._out.append(TextRun("".join(self._text), tuple(self._spans), self._markup_only))
+        self._text, self._spans, self._size, self._markup_only = [], [], 0, True
+
+    def text(self, text: str, target: bool, markup: bool = False) -> None:
+        """Append ``text`` to the current run; ``markup``: it comes from the chat format, not the data."""
+        if not text:
+            return
+        self._markup_only = self._markup_only and markup
+        if self._controls:
+            self._flush_controls()
+        if target:
+            size, spans = self._size, self._spans
+            if spans and spans[-1][1] == size:
+                spans[-1] = (spans[-1][0], size + len(text))
+            else:
+                spans.append((size, size + len(text)))
+        self._text.append(text)
+        self._size += len(text)
+
+    def control(self, token_id: int, target: bool, media_end: bool = False) -> None:
+        if self._size:
+            self._flush_text()
+        if self._controls and (self._target != target or self._media_end):
+            self._flush_controls()
+        self._controls.append(token_id)
+        self._target, self._media_end = target, media_end
+
+    def repeat(self, token_id: int, times: int, target: bool) -> None:
+        if self._size:
+            self._flush_text()
+        if self._controls:
+            self._flush_controls()
+        self._out.append(FixedIds([token_id] * times, target))
+
+    def piece(self, piece: Piece, ids: Mapping[str, int]) -> None:
+        if isinstance(piece, Text):
+            self.text(piece.text, piece.target)
+        elif isinstance(piece, Control):
+            self.control(_token_id(ids, piece.name), piece.target, piece.name in MEDIA_END_TOKENS)
+        else:
+            self.repeat(_token_id(ids, piece.name), piece.times, piece.target)
+
+    def finish(self) -> Layout:
+        if self._controls:
+            self._flush_controls()
+        if self._size:
+            self._flush_text()
+        return self._out
+
+
+def layout(pieces: Sequence[Piece], ids: Mapping[str, int]) -> Layout:
+    """Pieces -> layout; control and placeholder tokens resolved to ids."""
+    builder = LayoutBuilder()
+    for piece in pieces:
+        builder.piece(piece, ids)
+    return builder.finish()
+
+
+_MARKUP_RUNS: weakref.WeakKeyDictionary[ChatTokenizer, dict[str, list[int]]] = weakref.WeakKeyDictionary()
+MARKUP_CACHE_ENTRIES = 4096  # markup that embeds per-record text (tools JSON) stops being cached there
+
+
+def _encode_runs(tokenizer: ChatTokenizer, layouts: Sequence[Layout | Rejected]) -> list[list[int]]:
+    """The ids of every run of the batch, in order: data runs in one ``encode_texts`` call, short
+    runs and markup-only runs (a template's default system header) from caches."""
+    cache = _MARKUP_RUNS.setdefault(tokenizer, {})
+    runs = [item for lay in layouts if not isinstance(lay, Rejected) for item in lay if isinstance(item, TextRun)]
+    fresh = [
+        run.text for run in runs if len(run.text) > CACHED_MAX_CHARS and not (run.markup_only and run.text in cache)
+    ]
+    encoded = iter(tokenizer.encode_texts(fresh))
+    out = []
+    for run in runs:
+        if len(run.text) <= CACHED_MAX_CHARS:
+            out.append(tokenizer.encode_cached(run.text))
+        elif run.markup_only and run.text in cache:
+            out.append(cache[run.text])
+        else:
+            out.append(next(encoded))
+            if run.markup_only and len(cache) < MARKUP_CACHE_ENTRIES:
+                cache[run.text] = out[-1]
+    return out
+
+
+def assemble_batch(
+    tokenizer: ChatTokenizer, layouts: Sequence[Layout | Rejected], table: np.ndarray | None
+) -> list[tuple[np.ndarray, np.ndarray, int] | Rejected]:
+    """Per layout: int32 ids [L], uint8 mask [L] and the index just past the last media placeholder
+    (0: none); a ``Rejected`` layout stays in place. ``table`` is the per-id byte-length table.
+
+    The ids of the whole batch are gathered into one int32 array and the targets set on one uint8
+    mask, by ranges; each sample gets views of its own slice."""
+    encoded = iter(_encode_runs(tokenizer, layouts))
+    flat: list[int] = []
+    whole: list[tuple[int, int]] = []  # target token ranges of the batch
+    partial: list[tuple[int, int, TextRun, list[int]]] = []  # (layout, first token, run, run ids)
+    bounds: list[tuple[int, int, int] | Rejected] = []
+    for number, lay in enumerate(layouts):
+        if isinstance(lay, Rejected):
+            bounds.append(lay)
+            continue
+        start = media_end = len(flat)
+        for item in lay:
+            position = len(flat)
+            if isinstance(item, TextRun):
+                run_ids = next(encoded)
+                flat += run_ids
+                if item.spans == ((0, len(item.text)),):
+                    whole.append((position, len(flat)))
+                elif item.spans:
+                    partial.append((number, position, item, run_ids))
+            else:
+                flat += item.ids
+                if item.target:
+                    whole.append((position, len(flat)))
+                if item.media_end:
+                    media_end = len(flat)
+        bounds.append((start, len(flat), media_end - start))
+    input_ids = np.array(flat, dtype=np.int32)  # int32 [batch tokens]
+    loss_mask = np.zeros(len(flat), dtype=np.uint8)  # uint8 [batch tokens]
+    for first, stop in whole:
+        loss_mask[first:stop] = 1
+    for number, first, run, run_ids in partial:
+        try:
+            assert table is not None
+            loss_mask[first : first + len(run_ids)] = span_mask(np.asarray(run_ids), table, run.text, run.spans)
+        except Rejected as rejected:
+            bounds[number] = rejected
+    return [
+        bound
+        if isinstance(bound, Rejected)
+        else (input_ids[bound[0] : bound[1]], loss_mask[bound[0] : bound[1]], bound[2])
+        for bound in bounds
+    ]

@@ -1,0 +1,313 @@
+"""Conversation -> layout (text runs, control ids) from the tokenizer's Jinja ``chat_template`` (template mode).
+
+The template runs ONCE per record on **sentinels**: every content part (a turn's content, an
+assistant's out-of-band reasoning) is passed as ``<lead ws>`` + ``\\U000f00c0<k>\\U000f00c1`` +
+``<trail ws>``, the part's own edge whitespace around a unique marker, so ``| trim``/``.strip()`` in
+the template act on it as on the real text. What lies between two sentinels is the template's
+**markup**: it alone is split at the tokenizer's special tokens (the only source of control tokens),
+and the data text goes back in place of each sentinel as ``Text`` (encoded with special-token
+matching off). For benign text that is exactly Hugging Face's render-split-encode::
+
+    Llama-3, user "Hi", assistant "Yo"   (rendered with sentinels S0, S1)
+    <|begin_of_text|><|start_header_id|>user<|end_header_id|>\\n\\nS0<|eot_id|><|start_header_id|>...
+    layout: [<|begin_of_text|> <|start_header_id|>] "user" [<|end_header_id|>] "\\n\\nHi" [<|eot_id|> ...]
+            ... "\\n\\n" + "Yo" (target chars) [<|eot_id|>] (target)
+
+Targets: each target assistant turn's parts, the markup between its own parts (e.g. ``</think>``), and
+the control token that closes its last part (the first one in the markup after it, past whitespace
+only): ``<|eot_id|>``, ``</s>``, ``<end_of_turn>``, ``<|end|>``, ``<|im_end|>``. Never the header.
+
+Where a target part has edge whitespace, a second render with bare sentinels tells how much of it
+the template kept (it belongs to the content, the rest is markup). A template that raises, or that
+renders a part zero times, several times or out of order rejects the record (``template_error``).
+Media parts become cook's placeholders in place (SPEC §5), whatever the template prints for media.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import weakref
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from cook.errors import Rejected, RejectReason
+from cook.tokenize.assemble import Layout, LayoutBuilder
+from cook.tokenize.chat_format import MediaGroups, Piece, Text, merge_text, part_pieces
+from cook.tokenize.targets import target_flags
+from cook.tokenize.tokenizer import ChatTokenizer
+from cook.types import Conversation, TextPart
+
+SENTINEL_OPEN, SENTINEL_CLOSE = "\U000f00c0", "\U000f00c1"
+SENTINEL_RE = re.compile(f"{SENTINEL_OPEN}(\\d+){SENTINEL_CLOSE}")
+SPLIT_CACHE_ENTRIES = 4096  # distinct markup strings kept split (tools JSON makes some per-record ones)
+
+
+@dataclass(frozen=True, slots=True)
+class Slot:
+    """One content part as the template sees it: ``lead + sentinel + trail``; ``core`` holds its pieces."""
+
+    turn: int
+    key: str  # the message field it fills: "content" or "reasoning_content"
+    target: bool
+    lead: str
+    core: tuple[Piece, ...]
+    trail: str
+
+
+class TemplateContext:
+    """What rendering needs from the tokenizer, built once per tokenizer."""
+
+    def __init__(self, tokenizer: ChatTokenizer) -> None:
+        import jinja2
+        from transformers.utils.chat_template_utils import render_jinja_template
+
+        hf = tokenizer.hf
+        self.render_jinja: Any = render_jinja_template
+        self.failures: tuple[type[BaseException], ...] = (
+            jinja2.TemplateError,
+            TypeError,
+            ValueError,
+            KeyError,
+            IndexError,
+            AttributeError,
+            ArithmeticError,
+        )
+        self.templates = {False: hf.get_chat_template(None, None), True: hf.get_chat_template(None, [{}])}
+        self.compiled: dict[bool, Any] | None = None
+        try:  # the compiled template itself, as render_jinja_template runs it (our inputs are plain JSON already)
+            from transformers.utils.chat_template_utils import _alias_reasoning_fields, _compile_jinja_template
+
+            self.compiled = {tools: _compile_jinja_template(t) for tools, t in self.templates.items()}
+            self.alias_reasoning: Any = _alias_reasoning_fields
+        except (ImportError, jinja2.TemplateError):
+            self.compiled = None  # fall back to the public function (a broken template rejects each record)
+        self.special_tokens = dict(hf.special_tokens_map)
+        self.ids = {**tokenizer.special_ids, **tokenizer.control_ids}
+        longest_first = sorted(tokenizer.special_ids, key=len, reverse=True)
+        self.control_re = re.compile("(" + "|".join(map(re.escape, longest_first)) + ")") if longest_first else None
+        decoder = hf.added_tokens_decoder
+        self.lstrip = {t.content for t in decoder.values() if t.special and t.lstrip}
+        self.rstrip = {t.content for t in decoder.values() if t.special and t.rstrip}
+        self._splits: dict[str, list[str | int]] = {}
+
+    def render(self, messages: list[dict[str, str]], tools: list[Any] | None) -> str:
+        try:
+            if self.compiled is not None:
+                return str(
+                    self.compiled[tools is not None].render(
+                        messages=self.alias_reasoning(messages),
+                        tools=tools,
+                        documents=None,
+                        add_generation_prompt=False,
+                        **self.special_tokens,
+                    )
+                )
+            rendered, _ = self.render_jinja(
+                conversations=[messages],
+                tools=tools,
+                chat_template=self.templates[tools is not None],
+                **self.special_tokens,
+            )
+        except self.failures as err:
+            raise Rejected(RejectReason.TEMPLATE_ERROR, f"the chat template failed: {err}") from None
+        return str(rendered[0])
+
+    def _split(self, markup: str) -> list[str | int]:
+        """Markup -> its text and control-token ids, in order (split as HF splits at added tokens,
+        lstrip/rstrip included); cached, since a template writes the same markup again and again."""
+        parts = self._splits.get(markup)
+        if parts is not None:
+            return parts
+        if self.control_re is None:
+            pieces = [markup]
+        else:
+            pieces = self.control_re.split(markup)
+            for i in range(1, len(pieces), 2):
+                if pieces[i] in self.lstrip:
+                    pieces[i - 1] = pieces[i - 1].rstrip()
+                if pieces[i] in self.rstrip:
+                    pieces[i + 1] = pieces[i + 1].lstrip()
+        parts = [self.ids[p] if i % 2 else p for i, p in enumerate(pieces) if p or i % 2]
+        if len(self._splits) < SPLIT_CACHE_ENTRIES:
+            self._splits[markup] = parts
+        return parts
+
+    def add_markup(self, builder: LayoutBuilder, markup: str, inner: bool, closing: bool) -> None:
+        """Append the template's markup: its text, and its control tokens. ``inner``: all of it is target
+        (between two parts of a target turn); ``closing``: its first control token, past whitespace
+        only, closes a target turn."""
+        for part in self._split(markup):
+            if isinstance(part, int):
+                builder.control(part, inner or closing)
+                closing = False
+            else:
+                closing = closing and not part.strip()
+                builder.text(part, inner, markup=True)
+
+
+_CONTEXTS: weakref.WeakKeyDictionary[ChatTokenizer, TemplateContext] = weakref.WeakKeyDictionary()
+
+
+def template_context(tokenizer: ChatTokenizer) -> TemplateContext:
+    context = _CONTEXTS.get(tokenizer)
+    if context is None:
+        context = _CONTEXTS[tokenizer] = TemplateContext(tokenizer)
+    return context
+
+
+def _strings(value: Any) -> Iterator[str]:
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            yield str(key)
+            yield from _strings(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _strings(item)
+
+
+def _tools(conv: Conversation, context: TemplateContext) -> list[Any] | None:
+    if not conv.tools:
+        return None
+    try:
+        tools = json.loads(conv.tools)
+    except ValueError:
+        raise Rejected(RejectReason.TEMPLATE_ERROR, "tools is not valid JSON") from None
+    tools = tools if isinstance(tools, list) else [tools]
+    for text in _strings(tools):  # tools are data: a control-token string there would become markup
+        if (context.control_re is not None and context.control_re.search(text)) or SENTINEL_OPEN in text:
+            raise Rejected(RejectReason.TEMPLATE_ERROR, "a tool definition holds a control-token string")
+    return list(tools)
+
+
+def _slot(turn: int, key: str, target: bool, parts: Sequence[Any], media: MediaGroups) -> Slot:
+    if len(parts) == 1 and isinstance(parts[0], TextPart):  # the common case: one text part
+        text = parts[0].text
+        if SENTINEL_OPEN in text or SENTINEL_CLOSE in text:
+            raise Rejected(RejectReason.TEMPLATE_ERROR, "the text holds cook's sentinel characters U+F00C0/U+F00C1")
+        core = text.strip()
+        if not core:
+            return Slot(turn, key, target, text, (), "")
+        start = text.index(core[0])
+        return Slot(turn, key, target, text[:start], (Text(core, target),), text[start + len(core) :])
+    parts = list(merge_text(parts))
+    lead = trail = ""
+    if parts and isinstance(parts[0], TextPart):
+        text = parts[0].text
+        lead, rest = text[: len(text) - len(text.lstrip())], text.lstrip()
+        parts[0] = TextPart(rest)
+    if parts and isinstance(parts[-1], TextPart):
+        text = parts[-1].text
+        trail, parts[-1] = text[len(text.rstrip()) :], TextPart(text.rstrip())
+    for part in parts:
+        if isinstance(part, TextPart) and (SENTINEL_OPEN in part.text or SENTINEL_CLOSE in part.text):
+            raise Rejected(RejectReason.TEMPLATE_ERROR, "the text holds cook's sentinel characters U+F00C0/U+F00C1")
+    pieces: list[Piece] = []
+    part_pieces([p for p in parts if not (isinstance(p, TextPart) and not p.text)], media, target, pieces)
+    return Slot(turn, key, target, lead, tuple(pieces), trail)
+
+
+def _messages(conv: Conversation, media: MediaGroups, train_on: str) -> tuple[list[dict[str, str]], list[Slot]]:
+    messages: list[dict[str, str]] = []
+    slots: list[Slot] = []
+    for number, (turn, target) in enumerate(zip(conv.turns, target_flags(conv.turns, train_on), strict=True)):
+        message = {"role": str(turn.role)}
+        if turn.reasoning:
+            slots.append(_slot(number, "reasoning_content", target, (TextPart(turn.reasoning),), media))
+        slots.append(_slot(number, "content", target, turn.content, media))
+        for index in range(len(slots) - (2 if turn.reasoning else 1), len(slots)):
+            message[slots[index].key] = _marked(slots[index], index)
+        messages.append(message)
+    return messages, slots
+
+
+def _marked(slot: Slot, index: int, edges: bool = True) -> str:
+    sentinel = f"{SENTINEL_OPEN}{index}{SENTINEL_CLOSE}"
+    return slot.lead + sentinel + slot.trail if edges else sentinel
+
+
+def _segments(rendered: str, slots: Sequence[Slot]) -> tuple[list[int], list[str]]:
+    """(the slots found, in order; the markup around them: one more string than slots). Every content
+    must come exactly once and all in order; a reasoning the template does not print is dropped."""
+    found = [int(m.group(1)) for m in SENTINEL_RE.finditer(rendered)]
+    missing = [k for k, slot in enumerate(slots) if slot.key == "content" and k not in found]
+    if missing or found != sorted(set(found)) or any(k >= len(slots) for k in found):
+        why = (
+            f"message(s) {sorted({slots[k].turn for k in missing})} never"
+            if missing
+            else "a part twice or out of order"
+        )
+        raise Rejected(RejectReason.TEMPLATE_ERROR, f"the chat template renders {why} (parts {found[:12]})")
+    return found, SENTINEL_RE.split(rendered)[::2]
+
+
+def _kept_edges(segment: str, markup: str, trail: str, lead: str) -> tuple[str, str] | None:
+    """``segment == kept_trail + markup + kept_lead``, the kept part of the previous part's trailing
+    whitespace and of the next part's leading whitespace; None when no such split exists."""
+    extra = len(segment) - len(markup)
+    for kept_lead in range(min(len(lead), extra), -1, -1):
+        kept_trail = extra - kept_lead
+        if (
+            segment[kept_trail : kept_trail + len(markup)] == markup
+            and lead.endswith(segment[len(segment) - kept_lead :] if kept_lead else "")
+            and trail.startswith(segment[:kept_trail])
+        ):
+            return segment[:kept_trail], segment[len(segment) - kept_lead :] if kept_lead else ""
+    return None
+
+
+def _edges(
+    context: TemplateContext,
+    messages: list[dict[str, str]],
+    tools: list[Any] | None,
+    slots: list[Slot],
+    order: list[int],
+    segments: list[str],
+) -> list[tuple[str, str, str]]:
+    """Per segment: (kept trailing whitespace of the part before, markup, kept leading whitespace of the
+    part after). Only a target's whitespace matters, so a second render runs only where a target has some."""
+    present = [slots[k] for k in order]
+    if not any(s.target and (s.lead or s.trail) for s in present):
+        return [("", segment, "") for segment in segments]
+    bare = [dict(m) for m in messages]
+    for index, slot in enumerate(slots):
+        bare[slot.turn][slot.key] = _marked(slot, index, edges=False)
+    bare_order, bare_segments = _segments(context.render(bare, tools), slots)
+    if bare_order != order:
+        raise Rejected(RejectReason.TEMPLATE_ERROR, "the template's output depends on the content's whitespace")
+    edges = []
+    for j, markup in enumerate(bare_segments):
+        trail = present[j - 1].trail if j else ""
+        lead = present[j].lead if j < len(present) else ""
+        kept = _kept_edges(segments[j], markup, trail, lead)
+        if kept is None:
+            raise Rejected(RejectReason.TEMPLATE_ERROR, "the template's markup depends on the content's whitespace")
+        edges.append((kept[0], markup, kept[1]))
+    return edges
+
+
+def render_template(conv: Conversation, media: MediaGroups, train_on: str, context: TemplateContext) -> Layout:
+    """The layout of one conversation in template mode; ``Rejected(template_error)`` if the template fails."""
+    messages, slots = _messages(conv, media, train_on)
+    tools = _tools(conv, context)
+    order, segments = _segments(context.render(messages, tools), slots)
+    present = [slots[k] for k in order]
+    builder = LayoutBuilder()
+    for j, (kept_trail, markup, kept_lead) in enumerate(_edges(context, messages, tools, slots, order, segments)):
+        before = present[j - 1] if j else None
+        after = present[j] if j < len(present) else None
+        target_before = before is not None and before.target
+        if target_before and kept_trail:
+            builder.text(kept_trail, True)  # data whitespace
+        else:
+            markup = kept_trail + markup
+        inner = target_before and after is not None and before is not None and after.turn == before.turn
+        context.add_markup(builder, markup, inner, target_before and not inner)
+        if after is not None:
+            builder.text(kept_lead, after.target)
+            for piece in after.core:
+                builder.piece(piece, context.ids)
+    return builder.finish()
