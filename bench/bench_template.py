@@ -67,7 +67,7 @@ def _marginal(fns: dict[str, Callable[[int], Any]], count: int, repeats: int = 5
     return {name: statistics.median(values) for name, values in times.items()}
 
 
-def _paths(path: str, chat_format: str, rows: list[dict[str, Any]]) -> dict[str, float]:
+def _paths(path: str, chat_format: str, rows: list[dict[str, Any]]) -> tuple[dict[str, float], str]:
     from transformers import AutoTokenizer
 
     from cook.config import TokenizerConfig
@@ -76,7 +76,7 @@ def _paths(path: str, chat_format: str, rows: list[dict[str, Any]]) -> dict[str,
     from cook.types import RawRecord
 
     hf = AutoTokenizer.from_pretrained(path)
-    tokenizer = ChatTokenizer(path, chat_format=chat_format)
+    tokenizer = ChatTokenizer(path, "auto", chat_format=chat_format)  # the default backend, as `cook run` uses
     config = TokenizerConfig(path=path, chat_format=chat_format)  # type: ignore[arg-type]
     convs = [COOKERS["openai"](RawRecord(f"b#{i}", row, "b")) for i, row in enumerate(rows)]  # rows cook accepts
     texts = [hf.apply_chat_template(row["messages"], tokenize=False) for row in rows]
@@ -95,7 +95,7 @@ def _paths(path: str, chat_format: str, rows: list[dict[str, Any]]) -> dict[str,
             tokenizer.encode_texts(texts[i : min(i + BATCH, n)])
 
     cook(len(rows))  # warm the caches (byte table, template, markup runs)
-    return _marginal({"bare": bare, "cook": cook, "floor": floor}, len(rows))
+    return _marginal({"bare": bare, "cook": cook, "floor": floor}, len(rows)), tokenizer.backend.name
 
 
 def _whole_job(rows: list[dict[str, Any]]) -> tuple[float, float]:
@@ -161,9 +161,9 @@ def run() -> str:
     lines = []
     for corpus, rows in corpora.items():
         for family, path, chat_format in cases:
-            t = _paths(path, chat_format, rows)
+            t, backend = _paths(path, chat_format, rows)
             lines.append(
-                f"| {corpus} ({len(rows):,}) | {family} | `{chat_format}` | {t['bare'] * 1e6:.0f} | "
+                f"| {corpus} ({len(rows):,}) | {family} | `{chat_format}` | {backend} | {t['bare'] * 1e6:.0f} | "
                 f"{t['cook'] * 1e6:.0f} | **{t['bare'] / t['cook']:.2f}** | {t['floor'] * 1e6:.0f} | "
                 f"{t['bare'] / t['floor']:.2f} |"
             )
@@ -177,11 +177,11 @@ Per record, CPU µs (user+sys of this one process, i.e. per core), marginal (all
 quarter of them), median of 5 interleaved rounds; `TOKENIZERS_PARALLELISM=false`. *bare*: `apply_chat_template(messages,
 tokenize=True)` per record. *cook*: `tokenize_batch` (ids + target masks; template mode renders the
 Jinja template once per record on sentinels and splits only its markup). *floor*: cook's encoder
-alone on the already-rendered text, the bound for any path on this encoder (`bare / floor` is the
+(same backend) alone on the already-rendered text, the bound for any path on this encoder (`bare / floor` is the
 best ratio reachable). Target: cook ≥ 1.5× bare per core.
 
-| corpus | template | `chat_format` | bare µs | cook µs | bare / cook | floor µs | bare / floor |
-| --- | --- | --- | ---: | ---: | ---: | ---: | ---: |
+| corpus | template | `chat_format` | cook's backend | bare µs | cook µs | bare / cook | floor µs | bare / floor |
+| --- | --- | --- | --- | ---: | ---: | ---: | ---: | ---: |
 {table}
 
 Whole job, `cook run` in-process (`--workers 0`) in template mode on the Llama-3 tokenizer, short
@@ -189,9 +189,9 @@ chats (2,000 minus 500 records: read, cook, tokenize, pack, write shards and Ene
 {job_s * 1e6:.0f} µs per record vs bare `apply_chat_template` {job_bare_s * 1e6:.0f} µs
 (**{job_bare_s / job_s:.2f}×**).
 
-Encoding is the same Hugging Face `tokenizers` backend on both sides, so `bare / floor` bounds the
-ratio: where it is under 1.5×, no path on this encoder can meet the target; the fast backend of
-issue 14 (which plugs in under `encode_texts`) lowers the floor. Figures taken on a shared 2-core machine
+cook encodes with its default backend (`tokenizer.backend: auto`, shown per row: gigatoken where it
+passes the self-check against hf, ids identical); *bare* is Hugging Face's own path. `bare / floor`
+bounds the ratio any path on cook's encoder can reach. Figures taken on a shared 2-core machine
 ({os.cpu_count()} cores visible, other jobs running), so absolute µs are noisy; ratios are within
 one run (interleaved). The whole-job figure is the median of 3 runs of each size.
 """
