@@ -202,7 +202,7 @@ def run() -> str:
         [
             "## cook inspect --html: a 16k-token pack with images",
             "",
-            f"`{COMMAND}` (figures taken on a shared 2-core machine; medians of 5 in-process, 3 for the CLI).",
+            f"`{COMMAND}` (medians of 5 in-process, 3 for the CLI; 1-minute load average {os.getloadavg()[0]:.1f} at the end).",
             "Page = the whole self-contained HTML (images lossless PNG at their stored size, base64). Baseline =",
             "Pillow's PNG encode + base64 of the same pictures, nothing else. Write = render + atomic write with the",
             "pack and tokenizer loaded; CLI = `cook inspect DIR --pack N --html FILE` as a process; marginal = minus",

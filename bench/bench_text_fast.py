@@ -188,8 +188,8 @@ def run() -> str:
 `{COMMAND}`
 
 Demo chats x{BIG} minus x{SMALL} (marginal: {jobs["auto"]["tokens"]:,} tokens in the job), the demo
-tokenizer, one thread everywhere; CPU = user + system, median of {REPEATS}. Taken on a shared 2-core
-machine (other jobs running), so the ratios matter more than the absolute rates. Note the corpus
+tokenizer, one thread everywhere; CPU = user + system, median of {REPEATS}. 1-minute load average
+{os.getloadavg()[0]:.1f} at the end of the run. Note the corpus
 repeats the 240 demo chats, which favours encoders with a word cache (HF's and gigatoken's alike).
 
 | path | tokens | CPU s | tokens/s per core | vs bare HF |
