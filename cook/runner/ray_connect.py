@@ -41,6 +41,7 @@ from collections.abc import Iterator
 from typing import Any, Final
 
 from cook.errors import ConfigError
+from cook.tokenize.tokenizer import SINGLE_THREADED
 
 OBJECT_STORE_BYTES: Final = 512 * 2**20
 DEFAULT_CONNECT_TIMEOUT_S: Final = 30.0
@@ -71,7 +72,7 @@ _FORMS: Final = "auto, HOST:PORT or ray://HOST[:PORT]"
 
 def worker_env() -> dict[str, str]:
     """Environment of every actor and task: no tokenizers thread pool."""
-    return {"TOKENIZERS_PARALLELISM": "false"}
+    return dict(SINGLE_THREADED)
 
 
 def check_address(address: str) -> tuple[str, str, int] | None:

@@ -138,7 +138,6 @@ def keep_freed_memory() -> None:
 
 class CookWorker:
     def __init__(self, config: PipelineConfig, store: SampleStore | None = None) -> None:
-        os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
         keep_freed_memory()
         self.config = config
         self.store: SampleStore = store if store is not None else DiskStore(config.output.dir)

@@ -12,7 +12,7 @@ import hashlib
 import json
 import os
 from functools import cached_property
-from typing import Any
+from typing import Any, Final
 
 from cook.errors import ConfigError
 from cook.format import CONTROL_TOKENS, IM_END, IM_START, THINK_END, THINK_START
@@ -20,6 +20,7 @@ from cook.tokenize.backends import BackendChoice, Encoder, FlatIds, HFEncoder, c
 from cook.tokenize.tokenizer_files import read_tokenizer_dir
 
 REQUIRED_TOKENS = (IM_START, IM_END, THINK_START, THINK_END)
+SINGLE_THREADED: Final = {"TOKENIZERS_PARALLELISM": "false"}  # cook parallelises by process, never by thread
 
 
 def special_added_tokens(tokenizer_json: str) -> dict[str, int]:
@@ -45,7 +46,8 @@ class ChatTokenizer:
     def __init__(self, path: str, backend: str = "hf", *, chat_format: str = "chatml") -> None:
         if not os.path.isdir(path):
             raise ConfigError(f"tokenizer.path: {path!r} is not a directory")
-        os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+        for name, value in SINGLE_THREADED.items():
+            os.environ.setdefault(name, value)
         from tokenizers import Tokenizer
 
         files = read_tokenizer_dir(path, CONTROL_TOKENS)  # torch-free unless the directory needs AutoTokenizer
