@@ -8,13 +8,16 @@ Every record carries its ``source`` (``<input file>#<key or line>``) from start 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, ParamSpec, TypeVar
 
 import numpy as np
 
-from cook.errors import RejectReason
+from cook.errors import Rejected, RejectReason
+
+P = ParamSpec("P")
+T = TypeVar("T")
 
 Role = Literal["system", "user", "assistant", "tool"]
 MediaKind = Literal["image", "video", "audio"]
@@ -38,13 +41,30 @@ class RawRecord:
 class RejectRecord:
     """One line of ``rejects.jsonl``: a record that did not make it into a pack, and why.
 
-    Sources yield it for records they cannot decode (bad JSON, bad UTF-8, unsafe tar member); the
-    runner makes one from every ``Rejected`` raised by a later stage.
+    Sources yield it for records they cannot decode (bad JSON, bad UTF-8, unsafe tar member); every
+    ``Rejected`` raised by a later stage becomes one through ``RejectRecord.of`` (``outcome``).
     """
 
     source: str
     reason: RejectReason
     detail: str
+
+    @classmethod
+    def of(cls, source: str, rejected: Rejected) -> RejectRecord:
+        """The one place a stage's ``Rejected`` becomes the record's outcome."""
+        return cls(source, rejected.reason, rejected.detail)
+
+
+def outcome(source: str, stage: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T | RejectRecord:
+    """Run one stage on one record: its result, or the ``RejectRecord`` of the ``Rejected`` it raised.
+
+    Stages raise ``Rejected`` (a cooker, media, the packer); the runner sees per-record outcomes,
+    ``T | RejectRecord``, and never catches a reject itself.
+    """
+    try:
+        return stage(*args, **kwargs)
+    except Rejected as rejected:
+        return RejectRecord.of(source, rejected)
 
 
 @dataclass(frozen=True, slots=True)

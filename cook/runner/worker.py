@@ -40,15 +40,11 @@ from cook.runner.units import Attempt, ShardDone, ShardTask, Unit, UnitSummary
 from cook.sources import SOURCES, source_name
 from cook.tokenize import ChatTokenizer, tokenize_batch
 from cook.tokenize.backends import SAMPLE_TEXTS
-from cook.types import Conversation, MediaItem, Pack, RawRecord, RejectRecord, TextPart, TokenizedSample
+from cook.types import Conversation, MediaItem, Pack, RawRecord, RejectRecord, TextPart, TokenizedSample, outcome
 from cook.writer.shards import write_shard
 
 TOKENIZE_BATCH = 256
 Cooked = tuple[Conversation, tuple[tuple[MediaItem, ...], ...]]  # media items grouped per MediaRef
-
-
-def _reject(source: str, rejected: Rejected) -> RejectRecord:
-    return RejectRecord(source=source, reason=rejected.reason, detail=rejected.detail)
 
 
 class _RecordTimeout(Exception):
@@ -186,16 +182,13 @@ class CookWorker:
                 if trace is not None:
                     trace.write(f"{ordinal}\n")
                     trace.flush()
-                if isinstance(raw, RejectRecord):
-                    rejects.append(raw)
-                    continue
-                if ordinal in attempt.crashed:
-                    rejects.append(RejectRecord(raw.source, RejectReason.WORKER_CRASH, "record crashed a worker twice"))
-                    continue
-                try:
-                    yield self._cook_one(raw)
-                except Rejected as rejected:
-                    rejects.append(_reject(raw.source, rejected))
+                if isinstance(raw, RawRecord) and ordinal in attempt.crashed:
+                    raw = RejectRecord(raw.source, RejectReason.WORKER_CRASH, "record crashed a worker twice")
+                cooked = raw if isinstance(raw, RejectRecord) else outcome(raw.source, self._cook_one, raw)
+                if isinstance(cooked, RejectRecord):
+                    rejects.append(cooked)
+                else:
+                    yield cooked
         finally:
             if trace is not None:
                 trace.close()
@@ -248,13 +241,16 @@ class CookWorker:
             return
         convs = [c for c, _ in batch]
         results = tokenize_batch(self.tokenizer, convs, [m for _, m in batch], self.config.tokenizer)
-        for conv, result in zip(convs, results, strict=True):
-            try:
-                if isinstance(result, Rejected):
-                    raise result
-                samples.append(fit_sample(result, self.config.packing))
-            except Rejected as rejected:
-                rejects.append(_reject(conv.source, rejected))
+        for result in results:
+            fitted = (
+                result
+                if isinstance(result, RejectRecord)
+                else outcome(result.source, fit_sample, result, self.config.packing)
+            )
+            if isinstance(fitted, RejectRecord):
+                rejects.append(fitted)
+            else:
+                samples.append(fitted)
 
 
 def first_unit_texts(config: PipelineConfig, unit: Unit, limit: int = SAMPLE_TEXTS) -> list[str]:
@@ -267,11 +263,8 @@ def first_unit_texts(config: PipelineConfig, unit: Unit, limit: int = SAMPLE_TEX
     for raw in read:
         if len(texts) >= limit:
             break
-        if isinstance(raw, RejectRecord):
-            continue
-        try:
-            conv = cooker(raw)
-        except Rejected:
+        conv = raw if isinstance(raw, RejectRecord) else outcome(raw.source, cooker, raw)
+        if isinstance(conv, RejectRecord):
             continue
         for turn in conv.turns:
             texts.extend(part.text for part in turn.content if isinstance(part, TextPart) and part.text)

@@ -22,7 +22,7 @@ from cook.tokenize.assemble import Layout, assemble_batch, layout
 from cook.tokenize.boundaries import token_byte_lengths
 from cook.tokenize.chat_format import MediaGroups, render
 from cook.tokenize.tokenizer import ChatTokenizer
-from cook.types import Conversation, TokenizedSample
+from cook.types import Conversation, RejectRecord, TokenizedSample
 
 
 def _layout(
@@ -40,8 +40,8 @@ def tokenize_batch(
     conversations: Sequence[Conversation],
     media: Sequence[MediaGroups],
     config: TokenizerConfig,
-) -> list[TokenizedSample | Rejected]:
-    """Tokenize a batch; a conversation that cannot be tokenized becomes a ``Rejected`` in place.
+) -> list[TokenizedSample | RejectRecord]:
+    """Tokenize a batch; a conversation that cannot be tokenized becomes its ``RejectRecord`` in place.
 
     ``media[k][i]`` holds the processed items of ``conversations[k].media[i]``.
     """
@@ -59,14 +59,14 @@ def tokenize_batch(
         if collecting:
             gc.enable()
     table = token_byte_lengths(tokenizer)
-    out: list[TokenizedSample | Rejected] = []
+    out: list[TokenizedSample | RejectRecord] = []
     for conv, items, result in zip(conversations, media, assemble_batch(tokenizer, layouts, table), strict=True):
         if isinstance(result, Rejected):
-            out.append(result)
+            out.append(RejectRecord.of(conv.source, result))
             continue
         input_ids, loss_mask, media_end = result
         if not loss_mask.any():
-            out.append(Rejected(RejectReason.NO_TARGET, "no assistant target tokens"))
+            out.append(RejectRecord(conv.source, RejectReason.NO_TARGET, "no assistant target tokens"))
             continue
         flat = tuple(item for group in items for item in group)  # cookers number media in placeholder order
         out.append(TokenizedSample(conv.source, input_ids, loss_mask, media=flat, media_end=media_end))

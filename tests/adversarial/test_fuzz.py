@@ -123,7 +123,7 @@ def test_target_builder_invariants(chat_tokenizer, records: list[dict]) -> None:
     results = tokenize_batch(chat_tokenizer, convs, [()] * len(convs), TokenizerConfig(path="unused"))
     control = set(chat_tokenizer.control_ids.values())
     for conv, sample in zip(convs, results, strict=True):
-        if isinstance(sample, Rejected):
+        if isinstance(sample, RejectRecord):
             assert sample.reason == RejectReason.NO_TARGET
             continue
         ids, mask = sample.input_ids.tolist(), sample.loss_mask.tolist()

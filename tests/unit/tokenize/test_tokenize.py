@@ -10,7 +10,7 @@ from cook.config import TokenizerConfig
 from cook.cookers import COOKERS
 from cook.errors import Rejected, RejectReason
 from cook.tokenize import tokenize_batch
-from cook.types import Conversation, MediaItem, MediaPart, PlaceholderBlock, RawRecord, TextPart, Turn
+from cook.types import Conversation, MediaItem, MediaPart, PlaceholderBlock, RawRecord, RejectRecord, TextPart, Turn
 from tests.conftest import DEMO_DATA
 
 USER = [1, 2012, 209]  # <|im_start|> "user\n"
@@ -21,8 +21,8 @@ HI, YO = [50, 83], [67, 89]
 
 def tok(chat_tokenizer, conv: Conversation, media=(), **cfg):
     result = tokenize_batch(chat_tokenizer, [conv], [tuple(media)], TokenizerConfig(path="unused", **cfg))[0]
-    if isinstance(result, Rejected):
-        raise result
+    if isinstance(result, RejectRecord):
+        raise Rejected(result.reason, result.detail)
     return result
 
 
@@ -153,7 +153,7 @@ def test_matches_the_tokenizers_chat_template_on_the_demo_data(chat_tokenizer, h
     assert len(rows) > 200
     results = tokenize_batch(chat_tokenizer, [c for _, c in rows], [()] * len(rows), TokenizerConfig(path="unused"))
     for (row, _), sample in zip(rows, results, strict=True):
-        if isinstance(sample, Rejected):
+        if isinstance(sample, RejectRecord):
             continue
         expected = hf_tokenizer.apply_chat_template(row["messages"], tokenize=True, return_dict=False)
         assert sample.input_ids.tolist() == list(expected)
