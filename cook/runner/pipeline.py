@@ -21,10 +21,10 @@ import os
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
-from typing import Any
 
 from cook import format as fmt
 from cook.config import PipelineConfig
+from cook.manifest import Manifest, PackingEntry, TokenizerEntry
 from cook.packing.metrics import PackingStats
 from cook.runner.driver import Driver, Executor
 from cook.runner.output_dir import FINISHED, prepare_output
@@ -34,7 +34,6 @@ from cook.runner.resume import RunState, fingerprint, remove_progress, save_stat
 from cook.runner.worker import first_unit_texts
 from cook.tokenize.tokenizer import ChatTokenizer, tokenizer_files_sha256
 from cook.writer.dataset import DatasetWriter
-from cook.writer.manifest import build_manifest
 
 ExecutorFactory = Callable[[PipelineConfig], Executor]
 
@@ -52,27 +51,29 @@ class RunSummary:
     shards_by_writer: dict[str, int] = field(default_factory=dict)  # Ray node id -> shards written
 
 
-def _manifest(config: PipelineConfig, state: RunState, tokenizer: ChatTokenizer) -> dict[str, Any]:
+def _manifest(config: PipelineConfig, state: RunState, tokenizer: ChatTokenizer) -> Manifest:
     counts = state.counts
     assert counts.records_in == counts.sources_packed + counts.records_rejected, counts
     stats = state.packing or PackingStats(config.packing.seq_len, config.packing.pad_multiple)
-    return build_manifest(
+    return Manifest(
         pipeline=config.to_dict(),
-        tokenizer_path=os.path.abspath(config.tokenizer.path),
-        tokenizer_sha256=tokenizer_files_sha256(config.tokenizer.path),
-        vocab_size=tokenizer.vocab_size,
-        pad_id=tokenizer.pad_id,
-        control_ids=tokenizer.control_ids,
+        tokenizer=TokenizerEntry(
+            path=os.path.abspath(config.tokenizer.path),
+            sha256=tokenizer_files_sha256(config.tokenizer.path),
+            vocab_size=tokenizer.vocab_size,
+            pad_id=tokenizer.pad_id,
+            control_ids=tokenizer.control_ids,
+        ),
         tokenizer_backend=tokenizer.backend.to_dict(),
-        counts=counts.to_dict(),
-        packing={
-            **asdict(stats),
-            "algorithm": config.packing.algorithm,
-            "windows": state.windows,
-            "windows_short_of_pack_count_multiple": state.windows_short_of_pack_count_multiple,
-        },
+        counts=counts,
+        packing=PackingEntry(
+            stats=asdict(stats),
+            algorithm=config.packing.algorithm,
+            windows=state.windows,
+            windows_short_of_pack_count_multiple=state.windows_short_of_pack_count_multiple,
+        ),
         rejects_by_reason=state.rejects_by_reason,
-        shards=state.shards,
+        shards=tuple(state.shards),
         seq_len=config.packing.seq_len,
     )
 
@@ -151,9 +152,9 @@ def run_pipeline(
         lock.release()
     return RunSummary(
         out_dir=out_dir,
-        counts=manifest["counts"],
-        packing_efficiency=manifest["packing_efficiency"],
-        rejects_by_reason=manifest["rejects_by_reason"],
+        counts=manifest.counts.to_dict(),
+        packing_efficiency=manifest.packing_efficiency,
+        rejects_by_reason=dict(sorted(manifest.rejects_by_reason.items())),
         shards=len(state.shards),
         seconds=time.monotonic() - started,
         resumed=resumed is not None,

@@ -27,11 +27,11 @@ from typing import Any
 
 from cook import format as fmt
 from cook.config import PipelineConfig
+from cook.manifest import ShardInfo
 from cook.packing.metrics import PackingStats
 from cook.runner.units import Unit
 from cook.writer.atomic import atomic_write
 from cook.writer.dataset import recover_rejects
-from cook.writer.shards import ShardInfo
 
 STATE_NAME = "state.json"
 CHECKPOINT_SHARDS = 16

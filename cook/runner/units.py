@@ -20,8 +20,9 @@ import numpy as np
 
 from cook.errors import RejectReason
 from cook.format import PACKED_COUNT_KEYS, Counts
+from cook.manifest import ShardInfo
 from cook.types import RejectRecord
-from cook.writer.shards import ShardInfo, ShardLayout
+from cook.writer.shards import ShardLayout
 
 
 @dataclass(frozen=True)

@@ -20,14 +20,14 @@ from __future__ import annotations
 import contextlib
 import os
 from collections.abc import Iterable
-from typing import Any
 
 from cook import format as fmt
+from cook.manifest import Manifest, ShardInfo
 from cook.types import RejectRecord
 from cook.writer.energon_index import EnergonIndex
 from cook.writer.manifest import write_manifest
 from cook.writer.rejects import RejectsWriter
-from cook.writer.shards import ShardInfo, ShardLayout
+from cook.writer.shards import ShardLayout
 
 
 def recover_rejects(out_dir: str) -> None:
@@ -59,7 +59,7 @@ class DatasetWriter:
         self.rejects.sync()
         self.index.commit()
 
-    def publish(self, shards: list[ShardInfo], manifest: dict[str, Any]) -> None:
+    def publish(self, shards: list[ShardInfo], manifest: Manifest) -> None:
         self.index.finish(shards)
         self.rejects.close()
         write_manifest(self.out_dir, manifest)

@@ -28,8 +28,9 @@ import uuid
 from typing import Any
 
 from cook import format as fmt
+from cook.manifest import ShardInfo
 from cook.writer.atomic import atomic_write
-from cook.writer.shards import ShardInfo, ShardLayout
+from cook.writer.shards import ShardLayout
 
 
 def progress_index_path(out_dir: str) -> str:

@@ -20,18 +20,10 @@ import tarfile
 from dataclasses import dataclass
 
 from cook import format as fmt
+from cook.manifest import ShardInfo
 from cook.types import Pack
 from cook.writer.atomic import atomic_fd, atomic_write
 from cook.writer.members import member_pieces
-
-
-@dataclass(frozen=True)
-class ShardInfo:
-    name: str
-    packs: int
-    first_pack: int
-    bytes: int
-    sha256: str
 
 
 def _tar_info(name: str, size: int) -> tarfile.TarInfo:

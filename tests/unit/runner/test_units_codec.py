@@ -4,9 +4,10 @@ import numpy as np
 
 from cook.errors import RejectReason
 from cook.format import Counts
+from cook.manifest import ShardInfo
 from cook.runner.units import ShardDone, UnitSummary, decode_result, encode_result
 from cook.types import RejectRecord
-from cook.writer.shards import ShardInfo, ShardLayout
+from cook.writer.shards import ShardLayout
 
 
 def test_unit_summary_round_trips() -> None:

@@ -11,10 +11,11 @@ import numpy as np
 import pytest
 
 from cook import format as fmt
+from cook.manifest import ShardInfo
 from cook.packing.packer import build_pack
 from cook.types import TokenizedSample
 from cook.writer.energon_index import EnergonIndex
-from cook.writer.shards import ShardInfo, write_shard
+from cook.writer.shards import write_shard
 from tests.energon_prepare import energon_prepare
 
 

@@ -24,11 +24,12 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 from cook import format as fmt
+from cook.manifest import ShardInfo
 from cook.packing.packer import build_pack
 from cook.types import Pack, TokenizedSample
 from cook.writer import shards
 from cook.writer.members import member_pieces, meta_json, pack_members
-from cook.writer.shards import ShardInfo, ShardLayout, _tar_info, member_header, write_shard
+from cook.writer.shards import ShardLayout, _tar_info, member_header, write_shard
 from tests.unit.validate.packs_data import multimodal
 
 
