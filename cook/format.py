@@ -88,6 +88,11 @@ class Counts:
         return cls(*(int(data.get(key, 0)) for key in MANIFEST_COUNT_KEYS))
 
 
+# ---------------------------------------------------------------- meta.json (one per pack, SPEC §4)
+META_BODY_KEYS: Final = ("schema_version", "sequences")
+SEQUENCE_KEYS: Final = ("source", "length", "targets", "media")  # every sequence entry holds these
+SEQUENCE_TRUNCATED_KEY: Final = "truncated"  # present, and true, only on a sequence cut to seq_len
+
 PACK_KEY_PREFIX: Final = "pack-"
 PACK_KEY_DIGITS: Final = 9
 SHARD_PREFIX: Final = "shard-"

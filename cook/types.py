@@ -15,6 +15,7 @@ from typing import Any, Literal, ParamSpec, TypeVar
 import numpy as np
 
 from cook.errors import Rejected, RejectReason
+from cook.format import SEQUENCE_KEYS, SEQUENCE_TRUNCATED_KEY
 
 P = ParamSpec("P")
 T = TypeVar("T")
@@ -195,6 +196,21 @@ class SequenceMeta:
     targets: int
     media: tuple[str, ...] = ()  # visual_kind or "audio" of each media item, in placeholder order
     truncated: bool = False
+
+    def to_meta(self) -> dict[str, Any]:
+        """This sequence's entry in ``meta.json`` (key names: ``format.SEQUENCE_KEYS``)."""
+        entry: dict[str, Any] = dict(
+            zip(SEQUENCE_KEYS, (self.source, self.length, self.targets, list(self.media)), strict=True)
+        )
+        if self.truncated:
+            entry[SEQUENCE_TRUNCATED_KEY] = True
+        return entry
+
+    @classmethod
+    def from_meta(cls, entry: Mapping[str, Any]) -> SequenceMeta:
+        """The inverse of ``to_meta``, for an entry already checked."""
+        source, length, targets, media = (entry[key] for key in SEQUENCE_KEYS)
+        return cls(source, length, targets, tuple(media), bool(entry.get(SEQUENCE_TRUNCATED_KEY, False)))
 
 
 @dataclass(frozen=True, slots=True, eq=False)

@@ -26,8 +26,8 @@ from cook.validate.shards import MemberData, RawPack
 
 PICKLE_SUFFIXES: Final = (".pyd", ".pickle", ".pkl", ".pth", ".pt")
 MEDIA_KINDS: Final = ("image", "video", "tiles", "audio")
-_SEQUENCE_KEYS: Final = frozenset({"source", "length", "targets", "media", "truncated"})
-_SEQUENCE_REQUIRED: Final = ("source", "length", "targets", "media")
+_SEQUENCE_KEYS: Final = frozenset((*fmt.SEQUENCE_KEYS, fmt.SEQUENCE_TRUNCATED_KEY))
+_SEQUENCE_REQUIRED: Final = fmt.SEQUENCE_KEYS
 _REQUIRED_SET: Final = frozenset(_SEQUENCE_REQUIRED)
 _PAIRS: Final = (fmt.VISUAL_MEMBERS, fmt.AUDIO_MEMBERS)
 
@@ -138,7 +138,7 @@ def parse_meta(data: MemberData, findings: list[Finding]) -> tuple[SequenceMeta,
     except (UnicodeDecodeError, ValueError, RecursionError) as err:
         findings.append((Code.META_INVALID, f"{fmt.META} is not JSON: {err}"))
         return None
-    if not isinstance(body, dict) or set(body) != {"schema_version", "sequences"}:
+    if not isinstance(body, dict) or set(body) != set(fmt.META_BODY_KEYS):
         keys = sorted(body) if isinstance(body, dict) else type(body).__name__
         findings.append((Code.META_INVALID, f"{fmt.META} must hold exactly schema_version and sequences, got {keys}"))
         return None
@@ -155,15 +155,7 @@ def parse_meta(data: MemberData, findings: list[Finding]) -> tuple[SequenceMeta,
         if problem:
             findings.append((Code.META_INVALID, f"{fmt.META} sequences[{i}]: {problem}"))
             return None
-        sequences.append(
-            SequenceMeta(
-                source=entry["source"],
-                length=entry["length"],
-                targets=entry["targets"],
-                media=tuple(entry["media"]),
-                truncated=entry.get("truncated", False),
-            )
-        )
+        sequences.append(SequenceMeta.from_meta(entry))
     return tuple(sequences)
 
 

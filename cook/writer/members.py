@@ -11,17 +11,7 @@ from cook.types import Pack
 
 
 def meta_json(pack: Pack) -> bytes:
-    sequences = [
-        {
-            "source": s.source,
-            "length": s.length,
-            "targets": s.targets,
-            "media": list(s.media),
-            **({"truncated": True} if s.truncated else {}),
-        }
-        for s in pack.sequences
-    ]
-    body = {"schema_version": fmt.SCHEMA_VERSION, "sequences": sequences}
+    body = dict(zip(fmt.META_BODY_KEYS, (fmt.SCHEMA_VERSION, [s.to_meta() for s in pack.sequences]), strict=True))
     return json.dumps(body, sort_keys=True, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
 
 

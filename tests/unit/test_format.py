@@ -35,3 +35,21 @@ def test_counts_add_per_key_and_round_trip(a: list[int], b: list[int]) -> None:
     assert fmt.Counts.from_dict(left.to_dict()) == left
     assert list((left + right).to_dict().values()) == [x + y for x, y in zip(a, b, strict=True)]
     assert list(left.to_dict(fmt.PACKED_COUNT_KEYS)) == list(fmt.PACKED_COUNT_KEYS)
+
+
+def test_sequence_meta_fields_are_the_meta_json_keys() -> None:
+    from dataclasses import fields
+
+    from cook.types import SequenceMeta
+
+    assert tuple(f.name for f in fields(SequenceMeta)) == (*fmt.SEQUENCE_KEYS, fmt.SEQUENCE_TRUNCATED_KEY)
+
+
+def test_sequence_meta_round_trips_and_writes_truncated_only_when_true() -> None:
+    from cook.types import SequenceMeta
+
+    plain = SequenceMeta("a.jsonl#1", 12, 5, ("image",))
+    cut = SequenceMeta("a.jsonl#2", 9, 3, (), truncated=True)
+    assert plain.to_meta() == {"source": "a.jsonl#1", "length": 12, "targets": 5, "media": ["image"]}
+    assert cut.to_meta()["truncated"] is True
+    assert [SequenceMeta.from_meta(s.to_meta()) for s in (plain, cut)] == [plain, cut]
