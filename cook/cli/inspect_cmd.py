@@ -32,6 +32,7 @@ from typing import Any
 import numpy as np
 
 from cook import format as fmt
+from cook.cli.paths import check_output_file
 from cook.errors import ConfigError
 from cook.types import Pack
 from cook.validate import NotADataset, check_is_dataset
@@ -41,7 +42,6 @@ from cook.validate.packs import ONLY_META, find_pack, iter_packs, shard_spans
 from cook.validate.tokenizer_info import load_tokenizer
 from cook.view import tokens as view_tokens
 from cook.view.pack_page import DEFAULT_MAX_BYTES, render_pack_page
-from cook.view.page import check_page_path
 from cook.writer.atomic import atomic_write
 
 SHOWN_MATCHES = 5
@@ -78,7 +78,7 @@ def handle(args: argparse.Namespace) -> int:
     except NotADataset as err:
         return _fail(str(err))
     if args.html:
-        check_page_path("--html", args.html)
+        check_output_file("--html", args.html, "pack.html")
     if not args.html_max_mb >= 0:
         raise ConfigError(f"--html-max-mb: must be >= 0 (0 = no budget), got {args.html_max_mb}")
     index = args.pack

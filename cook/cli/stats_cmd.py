@@ -24,10 +24,10 @@ import sys
 from typing import IO, Any
 
 from cook import format as fmt
+from cook.cli.paths import check_output_file
 from cook.errors import ConfigError
 from cook.validate import NotADataset, check_is_dataset
 from cook.validate.stats import compute_stats, summarize
-from cook.view.page import check_page_path
 from cook.view.stats_page import render_stats_page
 from cook.writer.atomic import atomic_write
 
@@ -51,7 +51,7 @@ def handle(args: argparse.Namespace) -> int:
     if args.plot:
         check_plot_path(args.plot)
     if args.html:
-        check_page_path("--html", args.html)
+        check_output_file("--html", args.html, "stats.html")
     if args.global_batch_size is not None and args.global_batch_size < 1:
         raise ConfigError(f"--global-batch-size: must be >= 1, got {args.global_batch_size}")
     summary = {**summarize(compute_stats(args.dir)), **truncation(args.dir)}
@@ -87,13 +87,7 @@ def check_plot_path(path: str) -> None:
     directory exists and is writable, and the path is not a directory."""
     if importlib.util.find_spec("matplotlib") is None:
         raise ConfigError(f"--plot {path}: needs matplotlib, which is not installed (pip install 'cook[plot]')")
-    parent = os.path.dirname(os.path.abspath(path))
-    if os.path.isdir(path):
-        raise ConfigError(f"--plot {path}: is a directory; give a file name such as stats.png")
-    if not os.path.isdir(parent):
-        raise ConfigError(f"--plot {path}: directory {parent!r} does not exist")
-    if not os.access(parent, os.W_OK | os.X_OK):
-        raise ConfigError(f"--plot {path}: directory {parent!r} is not writable")
+    check_output_file("--plot", path, "stats.png")
 
 
 def truncation(root: str) -> dict[str, int]:

@@ -10,10 +10,7 @@ has no script at all, and a Content-Security-Policy that allows none (defence in
 from __future__ import annotations
 
 import html
-import os
 from typing import Final
-
-from cook.errors import ConfigError
 
 _CONTROL_CHARS: Final = {c: f"\\x{c:02x}" for c in [*range(32), 127, *range(0x80, 0xA0)] if c not in (9, 10)}
 CSP: Final = "default-src 'none'; img-src data:; style-src 'unsafe-inline'"
@@ -77,14 +74,3 @@ def page(title: str, body: str) -> str:
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
         f"<title>{text(title)}</title><style>{CSS}</style></head>\n<body>\n{body}\n</body></html>\n"
     )
-
-
-def check_page_path(flag: str, path: str) -> None:
-    """``--html FILE`` can be written: its directory exists and is writable, and it is not a directory."""
-    parent = os.path.dirname(os.path.abspath(path))
-    if os.path.isdir(path):
-        raise ConfigError(f"{flag} {path}: is a directory; give a file name such as pack.html")
-    if not os.path.isdir(parent):
-        raise ConfigError(f"{flag} {path}: directory {parent!r} does not exist")
-    if not os.access(parent, os.W_OK | os.X_OK):
-        raise ConfigError(f"{flag} {path}: directory {parent!r} is not writable")
