@@ -19,8 +19,10 @@ import time
 from typing import Any
 
 from cook import format as fmt
+from cook.contract import expected_tokenizer_problems
 from cook.errors import ConfigError
 from cook.validate import NotADataset, Report, TokenInfo, ValidateOptions, check_is_dataset, validate_dataset
+from cook.validate.problems import Problem
 
 TEXT_ERRORS = 50
 
@@ -36,6 +38,11 @@ def add_parser(sub: Any) -> None:
     )
     p.add_argument("--jobs", type=int, default=None, help="shards checked in parallel (default min(4, cpus))")
     p.add_argument("--tokenizer", help="tokenizer directory (default: the manifest's tokenizer.path)")
+    p.add_argument(
+        "--expect-tokenizer",
+        metavar="DIR2",
+        help="also check the data contract against this training-side tokenizer directory (code contract_mismatch)",
+    )
     p.add_argument("--max-errors", type=int, default=1000, help="errors listed in the report (all are counted)")
     p.add_argument("--quiet", action="store_true", help="no progress on stderr")
     p.set_defaults(handler=handle)
@@ -188,6 +195,10 @@ def handle(args: argparse.Namespace) -> int:
         on_shard=_Progress(not args.quiet),
     )
     report = validate_dataset(args.dir, options)
+    if args.expect_tokenizer:  # the data contract (cook.contract), one problem per differing field
+        mismatches = [Problem("contract_mismatch", "", "", d) for d in expected_tokenizer_problems(args.dir, args.expect_tokenizer)]
+        report.problems += mismatches
+        report.problems_total += len(mismatches)
     report.warnings = warnings + report.warnings
     for warning in report.warnings:
         print(f"cook validate: warning: {warning}", file=sys.stderr)

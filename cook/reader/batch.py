@@ -65,6 +65,7 @@ class PackedBatch(Batch):
     cu_packs: torch.Tensor  # int32 [B+1], where each pack starts in the stream
     max_seqlen: int  # longest padded sequence (>= longest true one)
     target_tokens: int  # loss_mask.sum(): the supervised tokens v of this micro-batch
+    sequence_targets: torch.Tensor  # int32 [N], loss_mask summed per sequence (sample-level loss)
     pixel_patches: torch.Tensor | None = None  # uint8 [P, 768]
     pixel_values: torch.Tensor | None = None  # float32 [P, 3, 16, 16], set by to_device
     media_sizes: torch.Tensor | None = None  # int32 [M, 3]
@@ -136,6 +137,14 @@ def _offset_boundaries(samples: Sequence[PackedSample]) -> tuple[torch.Tensor, t
     return torch.cat(true_parts), torch.cat(padded_parts), torch.tensor(pack_starts, dtype=torch.int32)
 
 
+def sequence_target_counts(loss_mask: torch.Tensor, cu_seqlens_padded: torch.Tensor) -> torch.Tensor:
+    """int32 ``[N]``: the label-aligned targets of each sequence of the stream (``loss_mask`` ``[T]``)."""
+    lengths = cu_seqlens_padded[1:] - cu_seqlens_padded[:-1]
+    sequence = torch.repeat_interleave(torch.arange(len(lengths)), lengths, output_size=loss_mask.shape[0])
+    counts = torch.zeros(len(lengths), dtype=torch.int64).index_add_(0, sequence, loss_mask.long())
+    return counts.to(torch.int32)
+
+
 def collate_packs(samples: Sequence[PackedSample]) -> PackedBatch:
     """Concatenate the packs of a micro-batch into one THD stream (see the module docstring)."""
     per_pack = [pack_targets(s.input_ids, s.target_mask, s.cu_seqlens, s.cu_seqlens_padded) for s in samples]
@@ -158,6 +167,7 @@ def collate_packs(samples: Sequence[PackedSample]) -> PackedBatch:
         cu_packs=cu_packs,
         max_seqlen=int((cu_seqlens_padded[1:] - cu_seqlens_padded[:-1]).max()),
         target_tokens=int(loss_mask.sum()),
+        sequence_targets=sequence_target_counts(loss_mask[0], cu_seqlens_padded),
         pixel_patches=_cat([s.pixel_patches for s in samples]),
         media_sizes=_cat([s.media_sizes for s in samples]),
         audio_features=_cat_audio([s.audio_features for s in samples]),

@@ -9,6 +9,7 @@ from typing import Any
 
 from cook import __version__
 from cook import format as fmt
+from cook.contract import CONTRACT_KEY, Contract
 from cook.writer.atomic import atomic_write
 from cook.writer.shards import ShardInfo
 
@@ -28,6 +29,7 @@ def build_manifest(
     rejects_by_reason: dict[str, int],
     shards: list[ShardInfo],
     seq_len: int,
+    contract: Contract,
 ) -> dict[str, Any]:
     packs = counts["packs"]
     return {
@@ -47,6 +49,7 @@ def build_manifest(
         "packing": packing,
         "rejects_by_reason": dict(sorted(rejects_by_reason.items())),
         "shards": [asdict(s) for s in shards],
+        CONTRACT_KEY: contract.to_dict(),  # what the trainer must match (cook.contract)
     }
 
 
