@@ -149,7 +149,7 @@ def tokenizer_vocab(path: str) -> tuple[int, dict[str, int]] | None:
     vocab = data.get("model", {}).get("vocab", {})
     ids = set(vocab.values()) if isinstance(vocab, dict) else set(range(len(vocab)))
     added = {str(t["content"]): int(t["id"]) for t in data.get("added_tokens", [])}
-    control = {token: added[token] for token in fmt.CONTROL_TOKENS if token in added}
+    control: dict[str, int] = {token: added[token] for token in fmt.CONTROL_TOKENS if token in added}
     if isinstance(vocab, dict):
         control.update({t: int(vocab[t]) for t in fmt.CONTROL_TOKENS if t not in control and t in vocab})
     return len(ids | set(added.values())), control
@@ -184,7 +184,8 @@ def _tokenizer_problems(cooked: Contract, tokenizer_dir: str) -> list[str]:
     problems = []
     files = tokenizer_files_sha256(tokenizer_dir)
     if files != dict(cooked.tokenizer_sha256):
-        changed = sorted(n for n in set(files) | set(cooked.tokenizer_sha256) if files.get(n) != cooked.tokenizer_sha256.get(n))
+        names = set(files) | set(cooked.tokenizer_sha256)
+        changed = sorted(n for n in names if files.get(n) != cooked.tokenizer_sha256.get(n))
         problems.append(
             f"tokenizer sha256 differs (cooked with {cooked.tokenizer_path}, training with"
             f" {os.path.abspath(tokenizer_dir)}; files {', '.join(changed)})"
@@ -239,8 +240,8 @@ def _differences(a: Contract, b: Contract) -> list[str]:
         if name == "media":
             out += [f"media.{k} {v} != {right['media'][k]}" for k, v in left["media"].items() if v != right["media"][k]]
         elif left[name] != right[name]:
-            shown = "differs" if isinstance(left[name], dict) or name.endswith("sha256") else f"{left[name]} != {right[name]}"
-            out.append(f"{name} {shown}")
+            opaque = isinstance(left[name], dict) or name.endswith("sha256")
+            out.append(f"{name} differs" if opaque else f"{name} {left[name]} != {right[name]}")
     return out
 
 

@@ -6,8 +6,9 @@ A text table on stdout, or one JSON object with ``--json`` (``cook.validate.stat
 reject reasons. Truncation (``truncated_sequences``, ``truncated_tokens``) comes from the manifest's
 counts (0 for a manifest written before they were counted). ``--global-batch-size N`` adds
 ``steps_per_epoch`` = packs // N (full global batches of N packs in one pass) and
-``target_tokens_per_step`` (the manifest's target tokens per pack times N, a mean). Exit 0; 2 for a directory that is not a
-dataset or a ``--plot`` path that cannot be written (checked before the dataset is read).
+``target_tokens_per_step`` (the manifest's target tokens per pack times N, a mean). Exit 0; 2 for a
+directory that is not a dataset or a ``--plot`` path that cannot be written (checked before the
+dataset is read).
 """
 
 from __future__ import annotations

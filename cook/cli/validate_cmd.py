@@ -196,7 +196,10 @@ def handle(args: argparse.Namespace) -> int:
     )
     report = validate_dataset(args.dir, options)
     if args.expect_tokenizer:  # the data contract (cook.contract), one problem per differing field
-        mismatches = [Problem("contract_mismatch", "", "", d) for d in expected_tokenizer_problems(args.dir, args.expect_tokenizer)]
+        mismatches = [
+            Problem("contract_mismatch", "", "", d)
+            for d in expected_tokenizer_problems(args.dir, args.expect_tokenizer)
+        ]
         report.problems += mismatches
         report.problems_total += len(mismatches)
     report.warnings = warnings + report.warnings

@@ -71,5 +71,6 @@ def check_datasets(path: str | Path, expect: Expectation | None) -> None:
         return
     for name, contract in contracts:
         if contract is None:
-            raise ContractMismatch(f"dataset {name}", ["its manifest has no contract (cooked by an older cook); re-cook it"])
+            reason = "its manifest has no contract (cooked by an older cook); re-cook it"
+            raise ContractMismatch(f"dataset {name}", [reason])
         check_contract(contract, expect, name)

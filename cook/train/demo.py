@@ -94,7 +94,8 @@ def is_current(out_dir: str, pipeline: str) -> bool:
 def ensure_cooked(out_dir: str, pipeline: str) -> bool:
     """Cook ``pipeline`` into ``out_dir`` unless it is current there; returns True when it was reused."""
     if is_current(out_dir, pipeline):
-        print(f"train-demo: reusing {out_dir} (current: same pipeline, inputs, tokenizer, cook version)", file=sys.stderr)
+        reason = "current: same pipeline, inputs, tokenizer, cook version"
+        print(f"train-demo: reusing {out_dir} ({reason})", file=sys.stderr)
         return True
     print(f"train-demo: cooking {pipeline} into {out_dir}", file=sys.stderr)
     command = [sys.executable, "-m", "cook.cli.main", "run", pipeline, "--output", out_dir, "--overwrite"]

@@ -134,7 +134,9 @@ def set_aux_loss_scale(scale: torch.Tensor) -> None:
     MoEAuxLossAutoScaler.set_loss_scale(scale.detach().clone().reshape(()))
 
 
-def token_loss_sum(logits: torch.Tensor, batch: PackedBatch, normalization: LossNormalization = "token") -> torch.Tensor:
+def token_loss_sum(
+    logits: torch.Tensor, batch: PackedBatch, normalization: LossNormalization = "token"
+) -> torch.Tensor:
     """Σ over target tokens of the cross entropy times ``token_weights`` (labels and mask are label-aligned)."""
     if logits.dtype in (torch.float16, torch.bfloat16):
         logits = logits.float()
@@ -180,9 +182,9 @@ def compute_gradients(
     stacked = [torch.stack(losses), torch.stack(auxes), torch.stack(routed).double(), torch.stack(scales)]
     per_mb = torch.stack(stacked).cpu()  # one sync
     aux, routed_tokens, used_scales = per_mb[1], per_mb[2], per_mb[3]
-    mass = torch.tensor(masses, dtype=torch.float64)
+    mass_mb = torch.tensor(masses, dtype=torch.float64)
     d = max(denominator, 1)
-    supervised = float((aux * mass).sum()) / d
+    supervised = float((aux * mass_mb).sum()) / d
     legacy = float((aux * routed_tokens).sum()) / d
     return StepResult(
         lm_loss=float(per_mb[0].sum()) / d,
@@ -197,7 +199,7 @@ def compute_gradients(
         global_loss_mass=denominator,
         loss_masses=tuple(masses),
         aux_weight=float((used_scales * routed_tokens).sum()) / d,
-        aux_weight_supervised=float((mass / routed_tokens.clamp(min=1.0) * routed_tokens).sum()) / d,
+        aux_weight_supervised=float((mass_mb / routed_tokens.clamp(min=1.0) * routed_tokens).sum()) / d,
         aux_weight_legacy=float(routed_tokens.sum()) / d,
     )
 

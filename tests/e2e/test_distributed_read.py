@@ -52,7 +52,9 @@ def _rows(tmp: Path) -> list[dict]:
             content.insert(0, {"type": "image", "image": paths[i % 3]})
         if i % 5 == 0:  # the same image twice in one conversation
             content.append({"type": "image", "image": paths[i % 3]})
-        rows.append({"messages": [{"role": "user", "content": content}, {"role": "assistant", "content": f"Answer {i}."}]})
+        rows.append(
+            {"messages": [{"role": "user", "content": content}, {"role": "assistant", "content": f"Answer {i}."}]}
+        )
     return rows
 
 
@@ -119,8 +121,10 @@ def _rank_main(rank: int, dataset: str, tmp: str) -> None:
         "epoch_keys": [key for batch in batches[: len(batches) // 2] for key in batch.__key__],
         "fingerprints": [batch_fingerprint(b) for b in batches],
         "reference": [batch_fingerprint(b) for b in reference],
-        "params": [[p.tolist() for p in (b.packed_seq_params.cu_seqlens_q, b.packed_seq_params.cu_seqlens_kv_padded)]
-                   for b in batches],  # fmt: skip
+        "params": [
+            [p.tolist() for p in (b.packed_seq_params.cu_seqlens_q, b.packed_seq_params.cu_seqlens_kv_padded)]
+            for b in batches
+        ],
         "patches_sent": broadcast.stats.patches_sent,
         "patches_cached": broadcast.stats.patches_cached,
         "distinct_patches": sum(distinct.values()),
@@ -151,7 +155,9 @@ def test_dp2_tp2_read_and_broadcast(dataset: Path, tmp_path: Path) -> None:
     shares = [set(ranks[0]["epoch_keys"]), set(ranks[2]["epoch_keys"])]
     assert not shares[0] & shares[1]
     assert shares[0] | shares[1] == {fmt.pack_key(i) for i in range(packs)}
-    assert [len(ranks[0]["epoch_keys"]), len(ranks[2]["epoch_keys"])] == [packs_per_epoch(dataset, d, 2) for d in (0, 1)]
+    assert [len(ranks[0]["epoch_keys"]), len(ranks[2]["epoch_keys"])] == [
+        packs_per_epoch(dataset, d, 2) for d in (0, 1)
+    ]
     assert all(len(set(r["epoch_keys"])) == len(r["epoch_keys"]) for r in ranks)
 
     for lead, peer in ((ranks[0], ranks[1]), (ranks[2], ranks[3])):
