@@ -62,11 +62,13 @@ def _files(path: str) -> list[str]:
     return sorted(p for p in glob.glob(path) if os.path.isfile(p))
 
 
-def _digest(paths: list[str]) -> str:
+def _digest(path: str) -> str:
+    """sha256 over the files at ``path`` (a file, directory or glob): names relative to it, and contents."""
     hasher = hashlib.sha256()
-    for path in paths:
-        with open(path, "rb") as handle:
-            hasher.update(f"{path}\0{hashlib.sha256(handle.read()).hexdigest()}\n".encode())
+    root = path if os.path.isdir(path) else os.path.dirname(path)
+    for file in _files(path):
+        with open(file, "rb") as handle:
+            hasher.update(f"{os.path.relpath(file, root)}\0{hashlib.sha256(handle.read()).hexdigest()}\n".encode())
     return hasher.hexdigest()
 
 
@@ -76,9 +78,9 @@ def demo_stamp(pipeline: str) -> dict[str, str]:
         data: dict[str, Any] = yaml.safe_load(handle)
     return {
         "cook_version": __version__,
-        "pipeline_sha256": _digest([pipeline]),
-        "input_sha256": _digest(_files(str(data["input"]["path"]))),
-        "tokenizer_sha256": _digest(_files(str(data["tokenizer"]["path"]))),
+        "pipeline_sha256": _digest(pipeline),
+        "input_sha256": _digest(str(data["input"]["path"])),
+        "tokenizer_sha256": _digest(str(data["tokenizer"]["path"])),
     }
 
 
