@@ -143,7 +143,7 @@ def test_blend_with_one_contract_loads(cooked: Path, tmp_path: Path) -> None:
 
 
 def test_blend_of_different_contracts_is_refused(cooked: Path, cooked_long: Path, tmp_path: Path) -> None:
-    with pytest.raises(ContractMismatch, match="blended datasets .* have different contracts: seq_len 128 != 256"):
+    with pytest.raises(ContractMismatch, match=r"blended datasets .* have different contracts: seq_len 128 != 256"):
         _loader(_metadataset(tmp_path, cooked, cooked_long))
 
 

@@ -15,6 +15,7 @@ sample: they sum to exactly 1.
 from __future__ import annotations
 
 import dataclasses
+import itertools
 
 import pytest
 import torch
@@ -48,7 +49,7 @@ def _sample_objective(net, micro_batches, grad: bool) -> tuple[torch.Tensor, int
             net.eval()
             logits = net.forward_batch(mb).logits
             bounds = mb.cu_seqlens_padded.tolist()
-            for start, end in zip(bounds[:-1], bounds[1:], strict=True):
+            for start, end in itertools.pairwise(bounds):
                 targets = mb.loss_mask[0, start:end].bool()
                 if targets.any():
                     labels = mb.labels[0, start:end][targets]
@@ -97,7 +98,7 @@ def test_g_sample_total_aux_weight_is_one(composition: list) -> None:
     micro_batches = [batch([with_mask(base, share)], pad_multiple=pad) for share, pad in composition]
     net = model()
     one_aux = autograd_gradients(net, micro_batch_aux(net, micro_batches[0]))
-    fixed, fixed_result = aux_gradients(net, micro_batches, SAMPLE)
+    fixed, _fixed_result = aux_gradients(net, micro_batches, SAMPLE)
     for name, grad in fixed.items():
         torch.testing.assert_close(grad, one_aux[name], rtol=1e-9, atol=1e-12, msg=name)
     legacy, legacy_result = aux_gradients(net, micro_batches, SAMPLE_LEGACY)
@@ -122,7 +123,7 @@ def test_h_reported_aux_weights(normalization: str) -> None:
 
 
 def test_bad_normalization_is_refused() -> None:
-    with pytest.raises(ValueError, match="train.loss_normalization='conversation'"):
+    with pytest.raises(ValueError, match=r"train\.loss_normalization='conversation'"):
         TrainConfig(loss_normalization="conversation")  # type: ignore[arg-type]
 
 
@@ -141,7 +142,7 @@ def test_sample_weights_give_each_conversation_weight_one(packs: list, pad_multi
     mb = batch(built, pad_multiple=pad_multiple)
     weights = token_weights(mb, "sample")
     bounds = mb.cu_seqlens_padded.tolist()
-    per_sequence = [float(weights[s:e].sum()) for s, e in zip(bounds[:-1], bounds[1:], strict=True)]
+    per_sequence = [float(weights[s:e].sum()) for s, e in itertools.pairwise(bounds)]
     expected = [1.0 if n > 0 else 0.0 for n in mb.sequence_targets.tolist()]
     assert per_sequence == pytest.approx(expected, abs=1e-12)
     assert loss_mass(mb, "sample") == sum(expected) and loss_mass(mb, "token") == int(token_weights(mb, "token").sum())
