@@ -23,6 +23,7 @@ BENCHES = [
     "bench_media",
     "bench_job",
     "bench_plan",
+    "bench_reader",
 ]
 RESULTS = Path(__file__).with_name("RESULTS.md")
 HEADER = (

@@ -111,14 +111,17 @@ def pack_targets(
 
 
 def _cat(tensors: Sequence[torch.Tensor | None]) -> torch.Tensor | None:
+    """The present tensors concatenated; a single one is passed through uncopied (media are megabytes)."""
     present = [x for x in tensors if x is not None]
-    return torch.cat(present) if present else None
+    if len(present) <= 1:
+        return present[0] if present else None
+    return torch.cat(present)
 
 
 def _cat_audio(features: Sequence[torch.Tensor | None]) -> torch.Tensor | None:
     present = [x for x in features if x is not None]
-    if not present:
-        return None
+    if len(present) <= 1:
+        return present[0] if present else None
     frames = max(x.shape[1] for x in present)
     return torch.cat([F.pad(x, (0, 0, 0, frames - x.shape[1])) for x in present])
 
