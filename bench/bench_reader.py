@@ -134,9 +134,13 @@ def prepare() -> dict[str, dict[str, object]]:
 
 
 def _row(name: str, m: Marginal) -> str:
-    return (
-        f"| {name} | {m.cpu_per_mtok:,.2f} | {m.tokens_per_s / 1e6:,.3f} | {m.packs_per_s:,.1f} | {m.cpu_per_pack_ms:,.3f} |"
-    )
+    cells = [
+        f"{m.cpu_per_mtok:,.2f}",
+        f"{m.tokens_per_s / 1e6:,.3f}",
+        f"{m.packs_per_s:,.1f}",
+        f"{m.cpu_per_pack_ms:,.3f}",
+    ]
+    return f"| {name} | " + " | ".join(cells) + " |"
 
 
 HEAD = "| path | CPU-s per M training tokens | M tokens/s | packs/s | CPU ms per pack |\n| --- | ---: | ---: | ---: | ---: |"

@@ -71,7 +71,9 @@ class OnlineTaskEncoder(DefaultTaskEncoder[CookedRecord, PackedSample, PackedBat
     @stateless
     def cook_record(self, crude: dict[str, Any]) -> CookedRecord:
         members = {k: bytes(v) for k, v in crude.items() if not k.startswith("__") and k != "json"}
-        raw = RawRecord(source=str(crude["__key__"]), fields=json.loads(bytes(crude["json"])), origin="", members=members)
+        raw = RawRecord(
+            source=str(crude["__key__"]), fields=json.loads(bytes(crude["json"])), origin="", members=members
+        )
         conversation = self.cooker(raw)
         media = tuple(
             process_media(ref, self.store.resolve(ref.ref, raw.members, ""), self.config.media)
