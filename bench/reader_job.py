@@ -5,7 +5,7 @@
 MODE: ``reader`` (cook.reader over cooked shards), ``online`` (bench.online_loader over the raw
 WebDataset; ``--pipeline`` gives the cook settings), ``crude`` (bare Energon over the cooked shards).
 Reads batches until at least N packs, then prints one JSON line: packs, tokens (real, padding
-excluded; 0 for crude), wall seconds of the whole process so far.
+excluded; 0 for crude), wall seconds of the read loop (workers start inside it) and of the process.
 """
 
 from __future__ import annotations
@@ -65,15 +65,17 @@ def main(argv: list[str]) -> int:
     torch.set_num_threads(1)
     loader = _loader(args.mode, args.data, args.workers, args.batch_size, args.pipeline)
     packs = tokens = 0
+    loop_started = time.perf_counter()
     batches = iter(loader)
     while packs < args.packs:
         batch = next(batches)
         packs += len(batch.__key__)
         if args.mode != "crude":
             tokens += int(batch.cu_seqlens[-1])
+    loop_s = time.perf_counter() - loop_started
     del batches, loader
     gc.collect()  # loader workers stop (and are waited for) before the process exits
-    print(json.dumps({"packs": packs, "tokens": tokens, "wall_s": time.perf_counter() - STARTED}))
+    print(json.dumps({"packs": packs, "tokens": tokens, "loop_s": loop_s, "wall_s": time.perf_counter() - STARTED}))
     return 0
 
 

@@ -10,7 +10,8 @@ Checked: the DP shares are disjoint and cover every pack exactly once per epoch,
 ``packs_per_epoch``; within each TP group every batch (tokens, masks, variable-length cu_seqlens,
 PackedSeqParams, patches, media sizes, audio) is bitwise identical on both ranks and to the
 reference; media go out once: the patches sent are exactly those of the distinct images the rank's
-batches hold, everything else (repeats, the whole second pass) is served from the receivers' cache.
+batches hold, everything else (repeats, the whole second pass) is served from the receivers' cache;
+with a cache too small for them the batches stay equal (eviction itself: tests/unit/reader/test_tp.py).
 """
 
 from __future__ import annotations
@@ -113,6 +114,14 @@ def _rank_main(rank: int, dataset: str, tmp: str) -> None:
         else:
             while (batch := broadcast.receive()) is not None:
                 batches.append(batch)
+    small = TensorParallelBroadcast(tp_groups[dp], src=2 * dp, cache_patches=40)  # evicts as it goes
+    evicting = []
+    if tp == 0:
+        evicting = [small.send(batch) for batch in read() * 2]
+        small.send(None)
+    else:
+        while (batch := small.receive()) is not None:
+            evicting.append(batch)
     reference = read() * 2 if tp == 1 else batches
     distinct: dict[str, int] = {}
     for batch in reference:
@@ -125,6 +134,8 @@ def _rank_main(rank: int, dataset: str, tmp: str) -> None:
             [p.tolist() for p in (b.packed_seq_params.cu_seqlens_q, b.packed_seq_params.cu_seqlens_kv_padded)]
             for b in batches
         ],
+        "evicting": [batch_fingerprint(b) for b in evicting],
+        "evicting_sent": small.stats.patches_sent,
         "patches_sent": broadcast.stats.patches_sent,
         "patches_cached": broadcast.stats.patches_cached,
         "distinct_patches": sum(distinct.values()),
@@ -166,4 +177,7 @@ def test_dp2_tp2_read_and_broadcast(dataset: Path, tmp_path: Path) -> None:
         assert lead["patches_sent"] == peer["patches_sent"] == peer["distinct_patches"] > 0
         assert lead["patches_cached"] == peer["patches_cached"] == peer["total_patches"] - peer["distinct_patches"]
         assert peer["patches_cached"] > peer["total_patches"] // 2  # the second pass resends nothing
+        # a cache of 40 patches (less than one batch's items): batches stay bitwise the same
+        assert lead["evicting"] == peer["evicting"] == peer["reference"]
+        assert peer["evicting_sent"] >= peer["distinct_patches"]
     assert sum(r["audio_batches"] for r in ranks) > 0 and any(r["multi_sequence"] for r in ranks)
