@@ -2,11 +2,13 @@
 
     crude sample {"__key__", "input_ids.npy": bytes, ...} -decode_pack-> PackedSample
 
-Every ``.npy`` member is parsed with ``format.load_npy`` (``allow_pickle=False``: an object array
-raises instead of being unpickled) and checked against ``format.MEMBER_DTYPES``; ``meta.json`` is
-parsed with ``json``. Nothing else is decoded and nothing is unpickled. A member that is missing, of
-the wrong dtype or shape, or inconsistent with the boundaries raises ``PackFormatError`` naming the
-pack key and the member (``cook validate`` reports the same defects before a run).
+Every ``.npy`` member is parsed by ``_load_npy``: the plain little-endian headers ``np.save`` writes
+are read with a regex (no ``ast.literal_eval``), anything else goes to ``format.load_npy``
+(``allow_pickle=False``: an object array raises instead of being unpickled); each is checked against
+``format.MEMBER_DTYPES``; ``meta.json`` is parsed with ``json``. Nothing else is decoded and nothing
+is unpickled. A member that is missing, of the wrong dtype or shape, or inconsistent with the
+boundaries raises ``PackFormatError`` naming the pack key and the member (``cook validate`` reports
+the same defects before a run).
 
 The sample keeps the stored, *target-aligned* form (``target_mask[t] = 1``: token ``t`` is predicted
 from earlier tokens of its sequence); ``cook.reader.batch`` derives the label-aligned training form.
