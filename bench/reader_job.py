@@ -5,7 +5,8 @@
 MODE: ``reader`` (cook.reader over cooked shards), ``online`` (bench.online_loader over the raw
 WebDataset; ``--pipeline`` gives the cook settings), ``crude`` (bare Energon over the cooked shards).
 Reads batches until at least N packs, then prints one JSON line: packs, tokens (real, padding
-excluded; 0 for crude), wall seconds of the read loop (workers start inside it) and of the process.
+excluded; 0 for crude), wall and process-tree CPU seconds of the read loop (workers start inside it),
+and the wall seconds of the whole process.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import json
 import os
 import sys
 import time
+from typing import Any
 
 STARTED = time.perf_counter()
 
@@ -50,6 +52,18 @@ def _loader(mode: str, data: str, workers: int, batch_size: int, pipeline: str |
     return get_savable_loader(dataset)
 
 
+def _tree_cpu(process: Any) -> float:
+    """user+sys seconds of ``process`` and its live descendants (the loader workers)."""
+    total = 0.0
+    for proc in [process, *process.children(recursive=True)]:
+        try:
+            times = proc.cpu_times()
+        except Exception:  # a worker that exited between listing and reading (psutil.NoSuchProcess)
+            continue
+        total += times.user + times.system
+    return total
+
+
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("mode", choices=["reader", "online", "crude"])
@@ -64,18 +78,22 @@ def main(argv: list[str]) -> int:
 
     torch.set_num_threads(1)
     loader = _loader(args.mode, args.data, args.workers, args.batch_size, args.pipeline)
+    import psutil
+
+    me = psutil.Process()
     packs = tokens = 0
-    loop_started = time.perf_counter()
+    loop_started, cpu_started = time.perf_counter(), _tree_cpu(me)
     batches = iter(loader)
     while packs < args.packs:
         batch = next(batches)
         packs += len(batch.__key__)
         if args.mode != "crude":
             tokens += int(batch.cu_seqlens[-1])
-    loop_s = time.perf_counter() - loop_started
+    loop_s, tree_cpu_s = time.perf_counter() - loop_started, _tree_cpu(me) - cpu_started  # workers still alive
     del batches, loader
     gc.collect()  # loader workers stop (and are waited for) before the process exits
-    print(json.dumps({"packs": packs, "tokens": tokens, "loop_s": loop_s, "wall_s": time.perf_counter() - STARTED}))
+    result = {"packs": packs, "tokens": tokens, "loop_s": loop_s, "tree_cpu_s": tree_cpu_s}
+    print(json.dumps({**result, "wall_s": time.perf_counter() - STARTED}))
     return 0
 
 
