@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: venv cook test test-browser lint typecheck bench fuzz clean schemas
+.PHONY: venv cook train-demo test test-browser lint typecheck bench fuzz clean schemas
 
 venv: $(STAMP)
 
@@ -19,6 +19,11 @@ $(STAMP): pyproject.toml
 
 cook: $(STAMP)
 	$(BIN)/cook run pipelines/demo.yaml --output out/demo --overwrite
+
+# Cooks the demo into out/demo unless it is current there (same pipeline, inputs, tokenizer and cook
+# version as recorded in out/demo/.train-demo.json), then SFT steps on CPU through cook.reader.
+train-demo: $(STAMP)
+	$(BIN)/python -m cook.train.demo --pipeline pipelines/demo.yaml --out out/demo
 
 test: $(STAMP)
 	$(BIN)/python -m pytest tests

@@ -26,6 +26,7 @@ BENCHES = [
     "bench_inspect_html",
     "bench_text_fast",
     "bench_template",
+    "bench_reader",
 ]
 RESULTS = Path(__file__).with_name("RESULTS.md")
 HEADER = (

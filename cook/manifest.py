@@ -18,6 +18,7 @@ from typing import Any
 
 from cook import __version__
 from cook import format as fmt
+from cook.contract import CONTRACT_KEY, Contract
 
 
 @dataclass(frozen=True)
@@ -79,6 +80,7 @@ class Manifest:
     rejects_by_reason: Mapping[str, int]
     shards: tuple[ShardInfo, ...]
     seq_len: int
+    contract: Contract  # what the trainer must match (cook.contract)
 
     @property
     def packing_efficiency(self) -> float:
@@ -98,4 +100,5 @@ class Manifest:
             "packing": self.packing.to_dict(),
             "rejects_by_reason": dict(sorted(self.rejects_by_reason.items())),
             "shards": [asdict(s) for s in self.shards],
+            CONTRACT_KEY: self.contract.to_dict(),
         }

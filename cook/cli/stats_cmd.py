@@ -5,8 +5,10 @@ A text table on stdout, or one JSON object with ``--json`` (``cook.validate.stat
 ``--plot`` writes a 2x2 PNG (matplotlib, Agg): fill histogram, sequence lengths, sources per pack,
 reject reasons. Truncation (``truncated_sequences``, ``truncated_tokens``) comes from the manifest's
 counts (0 for a manifest written before they were counted). ``--global-batch-size N`` adds
-``steps_per_epoch`` = packs // N (full global batches of N packs in one pass). Exit 0; 2 for a directory that is not a
-dataset or a ``--plot`` path that cannot be written (checked before the dataset is read).
+``steps_per_epoch`` = packs // N (full global batches of N packs in one pass) and
+``target_tokens_per_step`` (the manifest's target tokens per pack times N, a mean). Exit 0; 2 for a
+directory that is not a dataset or a ``--plot`` path that cannot be written (checked before the
+dataset is read).
 
 ``--html FILE`` writes one self-contained page (``cook.view.stats_page``): the same plots, a table per
 input file and the reject reasons with examples; a path that cannot be written exits 2 before any work.
@@ -58,6 +60,7 @@ def handle(args: argparse.Namespace) -> int:
     if args.global_batch_size is not None:
         summary["global_batch_size"] = args.global_batch_size
         summary["steps_per_epoch"] = summary["packs"] // args.global_batch_size
+        summary["target_tokens_per_step"] = target_tokens_per_step(args.dir, summary["packs"], args.global_batch_size)
     if args.plot:
         try:
             plot(summary, args.plot, args.dir)
@@ -95,6 +98,13 @@ def truncation(root: str) -> dict[str, int]:
     with open(os.path.join(root, fmt.MANIFEST_NAME), encoding="utf-8") as handle:
         counts = json.load(handle).get("counts", {})
     return {key: int(counts.get(key, 0)) for key in ("truncated_sequences", "truncated_tokens")}
+
+
+def target_tokens_per_step(root: str, packs: int, global_batch_size: int) -> int:
+    """Mean supervised tokens in a step of ``global_batch_size`` packs (the manifest's ``target_tokens``)."""
+    with open(os.path.join(root, fmt.MANIFEST_NAME), encoding="utf-8") as handle:
+        targets = int(json.load(handle).get("counts", {}).get("target_tokens", 0))
+    return round(targets * global_batch_size / packs) if packs else 0
 
 
 def _bar(count: int, most: int, width: int = 30) -> str:
@@ -153,7 +163,8 @@ def _steps(s: dict[str, Any]) -> list[str]:
     left = s["packs"] - s["steps_per_epoch"] * s["global_batch_size"]
     return [
         f"steps per epoch     {s['steps_per_epoch']:,} at global batch size {s['global_batch_size']:,}"
-        + (f" (+ {left:,} packs left over)" if left else "")
+        + (f" (+ {left:,} packs left over)" if left else ""),
+        f"target tokens/step  {s['target_tokens_per_step']:,} (mean)",
     ]
 
 

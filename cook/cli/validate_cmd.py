@@ -16,9 +16,11 @@ import os
 import sys
 from typing import Any
 
+from cook.contract import expected_tokenizer_problems
 from cook.errors import ConfigError
 from cook.runner.progress import Progress
 from cook.validate import NotADataset, Report, ValidateOptions, check_is_dataset, validate_dataset
+from cook.validate.problems import Problem
 from cook.validate.tokenizer_info import load_token_info
 
 TEXT_ERRORS = 50
@@ -35,6 +37,11 @@ def add_parser(sub: Any) -> None:
     )
     p.add_argument("--jobs", type=int, default=None, help="shards checked in parallel (default min(4, cpus))")
     p.add_argument("--tokenizer", help="tokenizer directory (default: the manifest's tokenizer.path)")
+    p.add_argument(
+        "--expect-tokenizer",
+        metavar="DIR2",
+        help="also check the data contract against this training-side tokenizer directory (code contract_mismatch)",
+    )
     p.add_argument("--max-errors", type=int, default=1000, help="errors listed in the report (all are counted)")
     p.add_argument("--quiet", action="store_true", help="no progress on stderr")
     p.set_defaults(handler=handle)
@@ -88,6 +95,13 @@ def handle(args: argparse.Namespace) -> int:
         on_shard=_ShardProgress(not args.quiet),
     )
     report = validate_dataset(args.dir, options)
+    if args.expect_tokenizer:  # the data contract (cook.contract), one problem per differing field
+        mismatches = [
+            Problem("contract_mismatch", "", "", d)
+            for d in expected_tokenizer_problems(args.dir, args.expect_tokenizer)
+        ]
+        report.problems += mismatches
+        report.problems_total += len(mismatches)
     report.warnings = warnings + report.warnings
     for warning in report.warnings:
         print(f"cook validate: warning: {warning}", file=sys.stderr)

@@ -36,6 +36,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import numpy as np
 import torch
 import torch.nn.functional as F
 from megatron.core.packed_seq_params import PackedSeqParams
@@ -65,6 +66,7 @@ class PackedBatch(Batch):
     cu_packs: torch.Tensor  # int32 [B+1], where each pack starts in the stream
     max_seqlen: int  # longest padded sequence (>= longest true one)
     target_tokens: int  # loss_mask.sum(): the supervised tokens v of this micro-batch
+    sequence_targets: torch.Tensor  # int32 [N], loss_mask summed per sequence (sample-level loss)
     pixel_patches: torch.Tensor | None = None  # uint8 [P, 768]
     pixel_values: torch.Tensor | None = None  # float32 [P, 3, 16, 16], set by to_device
     media_sizes: torch.Tensor | None = None  # int32 [M, 3]
@@ -94,36 +96,45 @@ def pack_targets(
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
     """One pack's stored arrays -> ``(labels, loss_mask, position_ids, padding_mask)``, all ``[T]``.
 
-    See the module docstring for a worked example.
+    See the module docstring for a worked example. Computed in NumPy on the CPU tensors' memory (a
+    handful of vector ops over ``T`` ~ 4k tokens: NumPy's per-op cost is a fraction of torch's).
     """
-    total = input_ids.shape[0]
-    starts = cu_seqlens_padded[:-1].long()
-    real_ends = starts + (cu_seqlens[1:] - cu_seqlens[:-1]).long()
-    seq_index = torch.repeat_interleave(torch.arange(len(starts)), (cu_seqlens_padded[1:] - cu_seqlens_padded[:-1]))
-    t = torch.arange(total)
+    ids, mask = input_ids.numpy(), target_mask.numpy()
+    starts = cu_seqlens_padded.numpy()[:-1].astype(np.int64)
+    real_ends = starts + np.diff(cu_seqlens.numpy()).astype(np.int64)
+    seq_index = np.repeat(np.arange(len(starts)), np.diff(cu_seqlens_padded.numpy()))
+    t = np.arange(ids.shape[0])
     has_next = t + 1 < real_ends[seq_index]  # the next token exists and belongs to the same sequence
-    labels = torch.where(has_next, input_ids.roll(-1), IGNORE_INDEX)
-    loss_mask = (has_next & target_mask.roll(-1)).float()
+    labels = np.full(ids.shape[0], IGNORE_INDEX, dtype=np.int64)
+    labels[:-1] = np.where(has_next[:-1], ids[1:], IGNORE_INDEX)
+    loss_mask = np.zeros(ids.shape[0], dtype=np.float32)
+    loss_mask[:-1] = has_next[:-1] & mask[1:]
     position_ids = t - starts[seq_index]
     padding_mask = t >= real_ends[seq_index]
-    return labels, loss_mask, position_ids, padding_mask
+    return tuple(torch.from_numpy(x) for x in (labels, loss_mask, position_ids, padding_mask))  # type: ignore[return-value]
 
 
 def _cat(tensors: Sequence[torch.Tensor | None]) -> torch.Tensor | None:
+    """The present tensors concatenated; a single one is passed through uncopied (media are megabytes)."""
     present = [x for x in tensors if x is not None]
-    return torch.cat(present) if present else None
+    if len(present) <= 1:
+        return present[0] if present else None
+    return torch.cat(present)
 
 
 def _cat_audio(features: Sequence[torch.Tensor | None]) -> torch.Tensor | None:
     present = [x for x in features if x is not None]
-    if not present:
-        return None
+    if len(present) <= 1:
+        return present[0] if present else None
     frames = max(x.shape[1] for x in present)
     return torch.cat([F.pad(x, (0, 0, 0, frames - x.shape[1])) for x in present])
 
 
 def _offset_boundaries(samples: Sequence[PackedSample]) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """Concatenated ``(cu_seqlens, cu_seqlens_padded, cu_packs)``: each pack shifted by the ones before it."""
+    if len(samples) == 1:
+        (sample,) = samples
+        return sample.cu_seqlens, sample.cu_seqlens_padded, torch.tensor([0, sample.num_tokens], dtype=torch.int32)
     zero = torch.zeros(1, dtype=torch.int32)
     true_parts, padded_parts, pack_starts = [zero], [zero], [0]
     real = padded = 0
@@ -136,10 +147,20 @@ def _offset_boundaries(samples: Sequence[PackedSample]) -> tuple[torch.Tensor, t
     return torch.cat(true_parts), torch.cat(padded_parts), torch.tensor(pack_starts, dtype=torch.int32)
 
 
+def sequence_target_counts(loss_mask: torch.Tensor, cu_seqlens_padded: torch.Tensor) -> torch.Tensor:
+    """int32 ``[N]``: the label-aligned targets of each sequence of the stream (``loss_mask`` ``[T]``)."""
+    counts = np.add.reduceat(loss_mask.numpy().astype(np.int32), cu_seqlens_padded.numpy()[:-1].astype(np.int64))
+    return torch.from_numpy(counts.astype(np.int32))
+
+
+def _join(parts: Sequence[torch.Tensor]) -> torch.Tensor:
+    return parts[0] if len(parts) == 1 else torch.cat(list(parts))
+
+
 def collate_packs(samples: Sequence[PackedSample]) -> PackedBatch:
     """Concatenate the packs of a micro-batch into one THD stream (see the module docstring)."""
     per_pack = [pack_targets(s.input_ids, s.target_mask, s.cu_seqlens, s.cu_seqlens_padded) for s in samples]
-    labels, loss_mask, position_ids, padding_mask = (torch.cat(parts)[None] for parts in zip(*per_pack, strict=True))
+    labels, loss_mask, position_ids, padding_mask = (_join(parts)[None] for parts in zip(*per_pack, strict=True))
     cu_seqlens, cu_seqlens_padded, cu_packs = _offset_boundaries(samples)
     subflavors = [s.__subflavors__ for s in samples]
     sources = tuple(src for s in samples for src in (s.__sources__ or ()))
@@ -148,7 +169,7 @@ def collate_packs(samples: Sequence[PackedSample]) -> PackedBatch:
         __restore_key__=(),
         __subflavors__=subflavors if any(x is not None for x in subflavors) else None,
         __sources__=sources or None,
-        input_ids=torch.cat([s.input_ids for s in samples])[None],
+        input_ids=_join([s.input_ids for s in samples])[None],
         labels=labels,
         loss_mask=loss_mask,
         position_ids=position_ids,
@@ -156,8 +177,9 @@ def collate_packs(samples: Sequence[PackedSample]) -> PackedBatch:
         cu_seqlens=cu_seqlens,
         cu_seqlens_padded=cu_seqlens_padded,
         cu_packs=cu_packs,
-        max_seqlen=int((cu_seqlens_padded[1:] - cu_seqlens_padded[:-1]).max()),
-        target_tokens=int(loss_mask.sum()),
+        max_seqlen=int(np.diff(cu_seqlens_padded.numpy()).max()),
+        target_tokens=int(loss_mask.numpy().sum()),
+        sequence_targets=sequence_target_counts(loss_mask[0], cu_seqlens_padded),
         pixel_patches=_cat([s.pixel_patches for s in samples]),
         media_sizes=_cat([s.media_sizes for s in samples]),
         audio_features=_cat_audio([s.audio_features for s in samples]),

@@ -33,7 +33,9 @@ from megatron.energon import (
 )
 
 from cook import format as fmt
+from cook.contract import Expectation
 from cook.reader.batch import PackedBatch, collate_packs
+from cook.reader.contract import check_datasets
 from cook.reader.pack import PackedSample, decode_pack
 
 
@@ -68,17 +70,23 @@ def make_loader(
     shuffle_buffer_size: int | None = None,
     max_samples_per_sequence: int | None = None,
     repeat: bool = True,
+    expect: Expectation | None = None,
     **loader_kwargs: Any,
 ) -> SavableDataLoader[PackedBatch]:
     """A checkpointable loader of ``PackedBatch``es (``batch_size`` packs each) over a cooked dataset.
 
     ``worker_config`` is Energon's (rank, world size, worker processes, error handler);
-    ``loader_kwargs`` go to ``megatron.energon.get_savable_loader``.
+    ``loader_kwargs`` go to ``megatron.energon.get_savable_loader``. ``path`` is a cooked dataset or an
+    Energon metadataset blending several: cooked datasets with different contracts are refused
+    (``cook.contract.ContractMismatch``), and given ``expect`` (the trainer's tokenizer directory, media
+    settings, ``seq_len``, context-parallel size) so is any dataset that differs from it, in one error
+    naming every field, before anything is read.
 
     >>> loader = make_loader("out/demo", batch_size=2,
     ...                      worker_config=WorkerConfig(rank=0, world_size=1, num_workers=2))  # doctest: +SKIP
     >>> batch = to_device(next(iter(loader)), "cuda")  # doctest: +SKIP
     """
+    check_datasets(path, expect)
     dataset = get_train_dataset(
         str(path),
         batch_size=batch_size,

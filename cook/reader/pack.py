@@ -2,11 +2,13 @@
 
     crude sample {"__key__", "input_ids.npy": bytes, ...} -decode_pack-> PackedSample
 
-Every ``.npy`` member is parsed with ``format.load_npy`` (``allow_pickle=False``: an object array
-raises instead of being unpickled) and checked against ``format.MEMBER_DTYPES``; ``meta.json`` is
-parsed with ``json``. Nothing else is decoded and nothing is unpickled. A member that is missing, of
-the wrong dtype or shape, or inconsistent with the boundaries raises ``PackFormatError`` naming the
-pack key and the member (``cook validate`` reports the same defects before a run).
+Every ``.npy`` member is parsed by ``_load_npy``: the plain little-endian headers ``np.save`` writes
+are read with a regex (no ``ast.literal_eval``), anything else goes to ``format.load_npy``
+(``allow_pickle=False``: an object array raises instead of being unpickled); each is checked against
+``format.MEMBER_DTYPES``; ``meta.json`` is parsed with ``json``. Nothing else is decoded and nothing
+is unpickled. A member that is missing, of the wrong dtype or shape, or inconsistent with the
+boundaries raises ``PackFormatError`` naming the pack key and the member (``cook validate`` reports
+the same defects before a run).
 
 The sample keeps the stored, *target-aligned* form (``target_mask[t] = 1``: token ``t`` is predicted
 from earlier tokens of its sequence); ``cook.reader.batch`` derives the label-aligned training form.
@@ -15,6 +17,8 @@ from earlier tokens of its sequence); ``cook.reader.batch`` derives the label-al
 from __future__ import annotations
 
 import json
+import math
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -53,12 +57,31 @@ class PackedSample(Sample):
         return int(self.input_ids.shape[0])
 
 
+_NPY_MAGIC = b"\x93NUMPY\x01\x00"
+_NPY_HEADER = re.compile(rb"\{'descr': '([<|]\w\d+)', 'fortran_order': False, 'shape': \(([\d, ]*)\), \} *\n")
+
+
+def _load_npy(data: bytes) -> np.ndarray:
+    """``format.load_npy`` with a fast path for the version-1 headers ``np.save`` writes for plain
+    little-endian arrays (a regex instead of ``ast.literal_eval``); anything else takes ``load_npy``."""
+    if data[:8] == _NPY_MAGIC:
+        end = 10 + int.from_bytes(data[8:10], "little")
+        match = _NPY_HEADER.fullmatch(data, 10, end)
+        if match is not None:
+            shape = tuple(int(n) for n in match[2].split(b",") if n.strip())
+            dtype = np.dtype(match[1].decode())
+            count = math.prod(shape)
+            if len(data) == end + count * dtype.itemsize:
+                return np.frombuffer(data, dtype, count, end).reshape(shape).copy()
+    return fmt.load_npy(data)
+
+
 def _array(key: str, members: Mapping[str, Any], name: str) -> np.ndarray | None:
     data = members.get(name)
     if data is None:
         return None
     try:
-        array = fmt.load_npy(bytes(data))
+        array = _load_npy(bytes(data))
     except ValueError as error:  # object arrays (would need pickle) and malformed headers
         raise PackFormatError(f"{key}: member {name!r} is not a plain .npy array ({error})") from error
     dtype, ndim, trailing = fmt.MEMBER_DTYPES[name]

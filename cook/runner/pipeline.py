@@ -24,6 +24,7 @@ from dataclasses import asdict, dataclass, field, replace
 
 from cook import format as fmt
 from cook.config import PipelineConfig
+from cook.contract import Contract, MediaSettings, cooked_contract, tokenizer_files_sha256
 from cook.manifest import Manifest, PackingEntry, TokenizerEntry
 from cook.packing.metrics import PackingStats
 from cook.runner.driver import Driver, Executor
@@ -32,7 +33,7 @@ from cook.runner.plan import plan_units
 from cook.runner.progress import Progress
 from cook.runner.resume import RunState, fingerprint, remove_progress, save_state
 from cook.runner.worker import first_unit_texts
-from cook.tokenize.tokenizer import ChatTokenizer, tokenizer_files_sha256
+from cook.tokenize.tokenizer import ChatTokenizer
 from cook.writer.dataset import DatasetWriter
 
 ExecutorFactory = Callable[[PipelineConfig], Executor]
@@ -75,6 +76,31 @@ def _manifest(config: PipelineConfig, state: RunState, tokenizer: ChatTokenizer)
         rejects_by_reason=state.rejects_by_reason,
         shards=tuple(state.shards),
         seq_len=config.packing.seq_len,
+        contract=_contract(config, tokenizer),
+    )
+
+
+def _contract(config: PipelineConfig, tokenizer: ChatTokenizer) -> Contract:
+    """The data contract's inputs from the resolved pipeline and the loaded tokenizer."""
+    image, video = config.media.image, config.media.video
+    media = MediaSettings(
+        image_mode=image.mode,
+        min_patches=image.min_patches,
+        max_patches=image.max_patches,
+        max_tiles=image.max_tiles,
+        video_fps=video.fps,
+        video_min_frames=video.min_frames,
+        video_max_frames=video.max_frames,
+        video_target_patches=video.target_patches,
+    )
+    return cooked_contract(
+        tokenizer_path=config.tokenizer.path,
+        chat_format=config.tokenizer.chat_format,
+        vocab_size=tokenizer.vocab_size,
+        control_ids=tokenizer.control_ids,
+        media=media,
+        seq_len=config.packing.seq_len,
+        pad_multiple=config.packing.pad_multiple,
     )
 
 

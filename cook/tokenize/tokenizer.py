@@ -8,7 +8,6 @@ could still produce (an added token that is not special) is a config error.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 from functools import cached_property
@@ -27,17 +26,6 @@ def special_added_tokens(tokenizer_json: str) -> dict[str, int]:
     """The special added tokens of a backend JSON: content -> id (those only markup may produce)."""
     added = json.loads(tokenizer_json).get("added_tokens") or []
     return {t["content"]: int(t["id"]) for t in added if t.get("special")}
-
-
-def tokenizer_files_sha256(path: str) -> dict[str, str]:
-    """sha256 of every file in the tokenizer directory (sorted names), for the manifest."""
-    out = {}
-    for name in sorted(os.listdir(path)):
-        full = os.path.join(path, name)
-        if os.path.isfile(full):
-            with open(full, "rb") as handle:
-                out[name] = hashlib.sha256(handle.read()).hexdigest()
-    return out
 
 
 class ChatTokenizer:

@@ -67,9 +67,21 @@ class PackedAttention(nn.Module):
             out = varlen_attn(q, k, v, cu, cu, max_seqlen, max_seqlen, window_size=(-1, 0))
             assert isinstance(out, torch.Tensor)
         else:
-            bounds = cu_seqlens_padded.tolist()
-            out = torch.cat([_causal(q[s:e], k[s:e], v[s:e]) for s, e in pairwise(bounds)])
+            out = sequence_attention(q, k, v, cu_seqlens_padded)
         return self.out(out.reshape(tokens, hidden))
+
+
+def uses_varlen(x: torch.Tensor) -> bool:
+    """Whether ``PackedAttention`` takes torch's flash ``varlen_attn`` for input ``x``."""
+    return _use_varlen(x)
+
+
+def sequence_attention(
+    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, cu_seqlens_padded: torch.Tensor
+) -> torch.Tensor:
+    """The reference path: one causal SDPA call per sequence, ``[T, h, d]`` each."""
+    bounds = cu_seqlens_padded.tolist()
+    return torch.cat([_causal(q[s:e], k[s:e], v[s:e]) for s, e in pairwise(bounds)])
 
 
 def _causal(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:

@@ -7,6 +7,8 @@ from typing import Final, Literal
 
 AuxLossScaling = Literal["supervised", "legacy"]
 AUX_LOSS_SCALINGS: Final = ("supervised", "legacy")
+LossNormalization = Literal["token", "sample"]
+LOSS_NORMALIZATIONS: Final = ("token", "sample")
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,6 +43,12 @@ class TrainConfig:
     ``"legacy"`` keeps Megatron's scale 1, i.e. weights ``P_mb / G``, inflated by ``Σ P_mb / G``.
     ``mask_padding_in_router`` leaves pad tokens out of the routing statistics (and of ``P_mb``), as
     Megatron's router does when given a padding mask.
+
+    ``loss_normalization`` (``train.loss_normalization``): ``"token"`` divides the summed token losses
+    by the global target tokens ``G``; ``"sample"`` averages each conversation (sequence) over its own
+    targets, then over the ``S`` conversations with targets in the global batch (Nemotron 3 Super's
+    second SFT stage). The aux-loss fix follows the same denominator: each micro-batch's aux weight is
+    its share of the loss (``v_mb / G`` or ``s_mb / S``), so the total stays exactly 1.
     """
 
     lr: float = 1e-3
@@ -48,8 +56,13 @@ class TrainConfig:
     max_grad_norm: float | None = 1.0
     moe_aux_loss_scaling: AuxLossScaling = "supervised"
     mask_padding_in_router: bool = True
+    loss_normalization: LossNormalization = "token"
 
     def __post_init__(self) -> None:
+        if self.loss_normalization not in LOSS_NORMALIZATIONS:
+            raise ValueError(
+                f"train.loss_normalization={self.loss_normalization!r}: expected one of {list(LOSS_NORMALIZATIONS)}"
+            )
         if self.moe_aux_loss_scaling not in AUX_LOSS_SCALINGS:
             raise ValueError(
                 f"moe_aux_loss_scaling={self.moe_aux_loss_scaling!r}: expected one of {list(AUX_LOSS_SCALINGS)}"

@@ -1,12 +1,18 @@
 """A few SFT steps on a cooked dataset, reader to optimizer, and one JSON line of figures on stdout.
 
-    python -m cook.train.gpu_check DATASET_DIR [--steps 5] [--micro-batches 2] [--batch-size 2] [--bf16]
+    python -m cook.train.gpu_check DATASET_DIR [--steps 5] [--micro-batches 2] [--batch-size 2]
 
-Runs on CUDA when available (batches are copied with pinned memory, pixels normalized on the
-device), else on CPU. The figures: device, tokens/s and median step time (after ``--warmup`` steps;
-step time covers forward, backward and the optimizer, not the loader), the last LM loss, the aux loss
-as weighted by both scalings (``supervised`` = the fix, ``legacy`` = Megatron's) and their ratio
-(``Σ P_mb / G`` when the micro-batch aux losses are equal), G and the tokens of the last step.
+Made for a lent GPU: on CUDA it runs the step in bf16 autocast, where attention takes torch's flash
+``varlen_attn`` over the packed ``cu_seqlens`` (checked first against the per-sequence SDPA reference
+on a real batch: ``varlen_max_abs_diff``); batches are copied with pinned memory and pixels
+normalized on the device. On a machine without CUDA it prints one line and exits 0, unless
+``--device cpu`` asks for the CPU path (float32, or ``--bf16`` autocast).
+
+The figures: device, tokens/s and median step time (after ``--warmup`` steps; step time covers
+forward, backward and the optimizer, not the loader), the last LM loss, the aux loss as weighted by
+both scalings (``supervised`` = the fix, ``legacy`` = Megatron's) and their ratio (``Σ P_mb / G``
+when the micro-batch aux losses are equal), the total effective aux weights, G and the tokens of the
+last step, the attention path (``varlen`` or ``sdpa``) and its difference to the reference.
 """
 
 from __future__ import annotations
@@ -22,7 +28,8 @@ import torch
 from megatron.energon import WorkerConfig
 
 from cook import format as fmt
-from cook.reader import make_loader, to_device
+from cook.reader import PackedBatch, make_loader, to_device
+from cook.train.attention import PackedAttention, sequence_attention, uses_varlen
 from cook.train.config import AUX_LOSS_SCALINGS, ModelConfig, TrainConfig
 from cook.train.model import MoEDecoder
 from cook.train.step import StepResult, sft_step
@@ -40,7 +47,7 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--hidden", type=int, default=256)
     parser.add_argument("--layers", type=int, default=2)
     parser.add_argument("--scaling", choices=AUX_LOSS_SCALINGS, default="supervised")
-    parser.add_argument("--bf16", action="store_true", help="autocast to bfloat16 (flash varlen attention on CUDA)")
+    parser.add_argument("--bf16", action="store_true", help="autocast to bfloat16 on CPU too (always on CUDA)")
     return parser.parse_args(argv)
 
 
@@ -65,6 +72,21 @@ def _ratio(numerator: float, denominator: float) -> float | None:
     return numerator / denominator if denominator else None
 
 
+@torch.no_grad()
+def attention_check(model: MoEDecoder, batch: PackedBatch, bf16: bool) -> tuple[str, float]:
+    """(attention path, max |path - per-sequence SDPA|) for layer 0's attention on ``batch``."""
+    attention = model.layers[0].attention
+    assert isinstance(attention, PackedAttention)
+    x = model.embed_tokens(batch.input_ids[0]) + model.embed_positions(batch.position_ids[0])
+    with torch.autocast(x.device.type, dtype=torch.bfloat16, enabled=bf16):
+        fast = attention(x, batch.cu_seqlens_padded, batch.max_seqlen)
+        tokens, hidden = x.shape
+        q, k, v = attention.qkv(x).view(tokens, 3, attention.num_heads, hidden // attention.num_heads).unbind(1)
+        path = "varlen" if uses_varlen(q) else "sdpa"
+        reference = attention.out(sequence_attention(q, k, v, batch.cu_seqlens_padded).reshape(tokens, hidden))
+    return path, float((fast.float() - reference.float()).abs().max())
+
+
 def _figures(device: torch.device, times: list[float], tokens: list[int], last: StepResult) -> dict[str, object]:
     return {
         "device": torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu",
@@ -79,12 +101,18 @@ def _figures(device: torch.device, times: list[float], tokens: list[int], last: 
         "tokens": last.tokens,
         "routed_tokens": list(last.routed_tokens),
         "grad_norm": last.grad_norm,
+        "aux_weight_supervised": last.aux_weight_supervised,
+        "aux_weight_legacy": last.aux_weight_legacy,
     }
 
 
 def main(argv: list[str] | None = None) -> int:
     args = _parse(argv)
-    device = torch.device(args.device or ("cuda" if torch.cuda.is_available() else "cpu"))
+    if args.device is None and not torch.cuda.is_available():
+        print("gpu_check: no CUDA device on this machine; nothing to check (--device cpu runs the CPU path)")
+        return 0
+    device = torch.device(args.device or "cuda")
+    bf16 = args.bf16 or device.type == "cuda"
     workers = args.workers if args.workers is not None else (2 if device.type == "cuda" else 0)
     torch.manual_seed(0)
     model = MoEDecoder(_model_config(args.dataset, args.hidden, args.layers)).to(device)
@@ -94,19 +122,21 @@ def main(argv: list[str] | None = None) -> int:
         args.dataset, batch_size=args.batch_size, worker_config=WorkerConfig(rank=0, world_size=1, num_workers=workers)
     )
     batches = iter(loader)
+    attention_path, attention_diff = attention_check(model, to_device(next(batches), device), bf16)
     times: list[float] = []
     tokens: list[int] = []
     for step in range(args.warmup + args.steps):
         micro_batches = [to_device(next(batches), device) for _ in range(args.micro_batches)]
         _synchronize(device)
         start = time.perf_counter()
-        with torch.autocast(device.type, dtype=torch.bfloat16, enabled=args.bf16):
+        with torch.autocast(device.type, dtype=torch.bfloat16, enabled=bf16):
             result = sft_step(model, optimizer, micro_batches, config)
         _synchronize(device)
         if step >= args.warmup:
             times.append(time.perf_counter() - start)
             tokens.append(result.tokens)
-    print(json.dumps(_figures(device, times, tokens, result)), flush=True)
+    figures = {**_figures(device, times, tokens, result), "bf16": bf16, "attention": attention_path}
+    print(json.dumps({**figures, "varlen_max_abs_diff": attention_diff}), flush=True)
     return 0
 
 

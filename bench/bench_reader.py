@@ -1,0 +1,207 @@
+"""cook's reader vs the online path, and vs a bare Energon loader (issue 16 item 2).
+
+Data: the demo's text conversations (``chat.jsonl`` x 20) and its media conversations (images, a
+video with sound, audio: ``chat-media.jsonl`` x 40), each cooked once (seq_len 4096, pad 8,
+best_fit_decreasing over windows of 128, the demo's media settings) and also written as a raw
+WebDataset (each record's JSON plus its media files as members).
+
+- **reader**: ``cook.reader.make_loader`` over the cooked shards.
+- **online**: ``bench.online_loader.OnlineTaskEncoder`` over the raw WebDataset: per sample in the
+  loader cook's cooker, media decode + patchify, tokenize and fit; Energon's packing buffer (128)
+  with cook's pack plan; the same ``PackedBatch`` out.
+- **crude**: bare Energon over the cooked shards, members handed through undecoded (the floor).
+
+Every run is its own process (``bench.reader_job``); CPU is user+sys of its process tree over the read
+loop (the main process and the loader workers, psutil), checked against the job's whole-tree rusage. Figures are **marginal**: a small and a large run of the
+same configuration, differenced, so start-up (imports, dataset open, worker spawn) cancels. Medians of
+3 repeats. Training tokens = real tokens of the batches (padding excluded).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+
+from bench.common import DEMO_TOKENIZER, REPO, WORK, text_corpus
+
+COMMAND = ".venv/bin/python -m bench.run_all bench_reader"
+ROOT = WORK / "reader"
+DEMO = REPO / "tests" / "assets" / "demo_data"
+REPEATS = 3
+
+
+@dataclass(frozen=True)
+class Run:
+    cpu_s: float  # user+sys of the job's process tree during its read loop
+    wall_s: float  # the job's read loop
+    packs: int
+    tokens: int
+
+
+@dataclass(frozen=True)
+class Marginal:
+    cpu_per_mtok: float  # CPU-seconds per million training tokens
+    tokens_per_s: float
+    packs_per_s: float
+    cpu_per_pack_ms: float
+
+
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def _run(mode: str, data: Path, packs: int, workers: int = 0, batch_size: int = 1, pipeline: Path | None = None) -> Run:
+    argv = [sys.executable, "-m", "bench.reader_job", mode, str(data), "--packs", str(packs)]
+    argv += ["--workers", str(workers), "--batch-size", str(batch_size)]
+    argv += ["--pipeline", str(pipeline)] if pipeline else []
+    env = {**os.environ, "PYTHONPATH": str(REPO), "TOKENIZERS_PARALLELISM": "false"}
+    cpu = _children_cpu()
+    done = subprocess.run(argv, check=True, capture_output=True, text=True, env=env, cwd=REPO)
+    cpu = _children_cpu() - cpu
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    assert result["tree_cpu_s"] <= cpu + 0.05, (result, cpu)  # the loop's share of the tree's CPU
+    return Run(result["tree_cpu_s"], result["loop_s"], result["packs"], result["tokens"])
+
+
+def marginal(mode: str, data: Path, small: int, large: int, **kwargs: object) -> Marginal:
+    rows = []
+    for _ in range(REPEATS):
+        a, b = _run(mode, data, small, **kwargs), _run(mode, data, large, **kwargs)  # type: ignore[arg-type]
+        tokens, packs = b.tokens - a.tokens, b.packs - a.packs
+        cpu, wall = b.cpu_s - a.cpu_s, b.wall_s - a.wall_s
+        rows.append((cpu / tokens * 1e6 if tokens else 0.0, tokens / wall, packs / wall, cpu / packs * 1e3))
+    return Marginal(*(statistics.median(column) for column in zip(*rows, strict=True)))
+
+
+def _pipeline(name: str, corpus: Path, media: dict | None) -> Path:
+    data = {
+        "input": {"path": str(corpus), "media_root": str(DEMO)},  # refs are media/<file>
+        "cooker": "openai",
+        "tokenizer": {"path": str(DEMO_TOKENIZER)},
+        "packing": {"seq_len": 4096, "pad_multiple": 8, "buffer_size": 128, "algorithm": "best_fit_decreasing"},
+        "output": {"dir": str(ROOT / f"{name}_cooked"), "shard_size": 16},
+        **({"media": media} if media else {}),
+    }
+    path = ROOT / f"{name}.yaml"
+    path.write_text(yaml.safe_dump(data))
+    return path
+
+
+def _cook(pipeline: Path) -> float:
+    """Median CPU-seconds of ``cook run --workers 0`` (in-process) on the pipeline, overwriting."""
+    times = []
+    for _ in range(REPEATS):
+        cpu = _children_cpu()
+        argv = [sys.executable, "-m", "cook.cli.main", "run", str(pipeline), "--workers", "0", "--quiet", "--overwrite"]
+        subprocess.run(argv, check=True, capture_output=True, env={**os.environ, "PYTHONPATH": str(REPO)}, cwd=REPO)
+        times.append(_children_cpu() - cpu)
+    return statistics.median(times)
+
+
+def prepare() -> dict[str, dict[str, object]]:
+    """Cook both corpora (timed) and write their raw WebDatasets; returns paths and cook figures."""
+    from bench.online_loader import write_raw_wds
+
+    shutil.rmtree(ROOT, ignore_errors=True)
+    ROOT.mkdir(parents=True)
+    text_rows = [json.loads(line) for line in text_corpus(20).read_text().splitlines()]
+    media_rows = [json.loads(line) for line in (DEMO / "chat-media.jsonl").read_text().splitlines()] * 40
+    demo_media = yaml.safe_load((REPO / "pipelines" / "demo.yaml").read_text())["media"]
+    out: dict[str, dict[str, object]] = {}
+    for name, rows, media in (("text", text_rows, None), ("multimodal", media_rows, demo_media)):
+        corpus = ROOT / f"{name}.jsonl"
+        corpus.write_text("".join(json.dumps(r) + "\n" for r in rows))
+        pipeline = _pipeline(name, corpus, media)
+        cook_cpu = _cook(pipeline)
+        cooked = ROOT / f"{name}_cooked"
+        manifest = json.loads((cooked / "cook_manifest.json").read_text())
+        rejected = {int(json.loads(line)["source"].rsplit("#", 1)[1]) for line in (cooked / "rejects.jsonl").open()}
+        kept = [row for line, row in enumerate(rows, start=1) if line not in rejected]  # the same records online
+        write_raw_wds(kept, DEMO / "media", ROOT / f"{name}_raw")
+        out[name] = {"pipeline": pipeline, "cooked": cooked, "raw": ROOT / f"{name}_raw", "cook_cpu": cook_cpu,
+                     "tokens": manifest["counts"]["tokens"], "packs": manifest["counts"]["packs"]}  # fmt: skip
+    return out
+
+
+def _row(name: str, m: Marginal) -> str:
+    per_token = [f"{m.cpu_per_mtok:,.2f}", f"{m.tokens_per_s / 1e6:,.3f}"] if m.tokens_per_s else ["-", "-"]
+    cells = [*per_token, f"{m.packs_per_s:,.1f}", f"{m.cpu_per_pack_ms:,.3f}"]
+    return f"| {name} | " + " | ".join(cells) + " |"
+
+
+HEAD = "| path | CPU-s per M training tokens | M tokens/s | packs/s | CPU ms per pack |\n| --- | ---: | ---: | ---: | ---: |"
+
+
+def run() -> str:
+    data = prepare()
+    text, media = data["text"], data["multimodal"]
+    figures = {
+        "text reader": marginal("reader", text["cooked"], 100, 3100),  # type: ignore[arg-type]
+        "text online": marginal("online", text["raw"], 6, 46, pipeline=text["pipeline"]),  # type: ignore[arg-type]
+        "text crude": marginal("crude", text["cooked"], 100, 3100),  # type: ignore[arg-type]
+        "mm reader": marginal("reader", media["cooked"], 20, 1020),  # type: ignore[arg-type]
+        "mm online": marginal("online", media["raw"], 3, 23, pipeline=media["pipeline"]),  # type: ignore[arg-type]
+    }
+    sweep = {
+        f"{mode} workers={w} batch={b}": marginal(mode, text["cooked"], 100, 2100, workers=w, batch_size=b)  # type: ignore[arg-type]
+        for mode, w, b in [("reader", 1, 1), ("reader", 2, 1), ("crude", 1, 1), ("crude", 2, 1),
+                           ("reader", 0, 4), ("crude", 0, 4), ("reader", 2, 4), ("crude", 2, 4)]
+    }  # fmt: skip
+    return _render(data, figures, sweep)
+
+
+def _render(data: dict, f: dict[str, Marginal], sweep: dict[str, Marginal]) -> str:
+    text_ratio = f["text online"].cpu_per_mtok / f["text reader"].cpu_per_mtok
+    media_ratio = f["mm online"].cpu_per_mtok / f["mm reader"].cpu_per_mtok
+    crude_share = f["text crude"].cpu_per_pack_ms / f["text reader"].cpu_per_pack_ms  # packs per CPU-second
+    crude_wall = f["text reader"].packs_per_s / f["text crude"].packs_per_s
+    per_worker = 1e6 / f["text reader"].cpu_per_mtok  # tokens per CPU-second: one worker's capacity
+    lines = [
+        "## Reader vs online loading (bench_reader)",
+        "",
+        f"`{COMMAND}`. Figures taken on a **shared 2-core machine** (other jobs running); the maintainer",
+        "may rerun. Marginal figures (a small run subtracted from a large one, each its own process; CPU =",
+        "user+sys of the process tree over the read loop, wall = the read loop), medians of 3. Loader workers 0 and batch",
+        "size 1 unless noted.",
+        "",
+        f"- text: reader vs online: **{text_ratio:,.0f}× less CPU per training token** (target ≥ 10×)",
+        f"- multimodal: reader vs online: **{media_ratio:,.0f}× less CPU per training token** (moonshot ≥ 50×)",
+        f"- reader keeps **{crude_share:.0%}** of the bare Energon crude loader's packs per CPU-second (target ≥ 80%;"
+        f" {crude_wall:.0%} of its packs per wall second, a noisier figure on a shared machine)",
+        f"- reader, text packs: **{per_worker / 1e6:,.1f} M tokens per CPU-second** per worker (target ≥ 5 M)",
+        "",
+        "Text (demo chat x 20) and multimodal (demo images, video with sound, audio x 40) data:",
+        "",
+        HEAD,
+        _row("text: cook reader, cooked shards", f["text reader"]),
+        _row("text: online (tokenize + pack in the loader)", f["text online"]),
+        _row("text: bare Energon crude, cooked shards", f["text crude"]),
+        _row("multimodal: cook reader", f["mm reader"]),
+        _row("multimodal: online (decode + patchify + tokenize + pack)", f["mm online"]),
+        "",
+        "Workers and batch size (text, cooked shards; batch = packs per batch):",
+        "",
+        HEAD,
+        *(_row(name, m) for name, m in sweep.items()),
+        "",
+        "The work the reader skips is done once, at cook time (`cook run --workers 0`, in-process, median",
+        "CPU-seconds of the whole job over the same data):",
+        "",
+        "| data | cook CPU-s | tokens | CPU-s per M tokens, once | online CPU-s per M tokens, every epoch |",
+        "| --- | ---: | ---: | ---: | ---: |",
+    ]
+    for name, key in (("text", "text online"), ("multimodal", "mm online")):
+        d = data[name]
+        once = d["cook_cpu"] / d["tokens"] * 1e6
+        lines.append(f"| {name} | {d['cook_cpu']:.1f} | {d['tokens']:,} | {once:,.1f} | {f[key].cpu_per_mtok:,.1f} |")
+    return "\n".join(lines) + "\n"
