@@ -10,11 +10,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from PIL import Image
 
-from cook.media.image import patchify, process_image
+from cook.media.image import process_image
 from cook.media.tiles import choose_tiles, process_tiles
 from cook.types import MediaRef
 from cook.view import media_images as mi
 from tests.unit.media.media_data import config, rgb_bytes
+from tests.unit.media.oracles import patchify
 
 
 def _smooth(width: int, height: int, seed: int) -> np.ndarray:

@@ -10,10 +10,10 @@ import pytest
 from PIL import Image
 
 from cook import format as fmt
-from cook.media.image import patchify
 from cook.types import Pack, SequenceMeta
 from cook.view.pack_page import render_pack_page
 from cook.view.tokens import TokenView, from_ids
+from tests.unit.media.oracles import patchify
 from tests.unit.validate.packs_data import IDS, audio_block, build, image_block, sequence
 from tests.unit.view.dom import find, parse, picture, target_run_count
 
