@@ -20,8 +20,8 @@ from cook.config import TokenizerConfig
 from cook.errors import Rejected, RejectReason
 from cook.tokenize.assemble import Layout, assemble_batch, layout
 from cook.tokenize.boundaries import token_byte_lengths
-from cook.tokenize.chatml_columns import Assembled, assemble_text_only, fast_path_ready, text_only
 from cook.tokenize.chat_format import MediaGroups, render
+from cook.tokenize.chatml_columns import Assembled, assemble_text_only, fast_path_ready, text_only
 from cook.tokenize.tokenizer import ChatTokenizer
 from cook.types import Conversation, RejectRecord, TokenizedSample
 
@@ -59,8 +59,8 @@ def tokenize_batch(
     if fast:
         fast_convs = [conversations[k] for k in fast]
         assembled = assemble_text_only(tokenizer, fast_convs, ids, config.train_on, config.normalize_thinking, table)
-        for k, result in zip(fast, assembled, strict=True):
-            results[k] = result
+        for k, fast_result in zip(fast, assembled, strict=True):
+            results[k] = fast_result
     if general:
         layouts: list[Layout | Rejected] = []
         collecting = gc.isenabled()
@@ -74,11 +74,12 @@ def tokenize_batch(
         finally:
             if collecting:
                 gc.enable()
-        for k, result in zip(general, assemble_batch(tokenizer, layouts, table), strict=True):
-            results[k] = result
+        for k, general_result in zip(general, assemble_batch(tokenizer, layouts, table), strict=True):
+            results[k] = general_result
     out: list[TokenizedSample | RejectRecord] = []
-    for conv, items, result in zip(conversations, media, results, strict=True):
-        assert result is not None
+    for conv, items, outcome in zip(conversations, media, results, strict=True):
+        assert outcome is not None
+        result = outcome
         if isinstance(result, Rejected):
             out.append(RejectRecord.of(conv.source, result))
             continue
