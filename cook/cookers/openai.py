@@ -15,12 +15,12 @@ markup: a ``<image>`` typed by a user stays text.
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, cast
 
 from cook.cookers.fields import check_type, optional, require
 from cook.errors import Rejected, RejectReason
 from cook.format import ROLES
-from cook.types import Conversation, MediaKind, MediaPart, MediaRef, Part, RawRecord, TextPart, Turn
+from cook.types import Conversation, MediaKind, MediaPart, MediaRef, Part, RawRecord, Role, TextPart, Turn
 
 MEDIA_KINDS: tuple[MediaKind, ...] = ("image", "video", "audio")
 
@@ -67,7 +67,7 @@ def _plain_turn(message: Any) -> Turn | None:
     role, content = message.get("role"), message.get("content")
     if type(content) is not str or not content or role not in ROLES or type(role) is not str:
         return None
-    return Turn(role=role, content=(TextPart(content),))
+    return Turn(role=cast(Role, role), content=(TextPart(content),))
 
 
 def _turn(message: Any, where: str, media: list[MediaRef]) -> Turn:
