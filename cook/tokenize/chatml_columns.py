@@ -32,6 +32,7 @@ from cook.tokenize.targets import target_flags
 from cook.tokenize.tokenizer import ChatTokenizer
 from cook.types import Conversation, TextPart
 
+FRESH = 0  # segment code of the next text in ``fresh`` (pool entries are negative)
 Assembled = tuple[np.ndarray, np.ndarray, int]  # int32 ids [L], uint8 mask [L], media end (always 0 here)
 
 
@@ -90,7 +91,7 @@ def _split_thinking(text: str, reasoning: str | None) -> tuple[str, str]:
 
 
 class _Columns:
-    """The segments of one batch: ``codes`` (>= 0: index into ``fresh``, < 0: a pool entry),
+    """The segments of one batch: ``codes`` (``FRESH``: the next text of ``fresh``, < 0: a pool entry),
     ``targets`` (0/1), the partial-target runs and the first segment of each conversation."""
 
     def __init__(self, tokenizer: ChatTokenizer, ids: Mapping[str, int]) -> None:
@@ -102,6 +103,7 @@ class _Columns:
         self.im_start, self.im_end = pool.codes[ids[IM_START]], pool.codes[ids[IM_END]]
         self.think_start, self.think_end = pool.codes[ids[THINK_START]], pool.codes[ids[THINK_END]]
         self.newline = self.markup("\n")
+        self.assistant_header = self.markup("assistant\n")
         self.codes: list[int] = []
         self.targets: list[int] = []
         self.fresh: list[str] = []
@@ -115,41 +117,47 @@ class _Columns:
         return code
 
     def add(self, conv: Conversation, train_on: str, normalize: bool) -> None:
-        codes, targets, fresh = self.codes, self.targets, self.fresh
+        codes, targets, fresh, im_start, im_end, newline = (
+            self.codes,
+            self.targets,
+            self.fresh,
+            self.im_start,
+            self.im_end,
+            self.newline,
+        )
         self.firsts.append(len(codes))
-        turns = with_tools(conv.turns, conv.tools)
+        turns = with_tools(conv.turns, conv.tools) if conv.tools else conv.turns
         for turn, target in zip(turns, target_flags(turns, train_on), strict=True):
             flag = int(target)
-            text = "".join([part.text for part in turn.content])  # type: ignore[union-attr]  # text_only
-            codes.append(self.im_start)
-            targets.append(0)
+            content = turn.content
+            text = content[0].text if len(content) == 1 else "".join([p.text for p in content])  # type: ignore[union-attr]
             if normalize and turn.role == "assistant":
                 thought, answer = _split_thinking(text, turn.reasoning)
-                codes += (self.markup("assistant\n"), self.think_start)
-                targets += (0, flag)
+                codes += (im_start, self.assistant_header, self.think_start)
+                targets += (0, 0, flag)
                 if thought:
-                    codes.append(len(fresh))
+                    codes.append(FRESH)
                     fresh.append(thought)
                     targets.append(flag)
                 codes.append(self.think_end)
                 targets.append(flag)
                 if answer:
-                    codes.append(len(fresh))
+                    codes.append(FRESH)
                     fresh.append(answer)
                     targets.append(flag)
+                codes += (im_end, newline)
+                targets += (flag, 0)
             elif text:
                 header = f"{turn.role}\n"
                 run = header + text
                 if target:
-                    self.partial.append((len(codes), run, ((len(header), len(run)),)))
-                codes.append(len(fresh))
+                    self.partial.append((len(codes) + 1, run, ((len(header), len(run)),)))
+                codes += (im_start, FRESH, im_end, newline)
                 fresh.append(run)
-                targets.append(0)
+                targets += (0, 0, flag, 0)
             else:
-                codes.append(self.markup(f"{turn.role}\n"))
-                targets.append(0)
-            codes += (self.im_end, self.newline)
-            targets += (flag, 0)
+                codes += (im_start, self.markup(f"{turn.role}\n"), im_end, newline)
+                targets += (0, 0, flag, 0)
 
     def assemble(self, table: np.ndarray | None) -> list[Assembled | Rejected]:
         """One gather for the ids of the whole batch, one repeat for its mask; per conversation, views."""
@@ -157,7 +165,7 @@ class _Columns:
         pool_ids, pool_starts, pool_lengths = self.pool.arrays()
         codes = np.asarray(self.codes, dtype=np.int64)  # int64 [S]
         is_fresh = codes >= 0
-        run = np.where(is_fresh, codes, 0)
+        run = np.maximum(np.cumsum(is_fresh) - 1, 0)  # the k-th fresh segment is fresh text k
         entry = np.where(is_fresh, 0, -codes - 1)
         bounds = np.append(offsets, offsets[-1])  # so that run + 1 is in range when no run is fresh
         lengths = np.where(is_fresh, bounds[run + 1] - bounds[run], pool_lengths[entry])  # int64 [S]
