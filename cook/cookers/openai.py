@@ -15,12 +15,12 @@ markup: a ``<image>`` typed by a user stays text.
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, cast
 
 from cook.cookers.fields import check_type, optional, require
 from cook.errors import Rejected, RejectReason
 from cook.format import ROLES
-from cook.types import Conversation, MediaKind, MediaPart, MediaRef, Part, RawRecord, TextPart, Turn
+from cook.types import Conversation, MediaKind, MediaPart, MediaRef, Part, RawRecord, Role, TextPart, Turn
 
 MEDIA_KINDS: tuple[MediaKind, ...] = ("image", "video", "audio")
 
@@ -59,6 +59,17 @@ def _content(value: Any, where: str, media: list[MediaRef]) -> list[Part]:
     return parts
 
 
+def _plain_turn(message: Any) -> Turn | None:
+    """The common message (a dict with a known role, string content, nothing else to check) without
+    building any field name; None sends it the checked way (``_turn``), which names every error."""
+    if type(message) is not dict or len(message) != 2:
+        return None
+    role, content = message.get("role"), message.get("content")
+    if type(content) is not str or not content or role not in ROLES or type(role) is not str:
+        return None
+    return Turn(role=cast(Role, role), content=(TextPart(content),))
+
+
 def _turn(message: Any, where: str, media: list[MediaRef]) -> Turn:
     check_type(message, dict, where)
     role = require(message, "role", str, where + ".")
@@ -81,7 +92,7 @@ def cook_openai(raw: RawRecord) -> Conversation:
     if not messages:
         raise Rejected(RejectReason.EMPTY_TURN, "'messages' is empty")
     media: list[MediaRef] = []
-    turns = tuple(_turn(m, f"messages[{i}]", media) for i, m in enumerate(messages))
+    turns = tuple(_plain_turn(m) or _turn(m, f"messages[{i}]", media) for i, m in enumerate(messages))
     tools = raw.fields.get("tools")
     tools_text = None if tools in (None, []) else json.dumps(tools, ensure_ascii=False, sort_keys=True)
     return Conversation(source=raw.source, turns=turns, media=tuple(media), tools=tools_text)

@@ -21,6 +21,7 @@ from cook.errors import Rejected, RejectReason
 from cook.tokenize.assemble import Layout, assemble_batch, layout
 from cook.tokenize.boundaries import token_byte_lengths
 from cook.tokenize.chat_format import MediaGroups, render
+from cook.tokenize.chatml_columns import Assembled, assemble_text_only, fast_path_ready, text_only
 from cook.tokenize.tokenizer import ChatTokenizer
 from cook.types import Conversation, RejectRecord, TokenizedSample
 
@@ -46,21 +47,39 @@ def tokenize_batch(
     ``media[k][i]`` holds the processed items of ``conversations[k].media[i]``.
     """
     ids = {**tokenizer.special_ids, **tokenizer.control_ids}
-    layouts: list[Layout | Rejected] = []
-    collecting = gc.isenabled()
-    gc.disable()  # a batch makes ~100 small acyclic objects per record: one collection after it, not dozens
-    try:
-        for conv, items in zip(conversations, media, strict=True):
-            try:
-                layouts.append(_layout(tokenizer, conv, items, config, ids))
-            except Rejected as rejected:
-                layouts.append(rejected)
-    finally:
-        if collecting:
-            gc.enable()
     table = token_byte_lengths(tokenizer)
+    results: list[Assembled | Rejected | None] = [None] * len(conversations)
+    general: list[int] = []
+    fast: list[int] = []
+    chatml = config.chat_format == "chatml"
+    ready = fast_path_ready(ids)
+    for k, conv in enumerate(conversations):
+        use_fast = ready and (chatml or conv.template_applied) and text_only(conv)
+        (fast if use_fast else general).append(k)
+    if fast:
+        fast_convs = [conversations[k] for k in fast]
+        assembled = assemble_text_only(tokenizer, fast_convs, ids, config.train_on, config.normalize_thinking, table)
+        for k, fast_result in zip(fast, assembled, strict=True):
+            results[k] = fast_result
+    if general:
+        layouts: list[Layout | Rejected] = []
+        collecting = gc.isenabled()
+        gc.disable()  # a batch makes ~100 small acyclic objects per record: one collection after it, not dozens
+        try:
+            for k in general:
+                try:
+                    layouts.append(_layout(tokenizer, conversations[k], media[k], config, ids))
+                except Rejected as rejected:
+                    layouts.append(rejected)
+        finally:
+            if collecting:
+                gc.enable()
+        for k, general_result in zip(general, assemble_batch(tokenizer, layouts, table), strict=True):
+            results[k] = general_result
     out: list[TokenizedSample | RejectRecord] = []
-    for conv, items, result in zip(conversations, media, assemble_batch(tokenizer, layouts, table), strict=True):
+    for conv, items, outcome in zip(conversations, media, results, strict=True):
+        assert outcome is not None
+        result = outcome
         if isinstance(result, Rejected):
             out.append(RejectRecord.of(conv.source, result))
             continue

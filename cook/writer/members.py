@@ -15,6 +15,21 @@ def meta_json(pack: Pack) -> bytes:
     return json.dumps(body, sort_keys=True, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
 
 
+_HEADERS: dict[tuple[np.dtype, tuple[int, ...]], bytes] = {}  # (dtype, shape) -> its npy header
+HEADER_CACHE_ENTRIES = 1024  # packs share input_ids/loss_mask shapes; cu_seqlens lengths vary a little
+
+
+def _header(data: np.ndarray) -> bytes:
+    """``fmt.npy_header`` of a C-contiguous array, cached by dtype and shape (all the header depends on)."""
+    key = (data.dtype, data.shape)
+    header = _HEADERS.get(key)
+    if header is None:
+        header = fmt.npy_header(data)
+        if len(_HEADERS) < HEADER_CACHE_ENTRIES:
+            _HEADERS[key] = header
+    return header
+
+
 def _array_pieces(array: np.ndarray, dtype: np.dtype) -> tuple[memoryview, memoryview]:
     """One array member as ``(npy header, the data's bytes)``; the data is a view, never a copy made here.
 
@@ -22,7 +37,7 @@ def _array_pieces(array: np.ndarray, dtype: np.dtype) -> tuple[memoryview, memor
     otherwise it makes the one converted copy the member needs.
     """
     data = np.ascontiguousarray(array, dtype=dtype)  # dtype [shape of array], C order
-    return memoryview(fmt.npy_header(data)), data.reshape(-1).view(np.uint8).data  # uint8 [nbytes], a view
+    return memoryview(_header(data)), data.reshape(-1).view(np.uint8).data  # uint8 [nbytes], a view
 
 
 def member_pieces(pack: Pack) -> list[tuple[str, tuple[memoryview, ...]]]:
