@@ -72,11 +72,11 @@ def _narrowed(array: np.ndarray) -> np.ndarray:
 
 def _to_wire(value: Any) -> Any:
     """A small CPU tensor -> ``(narrowed NumPy array, dtype name)`` (pickled inline); else unchanged."""
-    if isinstance(value, torch.Tensor) and value.device.type == "cpu" and not value.requires_grad:
-        if value.nbytes <= INLINE_BYTES:
-            array = value.numpy()
-            return _Wire(_narrowed(array), array.dtype.str)
-    return value
+    small = isinstance(value, torch.Tensor) and value.device.type == "cpu" and value.nbytes <= INLINE_BYTES
+    if not small or value.requires_grad:
+        return value
+    array = value.numpy()
+    return _Wire(_narrowed(array), array.dtype.str)
 
 
 @dataclasses.dataclass(frozen=True)
