@@ -50,49 +50,17 @@ IGNORE_INDEX = -100  # torch.nn.functional.cross_entropy's default ignore_index
 INLINE_BYTES = 1 << 20  # CPU tensors up to this size cross a worker boundary inside the pickle stream
 
 
-_NARROW = (np.int8, np.int16, np.int32)
-
-
-def _narrowed(array: np.ndarray) -> np.ndarray:
-    """``array`` in the smallest dtype that holds its values exactly (integers: int8/16/32; a 0/1
-    float or bool mask: uint8), or itself: what crosses the pipe, not what the trainer sees."""
-    if array.size == 0:
-        return array
-    if array.dtype.kind == "f":
-        small = array.astype(np.uint8)
-        return small if np.array_equal(small, array) else array
-    if array.dtype.kind == "i" and array.dtype.itemsize > 1:
-        low, high = int(array.min()), int(array.max())
-        for dtype in _NARROW:
-            info = np.iinfo(dtype)
-            if np.dtype(dtype).itemsize < array.dtype.itemsize and info.min <= low and high <= info.max:
-                return array.astype(dtype)
-    return array
-
-
 def _to_wire(value: Any) -> Any:
-    """A small CPU tensor -> ``(narrowed NumPy array, dtype name)`` (pickled inline); else unchanged."""
+    """A small CPU tensor -> its NumPy array (pickled inline); anything else unchanged."""
     small = isinstance(value, torch.Tensor) and value.device.type == "cpu" and value.nbytes <= INLINE_BYTES
     if not small or value.requires_grad:
         return value
-    array = value.numpy()
-    return _Wire(_narrowed(array), array.dtype.str)
-
-
-@dataclasses.dataclass(frozen=True)
-class _Wire:
-    array: np.ndarray
-    dtype: str  # the tensor's NumPy dtype, restored on unpickling
+    return value.numpy()
 
 
 def _from_wire(cls: type[PackedBatch], state: dict[str, Any]) -> PackedBatch:
-    """Unpickling: the arrays back as tensors of their own dtypes (``torch.from_numpy``; widened once)."""
-    return cls(**{k: _tensor(v) if isinstance(v, _Wire) else v for k, v in state.items()})
-
-
-def _tensor(wire: _Wire) -> torch.Tensor:
-    array = wire.array if wire.array.dtype.str == wire.dtype else wire.array.astype(wire.dtype)
-    return torch.from_numpy(array)
+    """Unpickling: the arrays back as tensors over the unpickled memory (``torch.from_numpy``, no copy)."""
+    return cls(**{k: torch.from_numpy(v) if isinstance(v, np.ndarray) else v for k, v in state.items()})
 
 
 @edataclass
@@ -127,12 +95,10 @@ class PackedBatch(Batch):
 
     def __reduce__(self) -> tuple[Any, ...]:
         """Pickling, as a loader worker's batch is sent to the main process: the CPU tensors up to
-        ``INLINE_BYTES`` travel as NumPy arrays inside the pickle stream, each in the smallest dtype
-        that holds its values exactly (token ids, labels and positions as int16/int32, the 0/1 masks
-        as uint8: a 4k-token pack fits one pipe buffer), rather than torch's default of one
-        shared-memory segment plus one file descriptor passed per tensor (about 0.4 ms each, nine
-        per batch, measured in bench_reader); larger ones (media) keep torch's shared memory.
-        Unpickled, they are tensors again, of the same values, dtypes and shapes."""
+        ``INLINE_BYTES`` travel as NumPy arrays inside the pickle stream (one copy each way) rather
+        than torch's default of one shared-memory segment plus one file descriptor passed per tensor
+        (about 0.4 ms each, nine per batch, measured in bench_reader); larger ones (media) keep
+        torch's shared memory. Unpickled, they are tensors again, of the same dtypes and shapes."""
         state = {f.name: _to_wire(getattr(self, f.name)) for f in dataclasses.fields(self)}
         return (_from_wire, (type(self), state))
 
