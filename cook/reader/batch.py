@@ -124,17 +124,16 @@ def _stream_targets(
     stream, whatever the number of packs in it (NumPy's per-op cost is a fraction of torch's)."""
     tokens = ids.shape[0]
     padded_lengths = np.diff(cu_padded)
-    starts = np.repeat(cu_padded[:-1].astype(np.int64), padded_lengths)  # per token: its sequence's start
-    real_ends = starts + np.repeat(np.diff(cu).astype(np.int64), padded_lengths)
+    starts = np.repeat(cu_padded[:-1], padded_lengths)  # per token: its sequence's start and real end
+    real_ends = np.repeat(cu_padded[:-1] + np.diff(cu), padded_lengths)
     t = np.arange(tokens)
-    has_next = t[:-1] + 1 < real_ends[:-1]  # the next token exists and belongs to the same sequence
-    labels = np.empty(tokens, dtype=np.int64)
-    np.copyto(labels[:-1], np.where(has_next, ids[1:], IGNORE_INDEX))
-    labels[-1] = IGNORE_INDEX
-    targets = np.zeros(tokens, dtype=np.int32)
-    np.logical_and(has_next, mask[1:], out=targets[:-1], casting="unsafe")
-    sequence_targets = np.add.reduceat(targets, cu_padded[:-1])
-    return labels, targets.astype(np.float32), t - starts, t >= real_ends, sequence_targets.astype(np.int32)
+    has_next = t[1:] < real_ends[:-1]  # token t+1 exists and belongs to the same sequence as t
+    labels = np.full(tokens, IGNORE_INDEX, dtype=np.int64)
+    np.copyto(labels[:-1], ids[1:], where=has_next)
+    loss_mask = np.zeros(tokens, dtype=np.float32)
+    np.logical_and(has_next, mask[1:], out=loss_mask[:-1], casting="unsafe")
+    sequence_targets = np.add.reduceat(loss_mask, cu_padded[:-1]).astype(np.int32)  # exact below 2**24
+    return labels, loss_mask, t - starts, t >= real_ends, sequence_targets
 
 
 def pack_targets(
@@ -206,15 +205,15 @@ def collate_packs(samples: Sequence[PackedSample]) -> PackedBatch:
         __restore_key__=(),
         __subflavors__=subflavors if any(x is not None for x in subflavors) else None,
         __sources__=sources or None,
-        input_ids=(samples[0].input_ids if len(samples) == 1 else torch.from_numpy(ids))[None],
-        labels=torch.from_numpy(labels)[None],
-        loss_mask=torch.from_numpy(loss_mask)[None],
-        position_ids=torch.from_numpy(position_ids)[None],
-        padding_mask=torch.from_numpy(padding_mask)[None],
+        input_ids=torch.from_numpy(ids[None]),  # one pack: a view of the pack's own tensor
+        labels=torch.from_numpy(labels[None]),
+        loss_mask=torch.from_numpy(loss_mask[None]),
+        position_ids=torch.from_numpy(position_ids[None]),
+        padding_mask=torch.from_numpy(padding_mask[None]),
         cu_seqlens=torch.from_numpy(cu),
         cu_seqlens_padded=torch.from_numpy(cu_padded),
         cu_packs=torch.from_numpy(cu_packs),
-        max_seqlen=int(np.diff(cu_padded).max()),
+        max_seqlen=int((cu_padded[1:] - cu_padded[:-1]).max()),
         target_tokens=int(sequence_targets.sum()),
         sequence_targets=torch.from_numpy(sequence_targets),
         pixel_patches=_cat([s.pixel_patches for s in samples]),
