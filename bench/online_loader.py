@@ -8,7 +8,9 @@
 This is what an online SFT loader does at training time, built from cook's own stage functions
 (``cook.cookers``, ``cook.media.process_media``, ``cook.tokenize.tokenize_batch``, ``fit_sample``,
 ``plan_window``, ``build_pack``) so the comparison is about *when* the work happens, not about whose
-code does it. ``CrudeTaskEncoder`` is the floor: Energon reading the cooked shards and handing each
+code does it. It tokenizes with the Hugging Face tokenizer, as online SFT loaders do: cook's ``hf``
+backend, the ``tokenizers`` fast tokenizer behind ``transformers.AutoTokenizer`` (``encode_batch``),
+never cook's default ``auto`` (gigatoken), which is a cook-time speed-up. ``CrudeTaskEncoder`` is the floor: Energon reading the cooked shards and handing each
 sample's raw member bytes through, nothing decoded.
 """
 
@@ -34,6 +36,7 @@ from cook.tokenize import ChatTokenizer, tokenize_batch
 from cook.types import RawRecord, TokenizedSample
 
 RAW_SUBFLAVOR = {"raw": "openai"}
+ONLINE_TOKENIZER_BACKEND = "hf"  # what online loaders use: the Hugging Face (tokenizers) fast tokenizer
 
 
 @edataclass
@@ -63,7 +66,7 @@ class OnlineTaskEncoder(DefaultTaskEncoder[CookedRecord, PackedSample, PackedBat
     def __init__(self, config: PipelineConfig) -> None:
         super().__init__()
         self.config = config
-        self.tokenizer = ChatTokenizer(config.tokenizer.path)
+        self.tokenizer = ChatTokenizer(config.tokenizer.path, ONLINE_TOKENIZER_BACKEND)
         self.cooker = COOKERS["openai"]
         self.store = MediaStore(media_root=None, stores=[], max_media_bytes=config.media.max_media_bytes)
         self.cookers = (Cooker(self.cook_record, has_subflavors=RAW_SUBFLAVOR),)

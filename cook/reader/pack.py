@@ -63,7 +63,8 @@ _NPY_HEADER = re.compile(rb"\{'descr': '([<|]\w\d+)', 'fortran_order': False, 's
 
 def _load_npy(data: bytes) -> np.ndarray:
     """``format.load_npy`` with a fast path for the version-1 headers ``np.save`` writes for plain
-    little-endian arrays (a regex instead of ``ast.literal_eval``); anything else takes ``load_npy``."""
+    little-endian arrays (a regex instead of ``ast.literal_eval``, and a read-only view of ``data``
+    instead of a copy); anything else takes ``load_npy``."""
     if data[:8] == _NPY_MAGIC:
         end = 10 + int.from_bytes(data[8:10], "little")
         match = _NPY_HEADER.fullmatch(data, 10, end)
@@ -72,7 +73,7 @@ def _load_npy(data: bytes) -> np.ndarray:
             dtype = np.dtype(match[1].decode())
             count = math.prod(shape)
             if len(data) == end + count * dtype.itemsize:
-                return np.frombuffer(data, dtype, count, end).reshape(shape).copy()
+                return np.frombuffer(data, dtype, count, end).reshape(shape)  # read-only view of ``data``
     return fmt.load_npy(data)
 
 
@@ -81,7 +82,7 @@ def _array(key: str, members: Mapping[str, Any], name: str) -> np.ndarray | None
     if data is None:
         return None
     try:
-        array = _load_npy(bytes(data))
+        array = _load_npy(data if isinstance(data, bytes) else bytes(data))
     except ValueError as error:  # object arrays (would need pickle) and malformed headers
         raise PackFormatError(f"{key}: member {name!r} is not a plain .npy array ({error})") from error
     dtype, ndim, trailing = fmt.MEMBER_DTYPES[name]
@@ -94,19 +95,18 @@ def _array(key: str, members: Mapping[str, Any], name: str) -> np.ndarray | None
 
 
 def _tensor(array: np.ndarray | None) -> torch.Tensor | None:
-    return None if array is None else torch.from_numpy(np.ascontiguousarray(array))
+    """A tensor owning its memory (``_load_npy`` views are read-only): one copy, C-contiguous."""
+    return None if array is None else torch.from_numpy(np.array(array, order="C"))
 
 
 def _check_boundaries(key: str, ids: np.ndarray, cu: np.ndarray, cu_padded: np.ndarray) -> None:
-    lengths, padded = np.diff(cu), np.diff(cu_padded)
     if (
         len(cu) != len(cu_padded)
         or len(cu) < 2
         or cu[0] != 0
         or cu_padded[0] != 0
         or cu_padded[-1] != len(ids)
-        or (lengths <= 0).any()
-        or (lengths > padded).any()
+        or not _well_nested(cu, cu_padded)
     ):
         raise PackFormatError(
             f"{key}: {fmt.CU_SEQLENS} {cu.tolist()} and {fmt.CU_SEQLENS_PADDED} {cu_padded.tolist()}"
@@ -114,7 +114,12 @@ def _check_boundaries(key: str, ids: np.ndarray, cu: np.ndarray, cu_padded: np.n
         )
 
 
-@torch.no_grad()
+def _well_nested(cu: np.ndarray, cu_padded: np.ndarray) -> bool:
+    """Every sequence has ``0 < length <= padded length`` (``cu[i+1] - cu[i]`` vs ``cu_padded``)."""
+    lengths = np.diff(cu)
+    return bool(lengths.min() > 0) and bool((lengths <= np.diff(cu_padded)).all())
+
+
 def decode_pack(crude: Mapping[str, Any]) -> PackedSample:
     """Crude Energon sample (member name -> raw bytes) -> ``PackedSample``; raises ``PackFormatError``."""
     key = str(crude.get("__key__", "?"))
@@ -135,10 +140,10 @@ def decode_pack(crude: Mapping[str, Any]) -> PackedSample:
         raise PackFormatError(f"{key}: {fmt.META} lists {len(sequences)} sequences, boundaries {len(cu) - 1}")
     return PackedSample(
         **basic_sample_keys(dict(crude)),
-        input_ids=torch.from_numpy(ids.astype(np.int64)),
+        input_ids=torch.from_numpy(ids.astype(np.int64)),  # the only copies of the token arrays
         target_mask=torch.from_numpy(mask != 0),
-        cu_seqlens=torch.from_numpy(cu),
-        cu_seqlens_padded=torch.from_numpy(cu_padded),
+        cu_seqlens=torch.from_numpy(cu.copy()),
+        cu_seqlens_padded=torch.from_numpy(cu_padded.copy()),
         pixel_patches=_tensor(_array(key, crude, fmt.PIXEL_PATCHES)),
         media_sizes=_tensor(_array(key, crude, fmt.MEDIA_SIZES)),
         audio_features=_tensor(_array(key, crude, fmt.AUDIO_FEATURES)),

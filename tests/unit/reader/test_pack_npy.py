@@ -1,5 +1,6 @@
-"""The reader's fast ``.npy`` parse gives exactly what ``format.load_npy`` gives, and anything it does
-not recognize goes to ``load_npy`` (so object arrays still raise)."""
+"""The reader's fast ``.npy`` parse gives exactly what ``format.load_npy`` gives (as a read-only view
+of the member bytes), anything it does not recognize goes to ``load_npy`` (so object arrays still
+raise), and ``decode_pack``'s tensors own writable memory, never the member bytes."""
 
 from __future__ import annotations
 
@@ -11,7 +12,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from cook import format as fmt
-from cook.reader.pack import _load_npy
+from cook.reader.pack import _load_npy, decode_pack
+from tests.unit.reader.reader_data import crude_pack
 
 DTYPES = ["<i4", "<i8", "|u1", "<f2", "<f4", "|b1"]
 
@@ -28,7 +30,20 @@ def test_fast_parse_equals_load_npy(dtype: str, shape: list[int], via_np_save: b
         data = fmt.npy_bytes(array)
     parsed, reference = _load_npy(data), fmt.load_npy(data)
     assert parsed.dtype == reference.dtype and parsed.shape == reference.shape
-    assert np.array_equal(parsed, reference) and parsed.flags.writeable
+    assert np.array_equal(parsed, reference)
+
+
+def test_decoded_tensors_are_writable_copies() -> None:
+    media = {fmt.MEDIA_SIZES: np.array([[1, 16, 16]], dtype=np.int32)}
+    crude = crude_pack([([5, 6, 7], [0, 1, 1]), ([8, 9], [0, 1])], pad_multiple=4, **media)
+    sample = decode_pack(crude)
+    tensors = [sample.input_ids, sample.target_mask, sample.cu_seqlens, sample.cu_seqlens_padded, sample.media_sizes]
+    for tensor in tensors:
+        assert tensor is not None and tensor.numpy().flags.writeable
+        tensor.zero_()  # writes to the tensor's own memory, not to the crude sample's bytes
+    again = decode_pack(crude)
+    assert again.cu_seqlens.tolist() == [0, 3, 5] and again.cu_seqlens_padded.tolist() == [0, 4, 8]
+    assert again.input_ids.tolist() == [5, 6, 7, 0, 8, 9, 0, 0] and again.media_sizes.tolist() == [[1, 16, 16]]
 
 
 def test_unrecognized_headers_fall_back() -> None:

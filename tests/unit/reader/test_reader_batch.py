@@ -3,12 +3,16 @@ PackedSeqParams, exactly; several packs -> one THD stream; media; on-device norm
 
 from __future__ import annotations
 
+import dataclasses
 import io
+import pickle
+from multiprocessing.reduction import ForkingPickler
 
 import numpy as np
 import pytest
 import torch
 
+import cook.reader.batch as batch_module
 from cook import format as fmt
 from cook.reader import IGNORE_INDEX, PackFormatError, collate_packs, decode_pack, normalize_patches, to_device
 
@@ -105,6 +109,26 @@ def test_media_concatenate_and_normalize_after_the_copy() -> None:
     np.testing.assert_allclose(moved.pixel_values.numpy(), expected, atol=1e-5)
     np.testing.assert_allclose(moved.pixel_values.flatten(1).numpy(), expected.reshape(12, 768), atol=1e-5)
     assert torch.equal(moved.labels, batch.labels) and moved.packed_seq_params.max_seqlen_q == 8
+
+
+def test_batch_crosses_a_worker_boundary_unchanged(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The pickle a loader worker sends: every field back with the same values, dtypes and shapes;
+    small tensors inline as NumPy arrays (no torch storage in the stream), large ones via torch."""
+    crudes = [_media_pack("pack-1", 4, [[1, 32, 32]], 10, [7]), _media_pack("pack-2", 8, [[2, 32, 32]], 6, [6, 3])]
+    batch = collate_packs([decode_pack(c) for c in crudes])
+    assert batch.pixel_patches is not None
+    monkeypatch.setattr(batch_module, "INLINE_BYTES", batch.pixel_patches.nbytes - 1)  # patches: too large
+    _, (_, state) = batch.__reduce__()
+    assert isinstance(state["pixel_patches"], torch.Tensor) and isinstance(state["labels"], np.ndarray)
+    back = pickle.loads(ForkingPickler.dumps(batch))
+    for field in dataclasses.fields(batch):
+        before, after = getattr(batch, field.name), getattr(back, field.name)
+        if isinstance(before, torch.Tensor):
+            assert after.dtype == before.dtype and after.shape == before.shape and torch.equal(after, before)
+            assert after.numpy().flags.writeable
+        else:
+            assert after == before, field.name
+    assert back.packed_seq_params.cu_seqlens_q_padded.tolist() == batch.cu_seqlens_padded.tolist()
 
 
 def test_normalize_patches_channels() -> None:
