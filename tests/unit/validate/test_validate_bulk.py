@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 
 from cook import format as fmt
 from cook.types import Pack
+from cook.validate import digests
 from cook.validate.bulk import bulk_scan
 from cook.validate.digests import source_digests, span_digests
 from cook.validate.meta_columns import canonical_columns, json_columns
@@ -179,6 +180,26 @@ def test_source_digests_depend_only_on_the_source(sources: list[str]) -> None:
     lengths = np.array([len(s.encode("utf-8", "surrogatepass")) for s in sources])
     spans = span_digests(np.frombuffer(blob.getvalue(), np.uint8), np.cumsum(lengths) - lengths, lengths)
     assert spans.tolist() == together
+
+
+def _reference_digest(data: bytes) -> int:
+    """The module doc's formula, one word at a time in Python integers."""
+    mask = (1 << 64) - 1
+    h = int(digests.SEED) ^ ((len(data) * 0xC2B2AE3D27D4EB4F) & mask)
+    for at in range(0, len(data), 8):
+        h = ((h ^ int.from_bytes(data[at : at + 8], "little")) * 0x9FB21C651E98DF25) & mask
+    for multiplier in (0xFF51AFD7ED558CCD, 0xC4CEB9FE1A85EC53):
+        h = ((h ^ (h >> 33)) * multiplier) & mask
+    return h ^ (h >> 33)
+
+
+@given(st.binary(min_size=0, max_size=80), st.data())
+def test_span_digests_match_the_formula_anywhere_in_the_buffer(blob: bytes, data: st.DataObject) -> None:
+    spans = data.draw(st.lists(st.tuples(st.integers(0, len(blob)), st.integers(0, 40)), max_size=12))
+    starts = np.array([start for start, _ in spans], dtype=np.int64)
+    lengths = np.array([min(n, len(blob) - start) for start, n in spans], dtype=np.int64)  # spans may end at the end
+    got = span_digests(np.frombuffer(blob, np.uint8), starts, lengths).tolist()
+    assert got == [_reference_digest(blob[a : a + n]) for a, n in zip(starts.tolist(), lengths.tolist(), strict=True)]
 
 
 _SOURCE_TEXT = st.text(alphabet=st.characters(blacklist_categories=("Cs",)), min_size=1, max_size=12)
