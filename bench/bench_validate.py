@@ -53,7 +53,7 @@ BIG_COPIES = 4400  # the demo records x 4400: ~2 GB of text shards, one --jobs 1
 JOBS = (1, 2)
 SCALING_REPEATS = 5
 IDLE_LOAD = 0.5  # the wall-clock rounds wait for a 1-minute load average below this ...
-IDLE_WAIT_S = 180  # ... for at most this long (then run anyway and report the load)
+IDLE_WAIT_S = 60  # ... for at most this long (then run anyway and report the load)
 
 
 def _cook(name: str, input_path: str, overrides: list[str]) -> Path:

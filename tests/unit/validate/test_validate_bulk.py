@@ -286,3 +286,28 @@ def test_canonical_columns_accept_exactly_canonical_members(case: tuple[list[byt
     else:
         with contextlib.suppress(Irregular):
             json_columns(metas, counts)  # never a crash on any edit
+
+
+def test_parallel_scans_are_the_in_process_scans_in_order(tmp_path: Path) -> None:
+    """``--jobs 3`` over 7 shards (chunks of one shard; one shard damaged): the same scans, in entry order."""
+    from cook.validate.dataset import ValidateOptions, _scan_all
+    from cook.validate.manifest import ShardEntry
+
+    entries = []
+    for shard in range(7):
+        write_shard(str(tmp_path), shard, 3 * shard, _text_packs(3))
+        entries.append(ShardEntry(fmt.shard_name(shard), first_pack=3 * shard))
+    damaged = tmp_path / fmt.shard_name(4)
+    data = bytearray(damaged.read_bytes())
+    data[600] ^= 0xFF  # inside the first member's data: the fast path steps aside, the walk names it
+    damaged.write_bytes(bytes(data))
+    alone = _scan_all(str(tmp_path), entries, RULES, ValidateOptions(jobs=1))
+    seen: list[tuple[int, int]] = []
+    together = _scan_all(
+        str(tmp_path), entries, RULES, ValidateOptions(jobs=3, on_shard=lambda d, t: seen.append((d, t)))
+    )
+    assert [s.name for s in together] == [e.name for e in entries]
+    for fast, reference in zip(together, alone, strict=True):
+        _same(fast, reference)
+    assert alone[4].problems_total > 0 and not any(s.problems_total for i, s in enumerate(alone) if i != 4)
+    assert seen == [(i + 1, 7) for i in range(7)]
