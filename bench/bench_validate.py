@@ -248,7 +248,7 @@ the baseline is **read + sha256** of the same files in the same run (a plain rea
 speed, several times faster than sha256 alone). Per core: MB/s of shard bytes per CPU second (user +
 sys), median of {REPEATS}, rows interleaved, page cache warm for all of them. How: each shard is mapped
 once and hashed in 1 MiB slices; then its text packs are checked ~4 MiB at a time with NumPy while
-those bytes are still in the cache (tar headers in one pass, `.npy` headers through a cache, meta.json
+those bytes are still in the cache (tar headers found at once, `.npy` headers through a cache, meta.json
 through one regular-expression match per batch, boundaries, masks, pad ids, token range and source
 digests for all packs at once); a pack with media is checked on its own, and a shard whose first pack
 holds large media is hashed by a plain read (its media pages are never mapped). Any doubt sends the
