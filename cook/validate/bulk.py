@@ -119,7 +119,7 @@ def bulk_scan(root: str, name: str, first_pack: int | None, rules: PackRules, ve
         return None
     data, media = mapped
     try:
-        layout = read_layout(data)
+        layout = read_layout(data, populated=not media)
         indices = None if layout is None else _pack_indices(layout.keys, first_pack)
         if layout is None or indices is None:
             return None

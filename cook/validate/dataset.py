@@ -17,7 +17,7 @@ import multiprocessing
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Final
 
 import numpy as np
 
@@ -35,6 +35,8 @@ from cook.validate.nv_meta import check_nv_meta
 from cook.validate.problems import Code, PackRules, Problem, TokenInfo
 from cook.validate.rejects import check_by_reason, check_sources, read_rejects
 from cook.validate.scan import ShardScan, scan_shard
+
+CHUNKS_PER_JOB: Final = 4  # shards go to the workers in this many chunks each: few round trips, and balanced
 
 
 class NotADataset(Exception):
@@ -164,6 +166,10 @@ def _warnings(rules: PackRules) -> list[str]:
     return [f"not checked: {what}" for what in skipped]
 
 
+def _scan_args(args: tuple[str, str, int | None, PackRules, bool]) -> ShardScan:
+    return scan_shard(*args)
+
+
 def _scan_all(path: str, entries: list[ShardEntry], rules: PackRules, options: ValidateOptions) -> list[ShardScan]:
     """One ``scan_shard`` per entry, in entry order; in parallel processes when ``options.jobs > 1``."""
     jobs = max(1, min(options.jobs, len(entries)))
@@ -177,13 +183,11 @@ def _scan_all(path: str, entries: list[ShardEntry], rules: PackRules, options: V
                 options.on_shard(done, len(entries))
         return [r for r in results if r is not None]
     context = multiprocessing.get_context("spawn")  # no fork of a process that may hold threads
+    chunk = max(1, -(-len(entries) // (jobs * CHUNKS_PER_JOB)))  # balanced: shards are of a similar size
+    args = [(path, entry.name, entry.first_pack, rules, options.verify_sha256) for entry in entries]
     with futures.ProcessPoolExecutor(max_workers=jobs, mp_context=context) as pool:
-        pending = {
-            pool.submit(scan_shard, path, entry.name, entry.first_pack, rules, options.verify_sha256): i
-            for i, entry in enumerate(entries)
-        }
-        for future in futures.as_completed(pending):
-            results[pending[future]] = future.result()
+        for i, scan in enumerate(pool.map(_scan_args, args, chunksize=chunk)):  # workers start once
+            results[i] = scan
             done += 1
             if options.on_shard:
                 options.on_shard(done, len(entries))

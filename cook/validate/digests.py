@@ -45,7 +45,7 @@ def span_digests(data: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> n
     digests = np.empty(lengths.shape[0], dtype=np.uint64)
     if not lengths.size:
         return digests
-    padded = np.concatenate([data, np.zeros(WORD, np.uint8)])  # a last word may read past the end
+    padded = np.ascontiguousarray(data) if data.shape[0] >= WORD else np.concatenate([data, np.zeros(WORD, np.uint8)])
     short = lengths <= SHORT_BYTES
     digests[short] = _digest(padded, starts[short], lengths[short])
     for i in np.flatnonzero(~short).tolist():  # a long source on its own: memory stays O(its length)
@@ -59,14 +59,23 @@ def _digest(padded: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> np.n
         if not lengths.size:
             return h
         words = -(-int(lengths.max()) // WORD)
-        places = starts[:, None] + np.arange(words * WORD)  # int64 [S, 8 W]
-        chunk = padded[np.minimum(places, padded.shape[0] - 1)]  # uint8 [S, 8 W], a copy
-        chunk[places - starts[:, None] >= lengths[:, None]] = 0
-        table = chunk.view("<u8").astype(np.uint64)  # uint64 [S, W]: little-endian words, zero-filled
+        # every byte offset as the start of a little-endian word (unaligned loads, no copy); a word that
+        # would run past the end is the last one, shifted down (its missing bytes are past the source)
+        at = np.ndarray((padded.shape[0] - WORD + 1,), dtype="<u8", buffer=padded, strides=(1,))
+        last = at.shape[0] - 1
         used = -(-lengths // WORD)  # int64 [S]: words of each source
         every = int(used.min())  # words that every source has
         for word in range(words):
-            mixed = (h ^ table[:, word]) * _WORD_MIX
+            wanted = starts + word * WORD
+            places = np.minimum(wanted, last)
+            value = at[places].astype(np.uint64)  # uint64 [S]
+            if int(wanted.max()) > last:
+                value >>= (np.minimum(wanted - places, WORD - 1) * WORD).astype(np.uint64)
+            left = lengths - word * WORD  # bytes of the source in this word, when below 8
+            if word >= every - 1 and (left < WORD).any():  # a last word: zero-fill past the source's end
+                keep = np.clip(left, 0, WORD - 1).astype(np.uint64) * np.uint64(8)
+                value = np.where(left >= WORD, value, value & ((np.uint64(1) << keep) - np.uint64(1)))
+            mixed = (h ^ value) * _WORD_MIX
             h = mixed if word < every else np.where(word < used, mixed, h)
         return _fmix(h)
 

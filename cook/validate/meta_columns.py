@@ -35,6 +35,8 @@ _TRUNCATED: Final = b',"truncated":true}'
 _HEADER_QUOTES: Final = 4  # "schema_version" and "sequences"
 _ENTRY_QUOTES: Final = 10  # length, media, source and its value, targets
 _MAX_DIGITS: Final = 18
+_EXACT_FLOAT_DIGITS: Final = 15  # 10^15 < 2^53
+_FLOAT_POWERS: Final = 10.0 ** np.arange(_EXACT_FLOAT_DIGITS - 1, -1, -1)
 _SEQUENCE_FIELDS: Final = operator.itemgetter("source", "length", "targets", "media")
 _META_KEYS: Final = frozenset({"schema_version", "sequences"})
 _REQUIRED_KEYS: Final = 4  # source, length, targets, media (+ truncated: true)
@@ -53,8 +55,10 @@ def _digits(text: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarra
     if width > _MAX_DIGITS or int(widths.min()) < 1:
         raise Irregular
     places = ends[:, None] - width + np.arange(width)  # int64 [S, width], right-aligned
-    values = np.where(places >= starts[:, None], text[np.maximum(places, 0)].astype(np.int64) - ord("0"), 0)
-    return values @ (10 ** np.arange(width - 1, -1, -1, dtype=np.int64))
+    values = np.where(places >= starts[:, None], text[np.maximum(places, 0)] - np.uint8(ord("0")), np.uint8(0))
+    if width <= _EXACT_FLOAT_DIGITS:  # a float64 product is exact below 2^53 (and far faster than int64's)
+        return (values.astype(np.float64) @ _FLOAT_POWERS[-width:]).astype(np.int64)
+    return values.astype(np.int64) @ (10 ** np.arange(width - 1, -1, -1, dtype=np.int64))
 
 
 def canonical_columns(metas: list[bytes], counts: np.ndarray) -> Columns | None:

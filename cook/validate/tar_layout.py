@@ -1,8 +1,10 @@
 """A shard's bytes (mapped once) -> its member table: the fast path of ``shards.ShardWalk``.
 
-``read_layout`` walks the tar headers of a mapped shard in one Python loop that reads only each
-header's size, then checks every header at once with NumPy (checksum, member type, size digits, no
-prefix field) and groups the members: the name up to its first "." is the pack key, the rest one of
+``read_layout`` finds the tar headers of a mapped shard at once (the blocks with the ustar magic, whose
+sizes chain from one to the next: exactly the headers a walk visits), or, when that chain does not
+hold, walks them in one Python loop that reads only each header's size; then it checks every header
+at once with NumPy (checksum, member type, size digits, no prefix field) and groups the members (at
+once when all keys have one length): the name up to its first "." is the pack key, the rest one of
 ``format.MEMBERS``; packs contiguous, no member twice; the archive ends with two zero blocks and only
 zeros after them. It accepts only the plain layout cook writes; anything else (a truncation, a corrupt
 header, a pax or GNU member, an unknown member, a member split from its pack, a duplicate) returns
@@ -29,7 +31,11 @@ BLOCK: Final = 512
 NAME_FIELD: Final = 100
 _ZERO_BLOCKS: Final = bytes(2 * BLOCK)
 _OCTAL_POWERS: Final = 8 ** np.arange(5, -1, -1, dtype=np.int64)  # the 6 checksum digits
+_SIZE_POWERS: Final = 8 ** np.arange(10, -1, -1, dtype=np.int64)  # the 11 size digits
+_MAGIC: Final = np.frombuffer(b"ustar", np.uint8)  # POSIX ustar magic at offset 257 of every header cook writes
 _COLUMNS: Final = {name.encode(): i for i, name in enumerate(fmt.MEMBERS)}  # member name -> its column
+_SORTED_MEMBERS: Final = np.array(sorted(_COLUMNS), dtype=bytes)  # the member names, sorted ("S" strings)
+_SORTED_COLUMNS: Final = np.array([_COLUMNS[name] for name in sorted(_COLUMNS)], dtype=np.int64)
 PEEK_BYTES: Final = 1 << 16  # read to guess a shard's kind from its first pack
 MEDIA_BYTES: Final = 1 << 20
 _MEDIA_MEMBERS: Final = frozenset({fmt.PIXEL_PATCHES.encode(), fmt.AUDIO_FEATURES.encode()})
@@ -85,8 +91,31 @@ def blocks(data: mmap.mmap) -> np.ndarray:
     return np.frombuffer(data, np.uint8, count=count * BLOCK).reshape(count, BLOCK)
 
 
-def read_layout(data: mmap.mmap) -> TarLayout | None:
-    """The member table of ``data``, or None when anything about the tar is not plain (see the module doc)."""
+def read_layout(data: mmap.mmap, populated: bool = True) -> TarLayout | None:
+    """The member table of ``data``, or None when anything about the tar is not plain (see the module doc).
+    ``populated``: every page is mapped already (a text shard), so looking at every block costs no fault."""
+    size = len(data)
+    walked = _chain(data) if populated else None
+    if walked is None:
+        walked = _walk(data)
+    if walked is None:
+        return None
+    starts, sizes, offset = walked
+    if not starts.shape[0] or offset + 2 * BLOCK > size or data[offset : offset + 2 * BLOCK] != _ZERO_BLOCKS:
+        return None
+    if np.frombuffer(data, np.uint8, offset=offset).any():
+        return None
+    table = blocks(data)[starts // BLOCK]  # uint8 [M, 512], a copy
+    if not _headers_plain(table):
+        return None  # a corrupt or non-regular header
+    return _group(table[:, :NAME_FIELD], starts, sizes, offset)
+
+
+Walked = tuple[np.ndarray, list[int], int]  # int64 [M] header offsets, member sizes, the end of the last member
+
+
+def _walk(data: mmap.mmap) -> Walked | None:
+    """The headers ``ShardWalk`` visits, one at a time: each header's size says where the next one is."""
     size = len(data)
     headers: list[int] = []
     sizes: list[int] = []
@@ -102,27 +131,44 @@ def read_layout(data: mmap.mmap) -> TarLayout | None:
             offset += BLOCK + length + (-length % BLOCK)
     except ValueError:
         return None
-    if not headers or offset + 2 * BLOCK > size or data[offset : offset + 2 * BLOCK] != _ZERO_BLOCKS:
-        return None
-    if np.frombuffer(data, np.uint8, offset=offset).any():
-        return None
-    starts = np.array(headers, dtype=np.int64)
-    table = blocks(data)[starts // BLOCK]  # uint8 [M, 512], a copy
-    if not _headers_plain(table):
-        return None  # a corrupt or non-regular header
-    return _group(table[:, :NAME_FIELD].tobytes(), starts, sizes, offset)
+    return np.array(headers, dtype=np.int64), sizes, offset
 
 
-def _group(names: bytes, starts: np.ndarray, sizes: list[int], end: int) -> TarLayout | None:
-    """Members -> packs: key = the name up to its first ".", the rest one of ``format.MEMBERS``."""
-    parts = [names[at : at + NAME_FIELD].partition(b"\0")[0].partition(b".") for at in range(0, len(names), NAME_FIELD)]
-    columns = [_COLUMNS.get(member, -1) if dot else -1 for _, dot, member in parts]
-    if min(columns) < 0:
+def _chain(data: mmap.mmap) -> Walked | None:
+    """What ``_walk`` returns, found at once: the blocks with the ustar magic are the candidates, and when
+    each one's size (11 octal digits) leads exactly to the next and the last to a zero byte (or the end),
+    they are the headers the walk visits. None (walk one at a time) at any doubt: a member's data
+    that happens to hold the magic, a header without it, a size field ``int(field, 8)`` reads otherwise."""
+    table = blocks(data)
+    found = np.flatnonzero(table[:, 257] == _MAGIC[0])
+    found = found[(table[found, 257:262] == _MAGIC).all(axis=1)]  # int64 [C]: candidate blocks
+    if not found.shape[0] or found[0] != 0:
+        return None
+    digits = table[found, 124:135].astype(np.int64) - ord("0")  # int64 [C, 11]
+    if (digits < 0).any() or (digits > 7).any() or not table[found, 0].all():
+        return None
+    lengths = digits @ _SIZE_POWERS  # int64 [C]
+    starts = found * BLOCK
+    after = starts + BLOCK + lengths + (-lengths % BLOCK)  # where the walk goes next
+    end = int(after[-1])
+    if (after[:-1] != starts[1:]).any() or (end + BLOCK <= len(data) and data[end]):
+        return None
+    return starts, lengths.tolist(), end
+
+
+def _group(names: np.ndarray, starts: np.ndarray, sizes: list[int], end: int) -> TarLayout | None:
+    """Members -> packs: key = the name up to its first ".", the rest one of ``format.MEMBERS``
+    (``names``: uint8 [M, 100], the headers' name fields)."""
+    split = _split_fixed(names)
+    if split is None:
+        split = _split_each(names)
+    if split is None:
         return None  # a member that is not schema v1 (or a pickle): ShardWalk and parse_pack report it
-    keys = [key for key, _, _ in parts]
-    new_pack = np.array([True, *map(bytes.__ne__, keys[1:], keys[:-1])], dtype=bool)  # bool [M]
+    keys, column = split
+    new_pack = np.ones(keys.shape[0], dtype=bool)  # bool [M]
+    new_pack[1:] = keys[1:] != keys[:-1]
     firsts = np.flatnonzero(new_pack)
-    pack_keys = [keys[row] for row in firsts.tolist()]
+    pack_keys: list[bytes] = keys[firsts].tolist()
     if len(set(pack_keys)) != len(pack_keys):
         return None  # a pack split in two
     try:
@@ -130,7 +176,6 @@ def _group(names: bytes, starts: np.ndarray, sizes: list[int], end: int) -> TarL
     except UnicodeDecodeError:
         return None
     pack = np.cumsum(new_pack) - 1  # int64 [M]
-    column = np.array(columns, dtype=np.int64)
     if np.unique(pack * len(fmt.MEMBERS) + column).shape[0] != pack.shape[0]:
         return None  # a member twice in one pack
     at = np.full((len(pack_keys), len(fmt.MEMBERS)), -1, dtype=np.int64)
@@ -138,6 +183,34 @@ def _group(names: bytes, starts: np.ndarray, sizes: list[int], end: int) -> TarL
     at[pack, column] = starts + BLOCK
     size[pack, column] = sizes
     return TarLayout(names_of_packs, [*starts[firsts].tolist(), end], at, size)
+
+
+Split = tuple[np.ndarray, np.ndarray]  # bytes [M]: each member's key, int64 [M]: its column in format.MEMBERS
+
+
+def _split_fixed(names: np.ndarray) -> Split | None:
+    """The split at once when every name has its first "." at one place (keys of one length, no NUL in
+    them) and after it one of ``format.MEMBERS`` and only NULs; None otherwise (``_split_each`` decides)."""
+    dots = names == ord(".")
+    width = int(dots[0].argmax())
+    if not dots[0, width] or not dots[:, width].all() or dots[:, :width].any() or not names[:, :width].all():
+        return None
+    tails = np.ascontiguousarray(names[:, width + 1 :]).view(f"S{NAME_FIELD - width - 1}").ravel()
+    found = np.minimum(np.searchsorted(_SORTED_MEMBERS, tails), len(_SORTED_MEMBERS) - 1)
+    if (_SORTED_MEMBERS[found] != tails).any():  # "S" drops trailing NULs only: a name, then NULs
+        return None
+    keys = np.ascontiguousarray(names[:, :width]).view(f"S{width}").ravel()
+    return keys, _SORTED_COLUMNS[found]
+
+
+def _split_each(names: np.ndarray) -> Split | None:
+    """The split name by name: up to the first NUL, then at the first "."; None for a member not in the schema."""
+    raw = names.tobytes()
+    parts = [raw[at : at + NAME_FIELD].partition(b"\0")[0].partition(b".") for at in range(0, len(raw), NAME_FIELD)]
+    columns = [_COLUMNS.get(member, -1) if dot else -1 for _, dot, member in parts]
+    if min(columns) < 0:
+        return None
+    return np.array([key for key, _, _ in parts], dtype=bytes), np.array(columns, dtype=np.int64)
 
 
 def _headers_plain(table: np.ndarray) -> bool:

@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 
 from cook import format as fmt
 from cook.types import Pack
+from cook.validate import digests
 from cook.validate.bulk import bulk_scan
 from cook.validate.digests import source_digests, span_digests
 from cook.validate.meta_columns import canonical_columns, json_columns
@@ -181,6 +182,26 @@ def test_source_digests_depend_only_on_the_source(sources: list[str]) -> None:
     assert spans.tolist() == together
 
 
+def _reference_digest(data: bytes) -> int:
+    """The module doc's formula, one word at a time in Python integers."""
+    mask = (1 << 64) - 1
+    h = int(digests.SEED) ^ ((len(data) * 0xC2B2AE3D27D4EB4F) & mask)
+    for at in range(0, len(data), 8):
+        h = ((h ^ int.from_bytes(data[at : at + 8], "little")) * 0x9FB21C651E98DF25) & mask
+    for multiplier in (0xFF51AFD7ED558CCD, 0xC4CEB9FE1A85EC53):
+        h = ((h ^ (h >> 33)) * multiplier) & mask
+    return h ^ (h >> 33)
+
+
+@given(st.binary(min_size=0, max_size=80), st.data())
+def test_span_digests_match_the_formula_anywhere_in_the_buffer(blob: bytes, data: st.DataObject) -> None:
+    spans = data.draw(st.lists(st.tuples(st.integers(0, len(blob)), st.integers(0, 40)), max_size=12))
+    starts = np.array([start for start, _ in spans], dtype=np.int64)
+    lengths = np.array([min(n, len(blob) - start) for start, n in spans], dtype=np.int64)  # spans may end at the end
+    got = span_digests(np.frombuffer(blob, np.uint8), starts, lengths).tolist()
+    assert got == [_reference_digest(blob[a : a + n]) for a, n in zip(starts.tolist(), lengths.tolist(), strict=True)]
+
+
 _SOURCE_TEXT = st.text(alphabet=st.characters(blacklist_categories=("Cs",)), min_size=1, max_size=12)
 
 
@@ -265,3 +286,28 @@ def test_canonical_columns_accept_exactly_canonical_members(case: tuple[list[byt
     else:
         with contextlib.suppress(Irregular):
             json_columns(metas, counts)  # never a crash on any edit
+
+
+def test_parallel_scans_are_the_in_process_scans_in_order(tmp_path: Path) -> None:
+    """``--jobs 3`` over 7 shards (chunks of one shard; one shard damaged): the same scans, in entry order."""
+    from cook.validate.dataset import ValidateOptions, _scan_all
+    from cook.validate.manifest import ShardEntry
+
+    entries = []
+    for shard in range(7):
+        write_shard(str(tmp_path), shard, 3 * shard, _text_packs(3))
+        entries.append(ShardEntry(fmt.shard_name(shard), first_pack=3 * shard))
+    damaged = tmp_path / fmt.shard_name(4)
+    data = bytearray(damaged.read_bytes())
+    data[600] ^= 0xFF  # inside the first member's data: the fast path steps aside, the walk names it
+    damaged.write_bytes(bytes(data))
+    alone = _scan_all(str(tmp_path), entries, RULES, ValidateOptions(jobs=1))
+    seen: list[tuple[int, int]] = []
+    together = _scan_all(
+        str(tmp_path), entries, RULES, ValidateOptions(jobs=3, on_shard=lambda d, t: seen.append((d, t)))
+    )
+    assert [s.name for s in together] == [e.name for e in entries]
+    for fast, reference in zip(together, alone, strict=True):
+        _same(fast, reference)
+    assert alone[4].problems_total > 0 and not any(s.problems_total for i, s in enumerate(alone) if i != 4)
+    assert seen == [(i + 1, 7) for i in range(7)]
