@@ -31,7 +31,8 @@ ASSETS = Path(__file__).resolve().parent
 sys.path.insert(0, str(ASSETS))
 sys.path.insert(0, str(ASSETS.parent.parent))
 
-from build_demo_assets import CORPUS_SEED, MODEL_MAX_LENGTH, corpus_documents  # noqa: E402
+from demo_assets.common import CORPUS_SEED, MODEL_MAX_LENGTH  # noqa: E402
+from demo_assets.tokenizer import added_tokens_decoder, corpus_documents  # noqa: E402
 
 from cook.format import CONTROL_TOKENS  # noqa: E402
 
@@ -102,17 +103,7 @@ def write(data: dict) -> None:
         "add_eos_token": False,
         "clean_up_tokenization_spaces": False,
         "padding_side": "right",
-        "added_tokens_decoder": {
-            str(vocab[t]): {
-                "content": t,
-                "lstrip": False,
-                "normalized": False,
-                "rstrip": False,
-                "single_word": False,
-                "special": True,
-            }
-            for t in SPECIAL_TOKENS
-        },
+        "added_tokens_decoder": added_tokens_decoder({t: vocab[t] for t in SPECIAL_TOKENS}),
     }
     (OUT_DIR / "tokenizer_config.json").write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
 

@@ -59,6 +59,12 @@ def build_tokenizer() -> Tokenizer:
     return tok
 
 
+def added_tokens_decoder(ids: dict[str, int]) -> dict[str, dict[str, object]]:
+    """``tokenizer_config.json``'s ``added_tokens_decoder``: each token (content -> id) special, unstripped."""
+    flags = {"lstrip": False, "normalized": False, "rstrip": False, "single_word": False, "special": True}
+    return {str(i): {"content": t, **flags} for t, i in ids.items()}
+
+
 def dump_json(obj: object) -> str:
     return json.dumps(obj, ensure_ascii=False, indent=2) + "\n"
 
@@ -74,17 +80,7 @@ def write_tokenizer(tok: Tokenizer) -> None:
         json.dumps(data, ensure_ascii=False, separators=(",", ":")) + "\n", encoding="utf-8"
     )
     extra = [t for t in SPECIAL_TOKENS if t not in (PAD_TOKEN, EOS_TOKEN)]
-    added = {
-        str(i): {
-            "content": t,
-            "lstrip": False,
-            "normalized": False,
-            "rstrip": False,
-            "single_word": False,
-            "special": True,
-        }
-        for i, t in enumerate(SPECIAL_TOKENS)
-    }
+    added = added_tokens_decoder({t: i for i, t in enumerate(SPECIAL_TOKENS)})
     config = {
         "tokenizer_class": "PreTrainedTokenizerFast",
         "model_max_length": MODEL_MAX_LENGTH,
