@@ -182,8 +182,8 @@ def _render(data: dict, f: dict[str, Marginal], sweep: dict[str, Marginal]) -> s
     lines = [
         "## Reader vs online loading (bench_reader)",
         "",
-        f"`{COMMAND}`. Figures taken on a **shared 2-core machine** (other jobs running); the maintainer",
-        "may rerun. Marginal figures (a small run subtracted from a large one, each its own process; CPU =",
+        f"`{COMMAND}`. 2-core machine (the load average is stated below).",
+        "Marginal figures (a small run subtracted from a large one, each its own process; CPU =",
         "user+sys of the process tree over the read loop, wall = the read loop), medians of 3. Loader workers 0 and batch",
         "size 1 unless noted.",
         "",

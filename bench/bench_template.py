@@ -191,6 +191,6 @@ chats (2,000 minus 500 records: read, cook, tokenize, pack, write shards and Ene
 
 cook encodes with its default backend (`tokenizer.backend: auto`, shown per row: gigatoken where it
 passes the self-check against hf, ids identical); *bare* is Hugging Face's own path. `bare / floor`
-bounds the ratio any path on cook's encoder can reach. Shared machine (other jobs running), {os.cpu_count()} cores visible, 1-minute load
+bounds the ratio any path on cook's encoder can reach. {os.cpu_count()} cores visible, 1-minute load
 average {os.getloadavg()[0]:.1f} at the end; ratios are within one run (interleaved). The whole-job figure is the median of 3 runs of each size.
 """

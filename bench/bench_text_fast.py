@@ -226,7 +226,7 @@ Spread of the marginal CPU s over the {REPEATS} repeats (min - max): `cook run` 
 {jobs["auto"]["spread"][0]:.2f} - {jobs["auto"]["spread"][1]:.2f}, in-process default
 {in_process[0]:.2f} - {in_process[-1]:.2f}. The `cook run` rows subtract two fresh processes whose
 ~2.5 CPU s start-up varies by a few tenths on this shared machine, so the in-process row is the
-steadier figure for the job itself. Figures taken on a shared 2-core machine (other jobs running).
+steadier figure for the job itself.
 Text-only ChatML conversations are assembled as NumPy columns (`cook/tokenize/chatml_columns.py`:
 one pass appends segment codes, one gather builds the batch's ids, one repeat its mask), the
 general piece/layout path serves media and template mode; ids and masks are equal (property test).
