@@ -187,8 +187,8 @@ def _render(data: dict, f: dict[str, Marginal], sweep: dict[str, Marginal]) -> s
         "user+sys of the process tree over the read loop, wall = the read loop), medians of 3. Loader workers 0 and batch",
         "size 1 unless noted.",
         "",
-        f"- text: reader vs online: **{text_ratio:,.0f}× less CPU per training token** (target ≥ 10×)",
-        f"- multimodal: reader vs online: **{media_ratio:,.0f}× less CPU per training token** (moonshot ≥ 50×)",
+        f"- text: reader vs online: **{text_ratio:,.1f}× less CPU per training token** (target ≥ 10×)",
+        f"- multimodal: reader vs online: **{media_ratio:,.1f}× less CPU per training token** (moonshot ≥ 50×)",
         f"- reader keeps **{crude_share:.0%}** of the bare Energon crude loader's packs per CPU-second (target ≥ 80%;"
         f" {crude_wall:.0%} of its packs per wall second, a noisier figure on a shared machine)",
         f"- reader, text packs: **{per_worker / 1e6:,.1f} M tokens per CPU-second** per worker (target ≥ 5 M)",
