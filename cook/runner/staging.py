@@ -7,6 +7,9 @@ file per unit under ``<output>/.cook-progress/stage/`` (Ray runs, where the shar
 another process or node, and ``buffer_size: all``, where pass 1 stages the whole dataset): the
 arrays go to the file beside their own buffers (``os.writev``, no concatenation of media) and come
 back as views of a read-only ``mmap``, so a shard writer copies each byte once, into the tar.
+A reader builds a sample only when a shard asks for it (``StagedUnit``). A dropped unit's file is
+not deleted but moved to ``stage/free/`` and written over by a later ``put``: rewriting warm
+page-cache pages costs a copy, while fresh ones cost more than the copy on a virtual machine.
 
 A stage file is written under a temporary name and renamed; its small summary sidecar (the
 ``UnitSummary``: lengths, patch counts, rejects) is renamed after it, so a present sidecar means a
@@ -17,12 +20,13 @@ not fsynced (a process kill keeps it; a lost machine loses only work that is red
 from __future__ import annotations
 
 import contextlib
+import itertools
 import json
 import mmap
 import os
 import struct
 from collections.abc import Sequence
-from typing import Any, Protocol
+from typing import Any, Protocol, overload
 
 import numpy as np
 
@@ -31,6 +35,9 @@ from cook.runner.units import UnitSummary, decode_result, encode_result
 from cook.types import MediaItem, TokenizedSample
 
 STAGE_DIR = "stage"
+FREE_DIR = "free"  # dropped stage files, recycled by the next puts
+CACHE_UNITS = 64  # open stage files per reader: a shard takes samples from all of a window's units
+CACHE_BYTES = 512 * 2**20  # ... and at most this many bytes of them mapped
 MAGIC = b"COOKSTG1"
 ALIGN = 64
 IOV_BATCH = 512  # buffers per writev call (below Linux's IOV_MAX of 1024)
@@ -65,27 +72,35 @@ def stage_dir(out_dir: str) -> str:
 
 
 class DiskStore:
-    """One ``unit-NNNNNN.stage`` (+ ``.json`` summary) per unit; reads are cached per unit."""
+    """One ``unit-NNNNNN.stage`` (+ ``.json`` summary) per unit; reads are cached per unit; dropped
+    stage files are recycled."""
 
-    def __init__(self, out_dir: str, cache_units: int = 4) -> None:
+    def __init__(self, out_dir: str, cache_units: int = CACHE_UNITS) -> None:
         self.dir = stage_dir(out_dir)
-        self._cache: dict[int, list[TokenizedSample]] = {}
+        self.free_dir = os.path.join(self.dir, FREE_DIR)
+        self._cache: dict[int, StagedUnit] = {}
         self._cache_units = cache_units
+        self._mapped = 0  # bytes of the open stage files
 
     def _path(self, unit: int, suffix: str) -> str:
         return os.path.join(self.dir, f"unit-{unit:06d}{suffix}")
 
     def put(self, summary: UnitSummary, samples: Sequence[TokenizedSample]) -> None:
         os.makedirs(self.dir, exist_ok=True)
-        _write_atomic(self._path(summary.unit, ".stage"), _stage_buffers(samples))
+        _write_atomic(self._path(summary.unit, ".stage"), _stage_buffers(samples), self.free_dir)
         _write_atomic(self._path(summary.unit, ".json"), [encode_result(summary)])
 
     def get(self, unit: int) -> Sequence[TokenizedSample]:
-        if unit not in self._cache:
-            if len(self._cache) >= self._cache_units:
-                self._cache.pop(next(iter(self._cache)))
-            self._cache[unit] = _read_stage(self._path(unit, ".stage"))
-        return self._cache[unit]
+        """The unit's samples; the least recently read units are closed past ``cache_units`` open
+        or ``CACHE_BYTES`` mapped (an open mapping keeps a dropped unit's pages alive)."""
+        staged = self._cache.pop(unit, None)
+        if staged is None:
+            staged = StagedUnit(self._path(unit, ".stage"))
+            self._mapped += staged.nbytes
+        self._cache[unit] = staged  # most recent last
+        while len(self._cache) > 1 and (len(self._cache) > self._cache_units or self._mapped > CACHE_BYTES):
+            self._mapped -= self._cache.pop(next(iter(self._cache))).nbytes
+        return staged
 
     def summary(self, unit: int) -> UnitSummary | None:
         try:
@@ -98,10 +113,15 @@ class DiskStore:
         return summary
 
     def drop(self, unit: int) -> None:
-        self._cache.pop(unit, None)
-        for suffix in (".json", ".stage"):
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(self._path(unit, suffix))
+        """Forget ``unit``: its summary is removed (it is no longer complete), its stage file moves
+        to ``free/`` for the next ``put`` to write over."""
+        staged = self._cache.pop(unit, None)
+        self._mapped -= staged.nbytes if staged is not None else 0
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(self._path(unit, ".json"))
+        os.makedirs(self.free_dir, exist_ok=True)
+        with contextlib.suppress(FileNotFoundError):
+            os.rename(self._path(unit, ".stage"), os.path.join(self.free_dir, f"unit-{unit:06d}.stage"))
 
 
 # ------------------------------------------------------------------ the stage file
@@ -156,9 +176,28 @@ def _place_item(item: MediaItem, place: Any) -> list[Any]:
     return [item.kind, item.visual_kind, size, patches, audio, lengths]
 
 
-def _write_atomic(path: str, buffers: list[Any]) -> None:
+def _claim(free_dir: str, tmp: str) -> bool:
+    """Move any one recycled stage file to ``tmp`` (a rename: two claimers never get the same file)."""
+    try:
+        entries = list(os.scandir(free_dir))
+    except FileNotFoundError:
+        return False
+    for entry in entries:
+        try:
+            os.rename(entry.path, tmp)
+            return True
+        except FileNotFoundError:
+            continue  # another worker claimed it first
+    return False
+
+
+def _write_atomic(path: str, buffers: list[Any], free_dir: str | None = None) -> None:
+    """Write ``buffers`` to ``path`` through a temp file and a rename; with ``free_dir``, over a
+    recycled stage file when there is one (its page-cache pages are rewritten in place: on a
+    virtual machine a fresh page costs more than copying into it)."""
     tmp = f"{path}.tmp-{os.getpid()}"
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    reused = free_dir is not None and _claim(free_dir, tmp)
+    fd = os.open(tmp, os.O_WRONLY | (0 if reused else os.O_CREAT | os.O_TRUNC), 0o644)
     try:
         views = [memoryview(b).cast("B") for b in buffers if memoryview(b).nbytes]
         while views:
@@ -168,6 +207,8 @@ def _write_atomic(path: str, buffers: list[Any]) -> None:
                 views.pop(0)
             if written:
                 views[0] = views[0][written:]
+        if reused:
+            os.ftruncate(fd, os.lseek(fd, 0, os.SEEK_CUR))  # a longer recycled file keeps no tail
     except BaseException:
         os.close(fd)
         os.unlink(tmp)
@@ -176,36 +217,53 @@ def _write_atomic(path: str, buffers: list[Any]) -> None:
     os.replace(tmp, path)
 
 
-def _read_stage(path: str) -> list[TokenizedSample]:
-    with open(path, "rb") as handle:
-        mapped = mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
-    if mapped[: len(MAGIC)] != MAGIC:
-        raise RuntimeError(f"{path}: not a cook stage file")
-    (head_len,) = struct.unpack_from("<Q", mapped, len(MAGIC))
-    start = len(MAGIC) + 8
-    header = json.loads(bytes(mapped[start : start + head_len]))
-    base = start + head_len + (-(start + head_len) % ALIGN)
-    lengths = header["lengths"]
-    total = sum(lengths)
-    ids = np.frombuffer(mapped, dtype="<i4", count=total, offset=base + header["ids"])
-    mask = np.frombuffer(mapped, dtype="u1", count=total, offset=base + header["mask"])
-    samples, at = [], 0
-    for source, length, cut, items in zip(
-        header["sources"], lengths, header["truncated"], header["media"], strict=True
-    ):
-        media = tuple(_read_item(mapped, base, item) for item in items)
-        samples.append(
-            TokenizedSample(
-                source,
-                ids[at : at + length],
-                mask[at : at + length],
-                media,
-                truncated=cut >= 0,
-                truncated_tokens=max(cut, 0),
-            )
-        )
-        at += length
-    return samples
+class StagedUnit(Sequence[TokenizedSample]):
+    """A stage file's samples, each built when it is asked for: a shard writer takes a few samples
+    from each of many units, so building every sample of a unit on each read (thousands, for text)
+    cost more than the writing. The header is parsed once; arrays are views of the mapping."""
+
+    def __init__(self, path: str) -> None:
+        with open(path, "rb") as handle:
+            self._mapped = mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
+        if self._mapped[: len(MAGIC)] != MAGIC:
+            raise RuntimeError(f"{path}: not a cook stage file")
+        (head_len,) = struct.unpack_from("<Q", self._mapped, len(MAGIC))
+        start = len(MAGIC) + 8
+        header = json.loads(bytes(self._mapped[start : start + head_len]))
+        self._base = start + head_len + (-(start + head_len) % ALIGN)
+        self._sources: list[str] = header["sources"]
+        self._truncated: list[int] = header["truncated"]
+        self._media: list[list[Any]] = header["media"]
+        lengths = header["lengths"]
+        self._starts = [0, *itertools.accumulate(lengths)]
+        total = self._starts[-1]
+        self._ids = np.frombuffer(self._mapped, dtype="<i4", count=total, offset=self._base + header["ids"])
+        self._mask = np.frombuffer(self._mapped, dtype="u1", count=total, offset=self._base + header["mask"])
+
+    def __len__(self) -> int:
+        return len(self._sources)
+
+    @property
+    def nbytes(self) -> int:
+        return len(self._mapped)
+
+    @overload
+    def __getitem__(self, index: int) -> TokenizedSample: ...
+    @overload
+    def __getitem__(self, index: slice) -> list[TokenizedSample]: ...
+    def __getitem__(self, index: int | slice) -> TokenizedSample | list[TokenizedSample]:
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(len(self)))]
+        if not -len(self) <= index < len(self):
+            raise IndexError(f"staged unit has {len(self)} samples, not {index}")
+        index %= len(self)
+        a, b = self._starts[index], self._starts[index + 1]
+        cut = self._truncated[index]
+        media = tuple(_read_item(self._mapped, self._base, item) for item in self._media[index])
+        return TokenizedSample(
+            self._sources[index], self._ids[a:b], self._mask[a:b], media, truncated=cut >= 0,
+            truncated_tokens=max(cut, 0),
+        )  # fmt: skip
 
 
 def _read_item(mapped: mmap.mmap, base: int, item: list[Any]) -> MediaItem:

@@ -93,9 +93,10 @@ class ChatTokenizer:
         """Self-check the chosen backend on a sample of the job's own text (``auto`` may fall back)."""
         self._encoder, self.backend = check_sample(self.backend, self._reference, self._encoder, texts)
 
-    def reset_backend_cache(self) -> None:
-        """Bound the backend's memory: called by the worker after each unit."""
-        self._encoder.reset()
+    def reset_backend_cache(self, force: bool = False) -> None:
+        """Bound the backend's memory: called by the worker after each unit (the backend decides
+        whether enough text went through it to rebuild; ``force`` rebuilds now)."""
+        self._encoder.reset(force)
 
     def encode_texts(self, texts: list[str]) -> list[list[int]]:
         """Data text -> ids, never producing a control token."""

@@ -51,6 +51,11 @@ class DatasetWriter:
         """Bytes written to the rejects file so far and the count per reason (no flush)."""
         return self.rejects.tell(), dict(self.rejects.by_reason)
 
+    def open_index(self) -> None:
+        """Open Energon's index writer now (it imports Energon and torch: ~1.4 s) rather than at the
+        first shard, when the workers would wait for the driver; the driver calls it while they cook."""
+        self.index.open()
+
     def add_shard(self, shard_index: int, layout: ShardLayout) -> None:
         self.index.add_shard(shard_index, layout)
 

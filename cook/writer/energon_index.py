@@ -52,9 +52,10 @@ class EnergonIndex:
         self.work_path = progress_index_path(out_dir)
         self.kept_shards = kept_shards
         self._writer: Any = None
-        # Energon (torch under it: ~1.4 s) is imported when the first shard is committed, on the
-        # driver's own thread. It used to be imported on a daemon thread while the run started; an
-        # interrupt then left that thread mid-import at exit, which can abort the interpreter.
+        # Energon (torch under it: ~1.4 s) is imported by ``open``, on the driver's own thread, once the
+        # first jobs are out (DatasetWriter.open_index). It used to be imported on a daemon thread
+        # while the run started; an interrupt then left that thread mid-import at exit, which can
+        # abort the interpreter.
 
     def _open(self) -> Any:
         from megatron.energon.epathlib import EPath
@@ -74,10 +75,13 @@ class EnergonIndex:
         writer.enable_sample_tables = True  # so close() creates the lookup indexes
         return writer
 
-    @property
-    def writer(self) -> Any:
+    def open(self) -> None:
         if self._writer is None:
             self._writer = self._open()
+
+    @property
+    def writer(self) -> Any:
+        self.open()
         return self._writer
 
     def add_shard(self, shard_index: int, layout: ShardLayout) -> None:

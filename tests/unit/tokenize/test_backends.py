@@ -123,8 +123,46 @@ def test_reset_keeps_ids(pair: tuple[ChatTokenizer, ChatTokenizer]) -> None:
     hf, fast = pair
     texts = ["reset the pretoken cache", "日本語 😀", "a" * 700]
     before = fast.encode_texts(texts)
-    fast.reset_backend_cache()
+    fast.reset_backend_cache(force=True)
     assert fast.encode_texts(texts) == before == hf.encode_texts(texts)
+
+
+def test_encoder_rebuilds_only_after_reset_chars(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The worker asks for a reset after every unit; the encoder is rebuilt (its cache dropped) only
+    once RESET_CHARS have gone through it since the last rebuild, or when forced."""
+    encoder = backends.GigatokenEncoder((DEMO_TOKENIZER / "tokenizer.json").read_text())
+    monkeypatch.setattr(backends, "RESET_CHARS", 20)
+    first = encoder._tokenizer
+    encoder.encode_batch(["0123456789"])
+    encoder.reset()
+    assert encoder._tokenizer is first  # 10 chars < 20
+    encoder.encode_flat(["0123456789"])
+    encoder.reset()
+    second = encoder._tokenizer
+    assert second is not first  # 20 chars: rebuilt, and the count starts again
+    encoder.reset()
+    assert encoder._tokenizer is second
+    encoder.reset(force=True)
+    assert encoder._tokenizer is not second
+
+
+def test_encode_flat_takes_gigatokens_list_fallback() -> None:
+    """gigatoken returns plain lists when it cannot use awkward (an interrupted import did that and
+    exited 1 instead of 130); encode_flat gives the same flat ids either way."""
+    encoder = backends.GigatokenEncoder((DEMO_TOKENIZER / "tokenizer.json").read_text())
+    texts = ["hello world", "", "日本語 😀"]
+    want_ids, want_offsets = encoder.encode_flat(texts)
+
+    class ListsOnly:
+        def __init__(self, inner: object) -> None:
+            self.inner = inner
+
+        def encode_batch(self, texts: list[str], parallel: bool) -> list[list[int]]:
+            return self.inner.encode_batch_list(texts, parallel=parallel)  # type: ignore[attr-defined]
+
+    encoder._tokenizer = ListsOnly(encoder._tokenizer)
+    ids, offsets = encoder.encode_flat(texts)
+    assert ids.tolist() == want_ids.tolist() and offsets.tolist() == want_offsets.tolist()
 
 
 def test_sp_tokenizer_has_byte_fallback() -> None:
