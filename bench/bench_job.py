@@ -18,8 +18,9 @@ the runs are interleaved, so drift on a shared machine hits them alike.
 - **Text**: ``common.text_corpus`` copies with ``pipelines/text_sft.yaml`` (1 MiB work units, so the
   actors have units to share). Baseline: the tokenizer's ``encode_batch`` on the chat-template
   rendering of the same conversations, one thread (as in bench_text_cook). Big run
-  ``BENCH_TEXT_COPIES`` copies of the demo chats (default 160), small run 8. The demo chats hold one
-  record with a bad role per copy: it is rejected, as in bench_text_cook.
+  ``BENCH_TEXT_COPIES`` copies of the demo chats (default 640: with the fast tokenizer, 160 copies
+  were under 2 s of marginal work, too little against Ray's noise), small run 8. The demo chats
+  hold one record with a bad role per copy: it is rejected, as in bench_text_cook.
 
 How a job's processes are counted (the driver's CPU, the whole tree's CPU, the driver's peak RSS) is
 in ``bench/job_run.py``; this measurement runs in its own process (``run()`` starts it) because it
@@ -446,7 +447,7 @@ def report() -> str:
     become_subreaper()
     single_threaded_tokenizers()
     repeats = _env_int("BENCH_REPEATS", 3)
-    n_images, copies = _env_int("BENCH_IMAGES", 768), _env_int("BENCH_TEXT_COPIES", 160)
+    n_images, copies = _env_int("BENCH_IMAGES", 768), _env_int("BENCH_TEXT_COPIES", 640)
     if n_images % IMAGES_PER_TAR or n_images <= SMALL_IMAGES:
         raise SystemExit(f"BENCH_IMAGES={n_images}: must be a multiple of {IMAGES_PER_TAR} above {SMALL_IMAGES}")
     if copies <= SMALL_TEXT_COPIES:
