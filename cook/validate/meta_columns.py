@@ -78,10 +78,10 @@ def _digits(text: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarra
 
 def canonical_columns(metas: list[bytes], counts: np.ndarray) -> Columns | None:
     """Columns of canonical members with ``counts`` [K] sequences each; None when one is not canonical."""
-    joined = b"\n".join(metas)
-    if _TRUNCATED_KEY not in joined:
-        return _literal_columns(joined, metas, counts)
-    return _matched_columns(joined, metas, counts)
+    slack = b"\n".join([*metas, _SLACK])  # the members, then "\n" and the slack
+    if _TRUNCATED_KEY not in slack:
+        return _literal_columns(slack, metas, counts)
+    return _matched_columns(slack[: -len(_SLACK) - 1], metas, counts)
 
 
 def _matched_columns(joined: bytes, metas: list[bytes], counts: np.ndarray) -> Columns | None:
@@ -114,14 +114,15 @@ def _matched_columns(joined: bytes, metas: list[bytes], counts: np.ndarray) -> C
     return lengths, targets, digests
 
 
-def _literal_columns(joined: bytes, metas: list[bytes], counts: np.ndarray) -> Columns | None:
-    """``canonical_columns`` of members with no truncated entry, by the literals at fixed offsets from the quotes."""
+def _literal_columns(slack: bytes, metas: list[bytes], counts: np.ndarray) -> Columns | None:
+    """``canonical_columns`` of members with no truncated entry, by the literals at fixed offsets from the quotes
+    (``slack``: the members joined by "\n", then "\n" and ``_SLACK``, so that every fixed-offset read stays in it)."""
     sizes = np.array([len(meta) for meta in metas], dtype=np.int64)  # int64 [K]
-    if int(sizes.min()) < len(_OPEN) + len(_CLOSE) or b"\\" in joined or not _utf8(joined):
+    if int(sizes.min()) < len(_OPEN) + len(_CLOSE) or b"\\" in slack or not _utf8(slack):
         return None
-    text = np.frombuffer(joined + _SLACK, np.uint8)  # uint8 [B]
-    if np.count_nonzero(text < ord(" ")) != len(metas) - 1:
-        return None  # a control byte in a member (the newlines between members are the only ones)
+    text = np.frombuffer(slack, np.uint8)  # uint8 [B]
+    if np.count_nonzero(text < ord(" ")) != len(metas):
+        return None  # a control byte in a member (each member's closing newline is the only one)
     quotes = np.flatnonzero(text == ord('"'))
     ends = np.cumsum(sizes + 1) - 1  # int64 [K]: each member's end (its "\n", or the slack)
     per_member = np.diff(np.searchsorted(quotes, ends), prepend=0)
@@ -153,7 +154,7 @@ def _literal_columns(joined: bytes, metas: list[bytes], counts: np.ndarray) -> C
     if int((source_end - source_at).min()) < 1 or int((stops - starts).min()) < 1:
         return None  # an empty source or number
     if int((stops - starts).max()) > _WIDE:
-        return _matched_columns(joined, metas, counts)
+        return _matched_columns(slack[: -len(_SLACK) - 1], metas, counts)
     numbers = decimals(every, starts, stops)
     if numbers is None:
         return None
