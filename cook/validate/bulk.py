@@ -1,6 +1,6 @@
 """One shard -> ``ShardScan`` at the speed of read + sha256: the fast path of ``scan.scan_shard``.
 
-    shard -map_shard-> bytes -read_layout-> member table
+    shard -map_shard-> bytes (a text shard of <= 16 MiB hashed whole here) -read_layout-> member table
         -> the small members of all text packs at once (``.npy`` headers here, the rest in
            text_checks.plan_text: boundaries, meta.json, where every sequence lies)
         -> batches of ~4 MiB of text packs: sha256 over the batch's bytes (which brings them into the
@@ -39,6 +39,7 @@ from cook.validate.tar_layout import TarLayout, map_shard, read_layout
 from cook.validate.text_checks import TextBatch, TextPlan, check_tokens, plan_text
 
 BATCH_BYTES: Final = 4 << 20  # packs checked together: small enough to stay in the cache after hashing
+WHOLE_BYTES: Final = 16 << 20  # a text shard up to this size is hashed first, whole (it stays in the cache)
 HASH_SLICE: Final = 1 << 20
 _COLUMN: Final = {name: i for i, name in enumerate(fmt.MEMBERS)}
 _REQUIRED: Final = [_COLUMN[name] for name in fmt.REQUIRED_MEMBERS]
@@ -121,11 +122,14 @@ def bulk_scan(root: str, name: str, first_pack: int | None, rules: PackRules, ve
         return None
     data, media = mapped
     try:
+        hasher = _Hasher(data, path, verify_sha256, media)
+        if not media and len(data) <= WHOLE_BYTES:
+            hasher.upto(len(data))  # all at once: the whole shard is then in the cache for every check
         layout = read_layout(data, populated=not media)
         indices = None if layout is None else _pack_indices(layout.keys, first_pack)
         if layout is None or indices is None:
             return None
-        return _scan(data, path, name, layout, indices, rules, _Hasher(data, path, verify_sha256, media))
+        return _scan(data, path, name, layout, indices, rules, hasher)
     except Irregular:
         return None
     finally:

@@ -176,7 +176,8 @@ def _group(names: np.ndarray, starts: np.ndarray, sizes: list[int], end: int) ->
     except UnicodeDecodeError:
         return None
     pack = np.cumsum(new_pack) - 1  # int64 [M]
-    if np.unique(pack * len(fmt.MEMBERS) + column).shape[0] != pack.shape[0]:
+    rising = (column[1:] > column[:-1]) | new_pack[1:]  # in each pack, members in format.MEMBERS order: no twice
+    if not rising.all() and np.unique(pack * len(fmt.MEMBERS) + column).shape[0] != pack.shape[0]:
         return None  # a member twice in one pack
     at = np.full((len(pack_keys), len(fmt.MEMBERS)), -1, dtype=np.int64)
     size = np.full((len(pack_keys), len(fmt.MEMBERS)), -1, dtype=np.int64)

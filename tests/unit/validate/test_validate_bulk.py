@@ -8,6 +8,7 @@ import contextlib
 import dataclasses
 import io
 import json
+import tarfile
 from pathlib import Path
 
 import numpy as np
@@ -73,6 +74,29 @@ def test_a_tarfile_written_shard_is_fast_too(tmp_path: Path) -> None:
     fast = bulk_scan(str(tmp_path), path.name, 0, RULES, True)
     assert fast is not None
     _same(fast, stream_shard(str(tmp_path), path.name, 0, RULES, True))
+
+
+@pytest.mark.parametrize("case", ["reordered", "adjacent", "apart"])
+def test_member_order_and_duplicates_in_the_layout(tmp_path: Path, case: str) -> None:
+    """Members in another order than ``format.MEMBERS`` are still one pack; a member twice never is."""
+    import mmap
+
+    from cook.validate.tar_layout import read_layout
+
+    named = list(members(_text_packs(1)[0]).items())
+    order = {"reordered": named[::-1], "adjacent": [named[0], *named], "apart": [*named, named[0]]}[case]
+    path = tmp_path / fmt.shard_name(0)
+    with tarfile.open(path, "w", format=tarfile.USTAR_FORMAT) as tar:
+        for name, data in order:
+            info = tarfile.TarInfo(f"{fmt.pack_key(0)}.{name}")
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    with open(path, "rb") as handle, mmap.mmap(handle.fileno(), 0, prot=mmap.PROT_READ) as data:
+        layout = read_layout(data)
+        assert (layout is not None) == (case == "reordered")
+        if layout is not None:
+            assert layout.keys == [fmt.pack_key(0)] and int((layout.at >= 0).sum()) == len(named)
+            del layout  # its arrays are copies; the mapping closes with the block
 
 
 def test_the_fast_path_steps_aside_for_a_problem(tmp_path: Path) -> None:
