@@ -11,6 +11,7 @@ it is a digit (no carry crosses a byte), and three multiply-adds combine the dig
 
 from __future__ import annotations
 
+import functools
 from typing import Final
 
 import numpy as np
@@ -34,14 +35,20 @@ def words(text: np.ndarray) -> np.ndarray:
     return np.ndarray((text.shape[0] - WORD + 1,), dtype="<u8", buffer=text, strides=(1,))
 
 
+@functools.cache
+def _pattern(literal: bytes) -> tuple[np.ndarray, np.ndarray]:
+    """(offsets, words) covering ``literal`` of WORD bytes or more: a word every WORD bytes, the last one flush."""
+    offsets = np.array([*range(0, len(literal) - WORD, WORD), len(literal) - WORD], dtype=np.int64)
+    return offsets, np.frombuffer(b"".join(literal[o : o + WORD] for o in offsets.tolist()), dtype="<u8")
+
+
 def literal_at(every: np.ndarray, at: np.ndarray, literal: bytes) -> bool:
     """Whether ``literal`` starts at each offset ``at`` (``every``: ``words`` of the buffer; reads stay in it)."""
     if len(literal) < WORD:  # the word that ends with the literal, shifted down to it
         tail = np.uint64(int.from_bytes(literal, "little"))
         shift = np.uint64(8 * (WORD - len(literal)))
         return bool(((every[at + (len(literal) - WORD)] >> shift) == tail).all())
-    offsets = np.array([*range(0, len(literal) - WORD, WORD), len(literal) - WORD], dtype=np.int64)
-    expected = np.frombuffer(b"".join(literal[o : o + WORD] for o in offsets.tolist()), dtype="<u8")
+    offsets, expected = _pattern(literal)
     return bool((every[at[:, None] + offsets] == expected).all())
 
 
