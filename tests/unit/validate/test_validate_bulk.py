@@ -76,6 +76,17 @@ def test_a_tarfile_written_shard_is_fast_too(tmp_path: Path) -> None:
     _same(fast, stream_shard(str(tmp_path), path.name, 0, RULES, True))
 
 
+@given(st.lists(st.binary(min_size=512, max_size=512), min_size=1, max_size=6), st.booleans())
+def test_header_byte_sums_are_exact(rows: list[bytes], saturated: bool) -> None:
+    """The tar checksum's byte sums, eight bytes at a time, equal the plain sums (all-0xFF rows included)."""
+    from cook.validate.tar_layout import _byte_sums
+
+    table = np.frombuffer(b"".join(rows), np.uint8).reshape(len(rows), 512).copy()
+    if saturated:
+        table[0] = 255
+    assert _byte_sums(table).tolist() == table.sum(axis=1, dtype=np.int64).tolist()
+
+
 @pytest.mark.parametrize("case", ["reordered", "adjacent", "apart"])
 def test_member_order_and_duplicates_in_the_layout(tmp_path: Path, case: str) -> None:
     """Members in another order than ``format.MEMBERS`` are still one pack; a member twice never is."""
