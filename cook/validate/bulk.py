@@ -31,7 +31,7 @@ from cook import format as fmt
 from cook.validate.digests import source_digests
 from cook.validate.members import parse_pack
 from cook.validate.meta_columns import Irregular
-from cook.validate.npy import CANONICAL_1D_HEADER, canonical_header
+from cook.validate.npy_members import array_members, members_like
 from cook.validate.problems import PackRules
 from cook.validate.scan import ShardScan, add_totals, check_pack, pack_index
 from cook.validate.shards import MemberData, RawPack, check_index_offsets
@@ -51,11 +51,7 @@ _ARRAYS: Final = (
     (fmt.CU_SEQLENS_PADDED, "<i4"),
 )
 TEXT, MEDIA = 0, 1
-_NPY_MAGIC: Final = b"\x93NUMPY\x01\x00"
-_CANONICAL_LENGTH: Final = (CANONICAL_1D_HEADER - 10).to_bytes(2, "little")
-_HEADER_CACHE_LIMIT: Final = 4096
 _KEYS: Final = re.compile(rb"(?:%s[0-9]{%d})*" % (fmt.PACK_KEY_PREFIX.encode(), fmt.PACK_KEY_DIGITS))
-_headers: dict[bytes, tuple[str, int]] = {}  # a canonical 128-byte .npy header -> (dtype str, length)
 
 
 @dataclass(slots=True)
@@ -229,60 +225,22 @@ def _check(shard: np.ndarray, words: np.ndarray, plan: TextPlan | None, lo: int,
 
 def _batch(data: mmap.mmap, layout: TarLayout, indices: np.ndarray, rows: np.ndarray) -> TextBatch:
     """The packs' array members as (data offset, length), from their ``.npy`` headers."""
-    found: list[tuple[list[int], list[int]]] = []
-    for member, dtype in _ARRAYS:
-        at, size = layout.at[rows, _COLUMN[member]], layout.size[rows, _COLUMN[member]]
-        lengths = _canonical_lengths(data, at.tolist(), dtype)
-        if lengths is None:
-            found.append(_npy_1d(data, at.tolist(), size.tolist(), dtype))
-            continue
-        if (size - CANONICAL_1D_HEADER != np.array(lengths, dtype=np.int64) * np.dtype(dtype).itemsize).any():
-            raise Irregular  # data shorter or longer than the header says
-        found.append(((at + CANONICAL_1D_HEADER).tolist(), lengths))
-    (ids_at, tokens), (mask_at, mask_tokens), (cu_at, bounds), (padded_at, padded_bounds) = found
+    at = {member: layout.at[rows, _COLUMN[member]] for member, _ in _ARRAYS}
+    size = {member: layout.size[rows, _COLUMN[member]] for member, _ in _ARRAYS}
+    ids_at, tokens = array_members(data, at[fmt.INPUT_IDS], size[fmt.INPUT_IDS], "<i4")
+    cu_at, bounds = array_members(data, at[fmt.CU_SEQLENS], size[fmt.CU_SEQLENS], "<i4")
+    mask_at, mask_tokens = members_like(
+        data, at[fmt.LOSS_MASK], size[fmt.LOSS_MASK], "|u1", at[fmt.INPUT_IDS], ids_at, tokens
+    )
+    padded_at, padded_bounds = members_like(
+        data, at[fmt.CU_SEQLENS_PADDED], size[fmt.CU_SEQLENS_PADDED], "<i4", at[fmt.CU_SEQLENS], cu_at, bounds
+    )
     if mask_tokens != tokens or bounds != padded_bounds or min(bounds) < 2:
         raise Irregular
     column = _COLUMN[fmt.META]
     spans = zip(layout.at[rows, column].tolist(), layout.size[rows, column].tolist(), strict=True)
     metas = [data[at : at + size] for at, size in spans]
     return TextBatch(indices[rows], ids_at, mask_at, cu_at, padded_at, tokens, bounds, metas)
-
-
-def _canonical_lengths(data: mmap.mmap, offsets: list[int], dtype: str) -> list[int] | None:
-    """Lengths of 1-D members of ``dtype`` whose headers are ``np.save``'s 128 bytes; None if one is not."""
-    lengths = []
-    for offset in offsets:
-        header = data[offset : offset + CANONICAL_1D_HEADER]
-        parsed = _headers.get(header)
-        if parsed is None:
-            found = canonical_header(header[10:]) if header[8:10] == _CANONICAL_LENGTH else None
-            if found is None or len(found[1]) != 1 or not header.startswith(_NPY_MAGIC):
-                return None
-            if len(_headers) >= _HEADER_CACHE_LIMIT:
-                _headers.clear()
-            parsed = _headers[header] = (found[0].str, found[1][0])
-        if parsed[0] != dtype:
-            return None
-        lengths.append(parsed[1])
-    return lengths
-
-
-def _npy_1d(data: mmap.mmap, offsets: list[int], sizes: list[int], dtype: str) -> tuple[list[int], list[int]]:
-    """(data offsets, lengths) of 1-D ``.npy`` members of ``dtype`` with any header ``canonical_header`` accepts."""
-    starts, lengths = [], []
-    for offset, size in zip(offsets, sizes, strict=True):
-        prefix = data[offset : offset + 10]
-        if len(prefix) < 10 or prefix[:8] != _NPY_MAGIC:
-            raise Irregular
-        total = 10 + prefix[8] + (prefix[9] << 8)
-        parsed = canonical_header(data[offset + 10 : offset + total])
-        if parsed is None or len(parsed[1]) != 1 or parsed[0].str != dtype:
-            raise Irregular
-        if size - total != parsed[1][0] * parsed[0].itemsize:
-            raise Irregular
-        starts.append(offset + total)
-        lengths.append(parsed[1][0])
-    return starts, lengths
 
 
 def _media_pack(

@@ -52,6 +52,14 @@ def literal_at(every: np.ndarray, at: np.ndarray, literal: bytes) -> bool:
     return bool((every[at[:, None] + offsets] == expected).all())
 
 
+def literals_at(every: np.ndarray, checks: list[tuple[np.ndarray, bytes]]) -> bool:
+    """``literal_at`` of several literals of WORD bytes or more, each at its own offsets (arrays of one
+    length), with one gather."""
+    places = np.concatenate([at[:, None] + _pattern(literal)[0] for at, literal in checks], axis=1)
+    expected = np.concatenate([_pattern(literal)[1] for _, literal in checks])
+    return bool((every[places] == expected).all())
+
+
 def decimals(every: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray | None:
     """int64 [S]: the numbers written in ``text[starts:ends]`` (``every``: ``words(text)``, ``ends`` >= 8);
     None unless each is 1 to 8 digits, the first not "0"."""

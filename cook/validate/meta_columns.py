@@ -10,8 +10,8 @@ numbers without leading zeros; ``"truncated":true`` allowed) and reads the colum
 quotes' positions: in each entry, quote 0 follows its "{", quote 2 ends the length digits, quotes 6 and 7
 bracket the source, and the targets digits follow quote 9. A batch with no truncated entry is checked
 at fixed offsets from those quotes, all entries at once (``byte_words``): the opening up to a member's
-first length digits, ``,"media":[],"source":"`` ending at quote 6, ``","targets":`` from quote 7,
-``},{"length":`` between entries and ``}]}`` at a member's end; what lies between is digits or a
+first length digits, ``{"length":`` at each entry, ``,"media":[],"source":"`` ending at quote 6,
+``","targets":`` from quote 7, ``},`` between entries and ``}]}`` at a member's end; between them lie digits or a
 source (no backslash, no control byte anywhere). A batch with one is checked by one regular-expression
 match. Anything else (another writer's spacing, an escaped source) goes through ``json_columns``, one
 ``json.loads`` per member.
@@ -28,7 +28,7 @@ from typing import Any, Final
 import numpy as np
 
 from cook import format as fmt
-from cook.validate.byte_words import decimals, literal_at, words
+from cook.validate.byte_words import decimals, literal_at, literals_at, words
 from cook.validate.digests import source_digests, span_digests
 
 _ENTRY: Final = (
@@ -41,7 +41,7 @@ _TRUNCATED: Final = b',"truncated":true}'
 _TRUNCATED_KEY: Final = b'"truncated"'
 _OPEN: Final = b'{"schema_version":1,"sequences":[{"length":'  # a member, up to its first length digits
 _LENGTH: Final = b'{"length":'  # an entry, up to its length digits (quotes 0 and 1)
-_NEXT: Final = b'},{"length":'  # an entry's "}", then the next one up to its length digits
+_NEXT: Final = b"},"  # an entry's "}", then the comma before the next one
 _SOURCE: Final = b',"media":[],"source":"'  # after the length digits, up to the source (quotes 2 to 6)
 _TARGETS: Final = b'","targets":'  # after the source, up to the targets digits (quotes 7 to 9)
 _CLOSE: Final = b"}]}"  # a member's last "}", then its end
@@ -136,17 +136,15 @@ def _literal_columns(slack: bytes, metas: list[bytes], counts: np.ndarray) -> Co
     later = np.ones(sequences, dtype=bool)
     later[firsts] = False
     closes = np.empty(sequences, dtype=np.int64)  # int64 [S]: each entry's "}"
-    closes[:-1] = entry_at[1:] - 2
+    closes[:-1] = entry_at[1:] - len(_NEXT)
     closes[firsts + counts - 1] = ends - len(_CLOSE)
     every = words(text)
-    literals = (
-        (ends - sizes, _OPEN),
-        (entry_at[later] - 2, _NEXT),
-        (length_end, _SOURCE),
-        (source_end, _TARGETS),
-        (ends - len(_CLOSE), _CLOSE),
-    )
-    if not all(literal_at(every, at, literal) for at, literal in literals):
+    if not (
+        literals_at(every, [(entry_at, _LENGTH), (length_end, _SOURCE), (source_end, _TARGETS)])
+        and literal_at(every, entry_at[later] - len(_NEXT), _NEXT)
+        and literal_at(every, ends - sizes, _OPEN)
+        and literal_at(every, ends - len(_CLOSE), _CLOSE)
+    ):
         return None
     source_at = length_end + len(_SOURCE)
     starts = np.concatenate([entry_at + len(_LENGTH), source_end + len(_TARGETS)])

@@ -142,6 +142,33 @@ def test_a_flipped_byte_is_never_vouched_for_wrongly(
         _same(fast, reference)
 
 
+@pytest.mark.parametrize("member", [fmt.LOSS_MASK, fmt.CU_SEQLENS_PADDED, fmt.INPUT_IDS, fmt.CU_SEQLENS])
+def test_every_changed_header_byte_is_never_vouched_for_wrongly(tmp_path: Path, member: str) -> None:
+    """Each byte of one pack's ``.npy`` header flipped (loss_mask and cu_seqlens_padded are checked at once
+    against their companions' headers): the fast path steps aside, or the reference finds nothing either."""
+    from cook.validate.tar_layout import map_shard, read_layout
+
+    write_shard(str(tmp_path), 0, 0, _text_packs(3))
+    path = tmp_path / fmt.shard_name(0)
+    clean = path.read_bytes()
+    mapped = map_shard(str(path))
+    assert mapped is not None
+    layout = read_layout(mapped[0])
+    mapped[0].close()
+    assert layout is not None
+    at = int(layout.at[1, fmt.MEMBERS.index(member)])
+    for where in range(at, at + 128):
+        for xor in (0x01, 0x20):
+            data = bytearray(clean)
+            data[where] ^= xor
+            path.write_bytes(bytes(data))
+            fast = bulk_scan(str(tmp_path), path.name, 0, RULES, True)
+            if fast is not None:
+                reference = stream_shard(str(tmp_path), path.name, 0, RULES, True)
+                assert reference.problems_total == 0, (where, xor, reference.problems)
+                _same(fast, reference)
+
+
 def _mutations(pack: Pack, choice: int, value: int) -> Pack:
     """One semantic change to a pack (arrays and meta.json stay well-formed .npy / JSON)."""
     ids, mask = pack.input_ids.copy(), pack.loss_mask.copy()
