@@ -269,7 +269,8 @@ small one of the same kind, so the per-dataset costs (manifest, rejects, `.nv-me
 token facts) cancel as start-up does. How: each shard is mapped
 once and hashed in 1 MiB slices (a text shard of <= 16 MiB whole, first, so that every check reads cached
 bytes; a larger one ~4 MiB of packs at a time, each batch checked while still in the cache); tar headers
-are found at once, `.npy` headers through a cache; the small members of all text packs of a shard are
+are found at once, `.npy` headers through a cache (loss_mask's and cu_seqlens_padded's compared at once
+with their companions'); the small members of all text packs of a shard are
 checked together (meta.json by fixed-offset literals around its quotes, the numbers eight digits at a
 time; boundaries, lengths, padding and source digests with NumPy), then input_ids and loss_mask in place
 (token range, no placeholder, mask values, pad ids, targets per sequence); a pack with media is checked
