@@ -267,12 +267,15 @@ speed, several times faster than sha256 alone). Per core: MB/s of shard bytes pe
 sys), median of {REPEATS}, rows interleaved, page cache warm for all of them, marginal: each dataset minus a
 small one of the same kind, so the per-dataset costs (manifest, rejects, `.nv-meta/`, `index.sqlite`, the
 token facts) cancel as start-up does. How: each shard is mapped
-once and hashed in 1 MiB slices; then its text packs are checked ~4 MiB at a time with NumPy while
-those bytes are still in the cache (tar headers found at once, `.npy` headers through a cache, meta.json
-through one regular-expression match per batch, boundaries, masks, pad ids, token range and source
-digests for all packs at once); a pack with media is checked on its own, and a shard whose first pack
-holds large media is hashed by a plain read (its media pages are never mapped). Any doubt sends the
-shard to the streaming walk that names every problem.
+once and hashed in 1 MiB slices (a text shard of <= 16 MiB whole, first, so that every check reads cached
+bytes; a larger one ~4 MiB of packs at a time, each batch checked while still in the cache); tar headers
+are found at once, `.npy` headers through a cache (loss_mask's and cu_seqlens_padded's compared at once
+with their companions'); the small members of all text packs of a shard are
+checked together (meta.json by fixed-offset literals around its quotes, the numbers eight digits at a
+time; boundaries, lengths, padding and source digests with NumPy), then input_ids and loss_mask in place
+(token range, no placeholder, mask values, pad ids, targets per sequence); a pack with media is checked
+on its own, and a shard whose first pack holds large media is hashed by a plain read (its media pages
+are never mapped). Any doubt sends the shard to the streaming walk that names every problem.
 
 Targets: text >= 0.50 of the floor, multimodal >= 0.90, `--jobs 2` >= 1.7x `--jobs 1`. Measured: text
 **{fractions["text"]:.2f}**, multimodal **{fractions["multimodal-looking"]:.2f}**, `--jobs 2` **{speedup:.2f}x**;

@@ -1,9 +1,11 @@
 """One shard -> ``ShardScan`` at the speed of read + sha256: the fast path of ``scan.scan_shard``.
 
-    shard -map_shard-> bytes -read_layout-> member table -> batches of ~4 MiB of text packs:
-        sha256 over the batch's bytes (which brings them into the cache), then every pack of the batch
-        checked at once with NumPy (``.npy`` headers here, the rest in text_checks.check_text); a pack
-        with media members is parsed and checked on its own (scan.check_pack: few packs, many bytes)
+    shard -map_shard-> bytes (a text shard of <= 16 MiB hashed whole here) -read_layout-> member table
+        -> the small members of all text packs at once (``.npy`` headers here, the rest in
+           text_checks.plan_text: boundaries, meta.json, where every sequence lies)
+        -> batches of ~4 MiB of text packs: sha256 over the batch's bytes (which brings them into the
+           cache), then its input_ids and loss_mask checked in place (text_checks.check_tokens); a pack
+           with media members is parsed and checked on its own (scan.check_pack: few packs, many bytes)
 
 The fast path vouches for a shard only when it finds nothing wrong: the tar is plain, every array
 member has ``np.save``'s canonical header with the schema dtype, every meta.json is schema v1, and
@@ -29,14 +31,15 @@ from cook import format as fmt
 from cook.validate.digests import source_digests
 from cook.validate.members import parse_pack
 from cook.validate.meta_columns import Irregular
-from cook.validate.npy import CANONICAL_1D_HEADER, canonical_header
+from cook.validate.npy_members import array_members, members_like
 from cook.validate.problems import PackRules
 from cook.validate.scan import ShardScan, add_totals, check_pack, pack_index
 from cook.validate.shards import MemberData, RawPack, check_index_offsets
 from cook.validate.tar_layout import TarLayout, map_shard, read_layout
-from cook.validate.text_checks import TextBatch, check_text
+from cook.validate.text_checks import TextBatch, TextPlan, check_tokens, plan_text
 
 BATCH_BYTES: Final = 4 << 20  # packs checked together: small enough to stay in the cache after hashing
+WHOLE_BYTES: Final = 16 << 20  # a text shard up to this size is hashed first, whole (it stays in the cache)
 HASH_SLICE: Final = 1 << 20
 _COLUMN: Final = {name: i for i, name in enumerate(fmt.MEMBERS)}
 _REQUIRED: Final = [_COLUMN[name] for name in fmt.REQUIRED_MEMBERS]
@@ -48,11 +51,7 @@ _ARRAYS: Final = (
     (fmt.CU_SEQLENS_PADDED, "<i4"),
 )
 TEXT, MEDIA = 0, 1
-_NPY_MAGIC: Final = b"\x93NUMPY\x01\x00"
-_CANONICAL_LENGTH: Final = (CANONICAL_1D_HEADER - 10).to_bytes(2, "little")
-_HEADER_CACHE_LIMIT: Final = 4096
 _KEYS: Final = re.compile(rb"(?:%s[0-9]{%d})*" % (fmt.PACK_KEY_PREFIX.encode(), fmt.PACK_KEY_DIGITS))
-_headers: dict[bytes, tuple[str, int]] = {}  # a canonical 128-byte .npy header -> (dtype str, length)
 
 
 @dataclass(slots=True)
@@ -119,11 +118,14 @@ def bulk_scan(root: str, name: str, first_pack: int | None, rules: PackRules, ve
         return None
     data, media = mapped
     try:
+        hasher = _Hasher(data, path, verify_sha256, media)
+        if not media and len(data) <= WHOLE_BYTES:
+            hasher.upto(len(data))  # all at once: the whole shard is then in the cache for every check
         layout = read_layout(data, populated=not media)
         indices = None if layout is None else _pack_indices(layout.keys, first_pack)
         if layout is None or indices is None:
             return None
-        return _scan(data, path, name, layout, indices, rules, _Hasher(data, path, verify_sha256, media))
+        return _scan(data, path, name, layout, indices, rules, hasher)
     except Irregular:
         return None
     finally:
@@ -148,14 +150,14 @@ def _pack_indices(keys: list[str], first_pack: int | None) -> np.ndarray | None:
     return indices
 
 
-def _kinds(present: np.ndarray) -> list[int]:
-    """TEXT or MEDIA per pack (bool [K, 9] members present); ``Irregular`` for any other member set."""
+def _kinds(present: np.ndarray) -> np.ndarray:
+    """int64 [K]: TEXT or MEDIA per pack (bool [K, 9] members present); ``Irregular`` for any other member set."""
     required = present[:, _REQUIRED].all(axis=1)
     pairs = np.stack([present[:, a] == present[:, b] for a, b in _OPTIONAL_PAIRS], axis=1).all(axis=1)
     media = present[:, [a for a, _ in _OPTIONAL_PAIRS]].any(axis=1)
     if not (required & pairs).all():
         raise Irregular
-    kinds: list[int] = np.where(media, MEDIA, TEXT).tolist()
+    kinds: np.ndarray = np.where(media, MEDIA, TEXT)
     return kinds
 
 
@@ -164,105 +166,81 @@ def _scan(
 ) -> ShardScan:
     scan = ShardScan(name, complete=True, packs=len(layout.keys), bytes=len(data), offsets=list(layout.offsets))
     sources = _Sources()
+    kinds = _kinds(layout.at >= 0)
+    text_rows = np.flatnonzero(kinds == TEXT)
+    shard = np.frombuffer(data, np.uint8)  # uint8 [bytes]: views of the mapping
+    words = np.frombuffer(data, "<i4", count=len(data) // 4)
+    plan = _plan(data, layout, indices, text_rows, rules, scan, sources)
     offsets = layout.offsets
-    start = 0  # first pack of the pending text batch
-    for i, kind in enumerate(_kinds(layout.at >= 0)):
-        if kind == TEXT and offsets[i + 1] - offsets[start] >= BATCH_BYTES:
-            hasher.upto(offsets[i + 1])
-            _flush(data, layout, indices, start, i + 1, rules, scan, sources)
-            start = i + 1
-        elif kind == MEDIA:
+    start, first = 0, 0  # the pending text batch: its first pack in the layout, and in the plan
+    done = 0  # text packs checked
+    for i, kind in enumerate(kinds.tolist()):
+        if kind == TEXT:
+            done += 1
+            if offsets[i + 1] - offsets[start] >= BATCH_BYTES:
+                hasher.upto(offsets[i + 1])
+                _check(shard, words, plan, first, done, rules)
+                start, first = i + 1, done
+        else:
             hasher.upto(offsets[i])
-            _flush(data, layout, indices, start, i, rules, scan, sources)
+            _check(shard, words, plan, first, done, rules)
             hasher.upto(offsets[i + 1])
             _media_pack(data, layout, i, rules, scan, sources)
-            start = i + 1
+            start, first = i + 1, done
     hasher.upto(len(data))
-    _flush(data, layout, indices, start, len(layout.keys), rules, scan, sources)
+    _check(shard, words, plan, first, done, rules)
     scan.sha256 = hasher.digest.hexdigest() if hasher.enabled else None
     sources.finish(scan)
     scan.add(check_index_offsets(path, offsets, True))
     return scan
 
 
-def _flush(
+def _plan(
     data: mmap.mmap,
     layout: TarLayout,
     indices: np.ndarray,
-    start: int,
-    stop: int,
+    rows: np.ndarray,
     rules: PackRules,
     scan: ShardScan,
     sources: _Sources,
-) -> None:
-    """Check the text packs ``start:stop`` of the layout together."""
-    if start >= stop:
-        return
-    totals = check_text(data, _batch(data, layout, indices, start, stop), rules)
+) -> TextPlan | None:
+    """``plan_text`` of the layout's text packs ``rows`` (None when there are none), its totals counted in."""
+    if not rows.shape[0]:
+        return None
+    plan = plan_text(np.frombuffer(data, np.uint8), _batch(data, layout, indices, rows), rules)
+    totals = plan.totals
     scan.sources += totals.sources
     scan.tokens += totals.tokens
     scan.targets += totals.targets
     scan.padded += totals.padded
     sources.digests.append(totals.source_digests)
     sources.packs.append(totals.source_packs)
+    return plan
 
 
-def _batch(data: mmap.mmap, layout: TarLayout, indices: np.ndarray, start: int, stop: int) -> TextBatch:
+def _check(shard: np.ndarray, words: np.ndarray, plan: TextPlan | None, lo: int, hi: int, rules: PackRules) -> None:
+    if plan is not None:
+        check_tokens(shard, words, plan, lo, hi, rules)
+
+
+def _batch(data: mmap.mmap, layout: TarLayout, indices: np.ndarray, rows: np.ndarray) -> TextBatch:
     """The packs' array members as (data offset, length), from their ``.npy`` headers."""
-    found: list[tuple[list[int], list[int]]] = []
-    for member, dtype in _ARRAYS:
-        at, size = layout.at[start:stop, _COLUMN[member]], layout.size[start:stop, _COLUMN[member]]
-        lengths = _canonical_lengths(data, at.tolist(), dtype)
-        if lengths is None:
-            found.append(_npy_1d(data, at.tolist(), size.tolist(), dtype))
-            continue
-        if (size - CANONICAL_1D_HEADER != np.array(lengths, dtype=np.int64) * np.dtype(dtype).itemsize).any():
-            raise Irregular  # data shorter or longer than the header says
-        found.append(((at + CANONICAL_1D_HEADER).tolist(), lengths))
-    (ids_at, tokens), (mask_at, mask_tokens), (cu_at, bounds), (padded_at, padded_bounds) = found
+    at = {member: layout.at[rows, _COLUMN[member]] for member, _ in _ARRAYS}
+    size = {member: layout.size[rows, _COLUMN[member]] for member, _ in _ARRAYS}
+    ids_at, tokens = array_members(data, at[fmt.INPUT_IDS], size[fmt.INPUT_IDS], "<i4")
+    cu_at, bounds = array_members(data, at[fmt.CU_SEQLENS], size[fmt.CU_SEQLENS], "<i4")
+    mask_at, mask_tokens = members_like(
+        data, at[fmt.LOSS_MASK], size[fmt.LOSS_MASK], "|u1", at[fmt.INPUT_IDS], ids_at, tokens
+    )
+    padded_at, padded_bounds = members_like(
+        data, at[fmt.CU_SEQLENS_PADDED], size[fmt.CU_SEQLENS_PADDED], "<i4", at[fmt.CU_SEQLENS], cu_at, bounds
+    )
     if mask_tokens != tokens or bounds != padded_bounds or min(bounds) < 2:
         raise Irregular
     column = _COLUMN[fmt.META]
-    spans = zip(layout.at[start:stop, column].tolist(), layout.size[start:stop, column].tolist(), strict=True)
+    spans = zip(layout.at[rows, column].tolist(), layout.size[rows, column].tolist(), strict=True)
     metas = [data[at : at + size] for at, size in spans]
-    return TextBatch(indices[start:stop], ids_at, mask_at, cu_at, padded_at, tokens, bounds, metas)
-
-
-def _canonical_lengths(data: mmap.mmap, offsets: list[int], dtype: str) -> list[int] | None:
-    """Lengths of 1-D members of ``dtype`` whose headers are ``np.save``'s 128 bytes; None if one is not."""
-    lengths = []
-    for offset in offsets:
-        header = data[offset : offset + CANONICAL_1D_HEADER]
-        parsed = _headers.get(header)
-        if parsed is None:
-            found = canonical_header(header[10:]) if header[8:10] == _CANONICAL_LENGTH else None
-            if found is None or len(found[1]) != 1 or not header.startswith(_NPY_MAGIC):
-                return None
-            if len(_headers) >= _HEADER_CACHE_LIMIT:
-                _headers.clear()
-            parsed = _headers[header] = (found[0].str, found[1][0])
-        if parsed[0] != dtype:
-            return None
-        lengths.append(parsed[1])
-    return lengths
-
-
-def _npy_1d(data: mmap.mmap, offsets: list[int], sizes: list[int], dtype: str) -> tuple[list[int], list[int]]:
-    """(data offsets, lengths) of 1-D ``.npy`` members of ``dtype`` with any header ``canonical_header`` accepts."""
-    starts, lengths = [], []
-    for offset, size in zip(offsets, sizes, strict=True):
-        prefix = data[offset : offset + 10]
-        if len(prefix) < 10 or prefix[:8] != _NPY_MAGIC:
-            raise Irregular
-        total = 10 + prefix[8] + (prefix[9] << 8)
-        parsed = canonical_header(data[offset + 10 : offset + total])
-        if parsed is None or len(parsed[1]) != 1 or parsed[0].str != dtype:
-            raise Irregular
-        if size - total != parsed[1][0] * parsed[0].itemsize:
-            raise Irregular
-        starts.append(offset + total)
-        lengths.append(parsed[1][0])
-    return starts, lengths
+    return TextBatch(indices[rows], ids_at, mask_at, cu_at, padded_at, tokens, bounds, metas)
 
 
 def _media_pack(

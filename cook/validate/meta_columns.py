@@ -5,11 +5,16 @@ The writer's meta.json is canonical JSON (sorted keys, no spaces), e.g.::
 
     {"schema_version":1,"sequences":[{"length":151,"media":[],"source":"a.jsonl#1","targets":130},...]}
 
-``canonical_columns`` checks all members of a batch with one regular-expression match (a source with no
-escape, quote or control character; numbers without leading zeros; ``"truncated":true`` allowed), then
-reads the columns with NumPy from the quotes' positions: in each entry, quotes 1 and 2 bracket the
-length digits, 6 and 7 the source, and the targets digits follow quote 9. Anything else (another
-writer's spacing, an escaped source) goes through ``json_columns``, one ``json.loads`` per member.
+``canonical_columns`` accepts exactly that form (a source with no escape, quote or control character;
+numbers without leading zeros; ``"truncated":true`` allowed) and reads the columns with NumPy from the
+quotes' positions: in each entry, quote 0 follows its "{", quote 2 ends the length digits, quotes 6 and 7
+bracket the source, and the targets digits follow quote 9. A batch with no truncated entry is checked
+at fixed offsets from those quotes, all entries at once (``byte_words``): the opening up to a member's
+first length digits, ``{"length":`` at each entry, ``,"media":[],"source":"`` ending at quote 6,
+``","targets":`` from quote 7, ``},`` between entries and ``}]}`` at a member's end; between them lie digits or a
+source (no backslash, no control byte anywhere). A batch with one is checked by one regular-expression
+match. Anything else (another writer's spacing, an escaped source) goes through ``json_columns``, one
+``json.loads`` per member.
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ from typing import Any, Final
 import numpy as np
 
 from cook import format as fmt
+from cook.validate.byte_words import decimals, literal_at, literals_at, words
 from cook.validate.digests import source_digests, span_digests
 
 _ENTRY: Final = (
@@ -32,6 +38,15 @@ _ENTRY: Final = (
 _BODY: Final = rb'\{"schema_version":1,"sequences":\[' + _ENTRY + rb"(?:," + _ENTRY + rb")*+\]\}"
 _BODIES: Final = re.compile(_BODY + rb"(?:\n" + _BODY + rb")*+")  # members joined by "\n" (never inside one)
 _TRUNCATED: Final = b',"truncated":true}'
+_TRUNCATED_KEY: Final = b'"truncated"'
+_OPEN: Final = b'{"schema_version":1,"sequences":[{"length":'  # a member, up to its first length digits
+_LENGTH: Final = b'{"length":'  # an entry, up to its length digits (quotes 0 and 1)
+_NEXT: Final = b"},"  # an entry's "}", then the comma before the next one
+_SOURCE: Final = b',"media":[],"source":"'  # after the length digits, up to the source (quotes 2 to 6)
+_TARGETS: Final = b'","targets":'  # after the source, up to the targets digits (quotes 7 to 9)
+_CLOSE: Final = b"}]}"  # a member's last "}", then its end
+_SLACK: Final = b" " * 64  # after the text: every fixed-offset read stays in the buffer
+_WIDE: Final = 8  # digits a fixed-offset read takes; a longer number goes to the regular expression
 _HEADER_QUOTES: Final = 4  # "schema_version" and "sequences"
 _ENTRY_QUOTES: Final = 10  # length, media, source and its value, targets
 _MAX_DIGITS: Final = 18
@@ -63,7 +78,14 @@ def _digits(text: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarra
 
 def canonical_columns(metas: list[bytes], counts: np.ndarray) -> Columns | None:
     """Columns of canonical members with ``counts`` [K] sequences each; None when one is not canonical."""
-    joined = b"\n".join(metas)
+    slack = b"\n".join([*metas, _SLACK])  # the members, then "\n" and the slack
+    if _TRUNCATED_KEY not in slack:
+        return _literal_columns(slack, metas, counts)
+    return _matched_columns(slack[: -len(_SLACK) - 1], metas, counts)
+
+
+def _matched_columns(joined: bytes, metas: list[bytes], counts: np.ndarray) -> Columns | None:
+    """``canonical_columns`` by one regular-expression match of the batch (``joined``: the members, "\n" between)."""
     if joined.count(b"\n") != len(metas) - 1 or _BODIES.fullmatch(joined) is None:
         return None
     try:
@@ -90,6 +112,61 @@ def canonical_columns(metas: list[bytes], counts: np.ndarray) -> Columns | None:
     lengths, targets = numbers[: entry.shape[0]], numbers[entry.shape[0] :]
     digests = span_digests(text, entry[:, 6] + 1, entry[:, 7] - entry[:, 6] - 1)
     return lengths, targets, digests
+
+
+def _literal_columns(slack: bytes, metas: list[bytes], counts: np.ndarray) -> Columns | None:
+    """``canonical_columns`` of members with no truncated entry, by the literals at fixed offsets from the quotes
+    (``slack``: the members joined by "\n", then "\n" and ``_SLACK``, so that every fixed-offset read stays in it)."""
+    sizes = np.array([len(meta) for meta in metas], dtype=np.int64)  # int64 [K]
+    if int(sizes.min()) < len(_OPEN) + len(_CLOSE) or b"\\" in slack or not _utf8(slack):
+        return None
+    text = np.frombuffer(slack, np.uint8)  # uint8 [B]
+    if np.count_nonzero(text < ord(" ")) != len(metas):
+        return None  # a control byte in a member (each member's closing newline is the only one)
+    quotes = np.flatnonzero(text == ord('"'))
+    ends = np.cumsum(sizes + 1) - 1  # int64 [K]: each member's end (its "\n", or the slack)
+    per_member = np.diff(np.searchsorted(quotes, ends), prepend=0)
+    if (per_member != _HEADER_QUOTES + _ENTRY_QUOTES * counts).any():
+        raise Irregular  # meta.json and cu_seqlens disagree on the sequences: stream_shard names it
+    sequences = int(counts.sum())
+    member = np.repeat(np.arange(counts.shape[0]), counts)  # int64 [S]: each entry's member
+    first_quote = _ENTRY_QUOTES * np.arange(sequences) + _HEADER_QUOTES * (member + 1)  # int64 [S]: its quote 0
+    entry_at, length_end, source_end = quotes[first_quote] - 1, quotes[first_quote + 2] - 1, quotes[first_quote + 7]
+    firsts = np.cumsum(counts) - counts  # int64 [K]: each member's first entry
+    later = np.ones(sequences, dtype=bool)
+    later[firsts] = False
+    closes = np.empty(sequences, dtype=np.int64)  # int64 [S]: each entry's "}"
+    closes[:-1] = entry_at[1:] - len(_NEXT)
+    closes[firsts + counts - 1] = ends - len(_CLOSE)
+    every = words(text)
+    if not (
+        literals_at(every, [(entry_at, _LENGTH), (length_end, _SOURCE), (source_end, _TARGETS)])
+        and literal_at(every, entry_at[later] - len(_NEXT), _NEXT)
+        and literal_at(every, ends - sizes, _OPEN)
+        and literal_at(every, ends - len(_CLOSE), _CLOSE)
+    ):
+        return None
+    source_at = length_end + len(_SOURCE)
+    starts = np.concatenate([entry_at + len(_LENGTH), source_end + len(_TARGETS)])
+    stops = np.concatenate([length_end, closes])
+    if int((source_end - source_at).min()) < 1 or int((stops - starts).min()) < 1:
+        return None  # an empty source or number
+    if int((stops - starts).max()) > _WIDE:
+        return _matched_columns(slack[: -len(_SLACK) - 1], metas, counts)
+    numbers = decimals(every, starts, stops)
+    if numbers is None:
+        return None
+    return numbers[:sequences], numbers[sequences:], span_digests(text, source_at, source_end - source_at)
+
+
+def _utf8(joined: bytes) -> bool:
+    if joined.isascii():
+        return True
+    try:
+        joined.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
 
 
 def json_columns(metas: list[bytes], counts: np.ndarray) -> Columns:

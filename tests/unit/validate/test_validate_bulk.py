@@ -8,6 +8,7 @@ import contextlib
 import dataclasses
 import io
 import json
+import tarfile
 from pathlib import Path
 
 import numpy as np
@@ -75,6 +76,40 @@ def test_a_tarfile_written_shard_is_fast_too(tmp_path: Path) -> None:
     _same(fast, stream_shard(str(tmp_path), path.name, 0, RULES, True))
 
 
+@given(st.lists(st.binary(min_size=512, max_size=512), min_size=1, max_size=6), st.booleans())
+def test_header_byte_sums_are_exact(rows: list[bytes], saturated: bool) -> None:
+    """The tar checksum's byte sums, eight bytes at a time, equal the plain sums (all-0xFF rows included)."""
+    from cook.validate.tar_layout import _byte_sums
+
+    table = np.frombuffer(b"".join(rows), np.uint8).reshape(len(rows), 512).copy()
+    if saturated:
+        table[0] = 255
+    assert _byte_sums(table).tolist() == table.sum(axis=1, dtype=np.int64).tolist()
+
+
+@pytest.mark.parametrize("case", ["reordered", "adjacent", "apart"])
+def test_member_order_and_duplicates_in_the_layout(tmp_path: Path, case: str) -> None:
+    """Members in another order than ``format.MEMBERS`` are still one pack; a member twice never is."""
+    import mmap
+
+    from cook.validate.tar_layout import read_layout
+
+    named = list(members(_text_packs(1)[0]).items())
+    order = {"reordered": named[::-1], "adjacent": [named[0], *named], "apart": [*named, named[0]]}[case]
+    path = tmp_path / fmt.shard_name(0)
+    with tarfile.open(path, "w", format=tarfile.USTAR_FORMAT) as tar:
+        for name, data in order:
+            info = tarfile.TarInfo(f"{fmt.pack_key(0)}.{name}")
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    with open(path, "rb") as handle, mmap.mmap(handle.fileno(), 0, prot=mmap.PROT_READ) as data:
+        layout = read_layout(data)
+        assert (layout is not None) == (case == "reordered")
+        if layout is not None:
+            assert layout.keys == [fmt.pack_key(0)] and int((layout.at >= 0).sum()) == len(named)
+            del layout  # its arrays are copies; the mapping closes with the block
+
+
 def test_the_fast_path_steps_aside_for_a_problem(tmp_path: Path) -> None:
     write_shard(str(tmp_path), 0, 0, _text_packs(3))
     name = fmt.shard_name(0)
@@ -105,6 +140,33 @@ def test_a_flipped_byte_is_never_vouched_for_wrongly(
     if fast is not None:
         assert reference.problems_total == 0, reference.problems
         _same(fast, reference)
+
+
+@pytest.mark.parametrize("member", [fmt.LOSS_MASK, fmt.CU_SEQLENS_PADDED, fmt.INPUT_IDS, fmt.CU_SEQLENS])
+def test_every_changed_header_byte_is_never_vouched_for_wrongly(tmp_path: Path, member: str) -> None:
+    """Each byte of one pack's ``.npy`` header flipped (loss_mask and cu_seqlens_padded are checked at once
+    against their companions' headers): the fast path steps aside, or the reference finds nothing either."""
+    from cook.validate.tar_layout import map_shard, read_layout
+
+    write_shard(str(tmp_path), 0, 0, _text_packs(3))
+    path = tmp_path / fmt.shard_name(0)
+    clean = path.read_bytes()
+    mapped = map_shard(str(path))
+    assert mapped is not None
+    layout = read_layout(mapped[0])
+    mapped[0].close()
+    assert layout is not None
+    at = int(layout.at[1, fmt.MEMBERS.index(member)])
+    for where in range(at, at + 128):
+        for xor in (0x01, 0x20):
+            data = bytearray(clean)
+            data[where] ^= xor
+            path.write_bytes(bytes(data))
+            fast = bulk_scan(str(tmp_path), path.name, 0, RULES, True)
+            if fast is not None:
+                reference = stream_shard(str(tmp_path), path.name, 0, RULES, True)
+                assert reference.problems_total == 0, (where, xor, reference.problems)
+                _same(fast, reference)
 
 
 def _mutations(pack: Pack, choice: int, value: int) -> Pack:
@@ -213,10 +275,11 @@ def _edited_metas(draw: st.DrawFn) -> tuple[list[bytes], np.ndarray]:
         n = draw(st.integers(1, 3))
         sequences = [
             {
-                "length": draw(st.integers(1, 10**6)),
+                "length": draw(st.integers(1, 10**6) | st.integers(1, 10**12)),  # > 8 digits: the regex path
                 "media": [],
                 "source": draw(_SOURCE_TEXT),
                 "targets": draw(st.integers(1, 999)),
+                **({"truncated": True} if draw(st.integers(0, 9)) == 0 else {}),  # the regex path too
             }
             for _ in range(n)
         ]
@@ -230,7 +293,7 @@ def _edited_metas(draw: st.DrawFn) -> tuple[list[bytes], np.ndarray]:
         i = draw(st.integers(0, len(metas) - 1))
         data = bytearray(metas[i])
         at = draw(st.integers(0, len(data)))
-        byte = draw(st.sampled_from([*b'{}[],:"0123456789ax\\ \n', 0xC3, 0x80]))
+        byte = draw(st.sampled_from([*b'{}[],:"0123456789ax\\ \n\t', 0, 0xC3, 0x80]))
         edit = draw(st.sampled_from(["insert", "replace", "delete"]))
         if edit == "insert":
             data.insert(at, byte)
@@ -255,7 +318,8 @@ def _canonical(meta: bytes) -> int | None:
         return None
     plain = all(
         isinstance(e, dict)
-        and set(e) == {"length", "media", "source", "targets"}
+        and set(e) - {"truncated"} == {"length", "media", "source", "targets"}
+        and e.get("truncated", True) is True
         and type(e["length"]) is int
         and type(e["targets"]) is int
         and 1 <= e["length"] < 10**18
@@ -286,6 +350,66 @@ def test_canonical_columns_accept_exactly_canonical_members(case: tuple[list[byt
     else:
         with contextlib.suppress(Irregular):
             json_columns(metas, counts)  # never a crash on any edit
+
+
+@pytest.mark.parametrize("truncated", [False, True])
+def test_canonical_columns_refuse_every_changed_byte(truncated: bool) -> None:
+    """Every byte of a canonical batch replaced by each of a few bytes, or deleted: accepted exactly when the
+    oracle still reads it as canonical (the fixed-offset path without, the regular expression with a truncated
+    entry), and then read as ``json_columns`` reads it."""
+    from cook.validate.meta_columns import Irregular
+
+    entries = [
+        {"length": 151, "media": [], "source": "a.jsonl#1", "targets": 130},
+        {"length": 20, "media": [], "source": "b", "targets": 9, **({"truncated": True} if truncated else {})},
+    ]
+    metas = [
+        json.dumps({"schema_version": 1, "sequences": entries[:n]}, sort_keys=True, separators=(",", ":")).encode()
+        for n in (2, 1)
+    ]
+    counts = np.array([2, 1])
+    for member in range(2):
+        for at in range(len(metas[member])):
+            for byte in [*b'{}[],:"019ax\\ \n\t', 0, 0x80, None]:
+                edited = bytearray(metas[member])
+                edited[at : at + 1] = b"" if byte is None else bytes([byte])
+                batch = [bytes(edited) if i == member else meta for i, meta in enumerate(metas)]
+                expected = [_canonical(meta) for meta in batch] == counts.tolist()
+                try:
+                    found = canonical_columns(batch, counts)
+                except Irregular:
+                    found = None
+                assert (found is not None) == expected, batch
+                if found is not None:
+                    for got, want in zip(found, json_columns(batch, counts), strict=True):
+                        assert got.tolist() == want.tolist()
+
+
+@given(st.lists(st.binary(min_size=0, max_size=10), min_size=1, max_size=20), st.binary(max_size=12))
+def test_decimals_read_exactly_the_canonical_numbers(spans: list[bytes], junk: bytes) -> None:
+    """``byte_words.decimals`` of spans anywhere in a buffer: the number where a span is 1 to 8 digits with no
+    leading zero (and all are), else None; ``literal_at`` finds exactly the spans equal to a literal."""
+    from cook.validate.byte_words import decimals, literal_at, words
+
+    buffer = bytearray(b"        ")  # every span ends 8 or more bytes in
+    starts = []
+    for span in spans:
+        buffer += junk[: len(buffer) % 3]
+        starts.append(len(buffer))
+        buffer += span
+    buffer += bytes(16)
+    text = np.frombuffer(bytes(buffer), np.uint8)
+    at = np.array(starts, dtype=np.int64)
+    ends = at + np.array([len(span) for span in spans], dtype=np.int64)
+    canonical = all(1 <= len(v) <= 8 and v.isdigit() and v.isascii() and v[:1] != b"0" for v in spans)
+    found = decimals(words(text), at, ends)
+    assert (found is not None) == canonical
+    if found is not None:
+        assert found.tolist() == [int(v) for v in spans]
+    for literal in (spans[0], b"0123456789ab"[: len(spans[0]) + 3]):
+        if literal:
+            expected = all(bytes(buffer[a : a + len(literal)]) == literal for a in starts)
+            assert literal_at(words(text), at, literal) == expected
 
 
 def test_parallel_scans_are_the_in_process_scans_in_order(tmp_path: Path) -> None:
