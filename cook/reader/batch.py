@@ -116,24 +116,57 @@ class PackedBatch(Batch):
         )
 
 
+_ALTERNATING = np.tile(np.array([False, True]), 1 << 12)  # False, True, ...: the values of a run-length mask
+_ARANGE = np.arange(1 << 16)  # int64 0, 1, ...: token indices, sliced per stream
+for _constant in (_ALTERNATING, _ARANGE):
+    _constant.flags.writeable = False
+
+
+def _alternating(runs: int) -> np.ndarray:
+    """``[False, True, False, ...]`` of length ``runs`` (a view of a shared read-only array)."""
+    global _ALTERNATING
+    if runs > len(_ALTERNATING):
+        _ALTERNATING = np.tile(np.array([False, True]), runs)
+        _ALTERNATING.flags.writeable = False
+    return _ALTERNATING[:runs]
+
+
+def _token_index(tokens: int) -> np.ndarray:
+    """int64 ``[0, 1, ..., tokens - 1]`` (a view of a shared read-only array)."""
+    global _ARANGE
+    if tokens > len(_ARANGE):
+        _ARANGE = np.arange(tokens)
+        _ARANGE.flags.writeable = False
+    return _ARANGE[:tokens]
+
+
 def _stream_targets(
     ids: np.ndarray, mask: np.ndarray, cu: np.ndarray, cu_padded: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """A token stream's stored arrays -> ``(labels, loss_mask, position_ids, padding_mask,
-    sequence_targets)``: ``[T]`` each, plus int32 ``[N]``. One pass of vector ops over the whole
-    stream, whatever the number of packs in it (NumPy's per-op cost is a fraction of torch's)."""
-    tokens = ids.shape[0]
-    padded_lengths = np.diff(cu_padded)
-    starts = np.repeat(cu_padded[:-1], padded_lengths)  # per token: its sequence's start and real end
-    real_ends = np.repeat(cu_padded[:-1] + np.diff(cu), padded_lengths)
-    t = np.arange(tokens)
-    has_next = t[1:] < real_ends[:-1]  # token t+1 exists and belongs to the same sequence as t
-    labels = np.full(tokens, IGNORE_INDEX, dtype=np.int64)
-    np.copyto(labels[:-1], ids[1:], where=has_next)
-    loss_mask = np.zeros(tokens, dtype=np.float32)
-    np.logical_and(has_next, mask[1:], out=loss_mask[:-1], casting="unsafe")
-    sequence_targets = np.add.reduceat(loss_mask, cu_padded[:-1]).astype(np.int32)  # exact below 2**24
-    return labels, loss_mask, t - starts, t >= real_ends, sequence_targets
+    sequence_targets)``: ``[T]`` each, plus int32 ``[N]``. A fixed number of vector ops over the whole
+    stream, whatever the number of packs or sequences in it (each sequence is two runs of a
+    run-length mask: ``np.repeat`` of ``False, True`` by per-sequence counts)."""
+    tokens, n = ids.shape[0], cu.shape[0] - 1
+    starts = cu_padded[:-1]
+    padded = cu_padded[1:] - starts
+    real = cu[1:] - cu[:-1]  # >= 1 (decode_pack checks)
+    runs = np.empty(2 * n, dtype=np.int64)
+    runs[0::2] = real - 1  # tokens with a next token in their sequence ...
+    runs[1::2] = padded - real + 1  # ... then the last real token and the padding: no label
+    no_label = np.repeat(_alternating(2 * n), runs)
+    runs[0::2] += 1
+    runs[1::2] -= 1
+    padding_mask = np.repeat(_alternating(2 * n), runs)
+    labels = np.empty(tokens, dtype=np.int64)
+    labels[:-1] = ids[1:]
+    labels[no_label] = IGNORE_INDEX  # always includes the stream's last token
+    loss_mask = np.empty(tokens, dtype=np.float32)
+    np.greater(mask[1:], no_label[:-1], out=loss_mask[:-1], casting="unsafe")  # target t+1 and not no_label[t]
+    loss_mask[-1] = 0.0
+    sequence_targets = np.add.reduceat(loss_mask, starts).astype(np.int32)  # exact below 2**24
+    position_ids = _token_index(tokens) - np.repeat(starts, padded)
+    return labels, loss_mask, position_ids, padding_mask, sequence_targets
 
 
 def pack_targets(

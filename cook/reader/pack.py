@@ -5,7 +5,7 @@
 Every ``.npy`` member is parsed by ``_load_npy``: the plain little-endian headers ``np.save`` writes
 are read with a regex (no ``ast.literal_eval``), anything else goes to ``format.load_npy``
 (``allow_pickle=False``: an object array raises instead of being unpickled); each is checked against
-``format.MEMBER_DTYPES``; ``meta.json`` is parsed with ``json``. Nothing else is decoded and nothing
+``format.MEMBER_DTYPES``; ``meta.json`` is parsed with ``orjson``. Nothing else is decoded and nothing
 is unpickled. A member that is missing, of the wrong dtype or shape, or inconsistent with the
 boundaries raises ``PackFormatError`` naming the pack key and the member (``cook validate`` reports
 the same defects before a run).
@@ -16,15 +16,16 @@ from earlier tokens of its sequence); ``cook.reader.batch`` derives the label-al
 
 from __future__ import annotations
 
-import json
+import dataclasses
 import math
 import re
 from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
+import orjson
 import torch
-from megatron.energon import Sample, basic_sample_keys, edataclass
+from megatron.energon import Sample, edataclass
 
 from cook import format as fmt
 
@@ -59,19 +60,34 @@ class PackedSample(Sample):
 
 _NPY_MAGIC = b"\x93NUMPY\x01\x00"
 _NPY_HEADER = re.compile(rb"\{'descr': '([<|]\w\d+)', 'fortran_order': False, 'shape': \(([\d, ]*)\), \} *\n")
+_HEADER_CACHE_SIZE = 4096  # distinct headers seen: one per (member, shape); packs of a dataset share a few hundred
+_headers: dict[bytes, tuple[np.dtype, tuple[int, ...], int]] = {}  # header bytes -> dtype, shape, element count
+
+
+def _parse_header(header: bytes) -> tuple[np.dtype, tuple[int, ...], int] | None:
+    """``(dtype, shape, count)`` of a plain little-endian version-1 header (magic to newline), cached."""
+    parsed = _headers.get(header)
+    if parsed is None:
+        match = _NPY_HEADER.fullmatch(header, 10)
+        if match is None:
+            return None
+        shape = tuple(int(n) for n in match[2].split(b",") if n.strip())
+        parsed = (np.dtype(match[1].decode()), shape, math.prod(shape))
+        if len(_headers) >= _HEADER_CACHE_SIZE:
+            _headers.clear()
+        _headers[header] = parsed
+    return parsed
 
 
 def _load_npy(data: bytes) -> np.ndarray:
     """``format.load_npy`` with a fast path for the version-1 headers ``np.save`` writes for plain
-    little-endian arrays (a regex instead of ``ast.literal_eval``, and a read-only view of ``data``
-    instead of a copy); anything else takes ``load_npy``."""
+    little-endian arrays (a regex instead of ``ast.literal_eval``, its result cached per header, and a
+    read-only view of ``data`` instead of a copy); anything else takes ``load_npy``."""
     if data[:8] == _NPY_MAGIC:
         end = 10 + int.from_bytes(data[8:10], "little")
-        match = _NPY_HEADER.fullmatch(data, 10, end)
-        if match is not None:
-            shape = tuple(int(n) for n in match[2].split(b",") if n.strip())
-            dtype = np.dtype(match[1].decode())
-            count = math.prod(shape)
+        parsed = _parse_header(data[:end])
+        if parsed is not None:
+            dtype, shape, count = parsed
             if len(data) == end + count * dtype.itemsize:
                 return np.frombuffer(data, dtype, count, end).reshape(shape)  # read-only view of ``data``
     return fmt.load_npy(data)
@@ -116,8 +132,12 @@ def _check_boundaries(key: str, ids: np.ndarray, cu: np.ndarray, cu_padded: np.n
 
 def _well_nested(cu: np.ndarray, cu_padded: np.ndarray) -> bool:
     """Every sequence has ``0 < length <= padded length`` (``cu[i+1] - cu[i]`` vs ``cu_padded``)."""
-    lengths = np.diff(cu)
-    return bool(lengths.min() > 0) and bool((lengths <= np.diff(cu_padded)).all())
+    lengths = cu[1:] - cu[:-1]
+    return bool(lengths.min() > 0) and bool((lengths <= cu_padded[1:] - cu_padded[:-1]).all())
+
+
+_MEDIA_MEMBERS = fmt.VISUAL_MEMBERS + fmt.AUDIO_MEMBERS
+_SAMPLE_KEYS = tuple(field.name for field in dataclasses.fields(Sample))  # what basic_sample_keys forwards
 
 
 def decode_pack(crude: Mapping[str, Any]) -> PackedSample:
@@ -134,20 +154,25 @@ def decode_pack(crude: Mapping[str, Any]) -> PackedSample:
     if mask.shape != ids.shape:
         raise PackFormatError(f"{key}: {fmt.LOSS_MASK} has {mask.shape[0]} tokens, {fmt.INPUT_IDS} {ids.shape[0]}")
     _check_boundaries(key, ids, cu, cu_padded)
-    meta = json.loads(bytes(crude[fmt.META]).decode("utf-8"))
-    sequences = meta.get("sequences", [])
+    sequences = orjson.loads(bytes(crude[fmt.META])).get("sequences", [])  # strict UTF-8, like json
     if len(sequences) != len(cu) - 1:
         raise PackFormatError(f"{key}: {fmt.META} lists {len(sequences)} sequences, boundaries {len(cu) - 1}")
     return PackedSample(
-        **basic_sample_keys(dict(crude)),
+        **{name: crude[name] for name in _SAMPLE_KEYS if name in crude},  # = basic_sample_keys(crude)
         input_ids=torch.from_numpy(ids.astype(np.int64)),  # the only copies of the token arrays
-        target_mask=torch.from_numpy(mask != 0),
+        target_mask=torch.from_numpy(mask.astype(np.bool_)),  # nonzero -> True
         cu_seqlens=torch.from_numpy(cu.copy()),
         cu_seqlens_padded=torch.from_numpy(cu_padded.copy()),
-        pixel_patches=_tensor(_array(key, crude, fmt.PIXEL_PATCHES)),
-        media_sizes=_tensor(_array(key, crude, fmt.MEDIA_SIZES)),
-        audio_features=_tensor(_array(key, crude, fmt.AUDIO_FEATURES)),
-        audio_lengths=_tensor(_array(key, crude, fmt.AUDIO_LENGTHS)),
-        sources=tuple(str(s.get("source", "")) for s in sequences),
-        target_tokens=sum(int(s.get("targets", 0)) for s in sequences),
+        **(_media(key, crude) if any(name in crude for name in _MEDIA_MEMBERS) else {}),
+        sources=tuple([str(s.get("source", "")) for s in sequences]),
+        target_tokens=sum([int(s.get("targets", 0)) for s in sequences]),
     )
+
+
+def _media(key: str, crude: Mapping[str, Any]) -> dict[str, torch.Tensor | None]:
+    return {
+        "pixel_patches": _tensor(_array(key, crude, fmt.PIXEL_PATCHES)),
+        "media_sizes": _tensor(_array(key, crude, fmt.MEDIA_SIZES)),
+        "audio_features": _tensor(_array(key, crude, fmt.AUDIO_FEATURES)),
+        "audio_lengths": _tensor(_array(key, crude, fmt.AUDIO_LENGTHS)),
+    }
