@@ -60,45 +60,51 @@ class PackedSample(Sample):
 
 _NPY_MAGIC = b"\x93NUMPY\x01\x00"
 _NPY_HEADER = re.compile(rb"\{'descr': '([<|]\w\d+)', 'fortran_order': False, 'shape': \(([\d, ]*)\), \} *\n")
-_HEADER_CACHE_SIZE = 4096  # distinct headers seen: one per (member, shape); packs of a dataset share a few hundred
-_headers: dict[bytes, tuple[np.dtype, tuple[int, ...], int]] = {}  # header bytes -> dtype, shape, element count
-
-
-def _parse_header(header: bytes) -> tuple[np.dtype, tuple[int, ...], int] | None:
-    """``(dtype, shape, count)`` of a plain little-endian version-1 header (magic to newline), cached."""
-    parsed = _headers.get(header)
-    if parsed is None:
-        match = _NPY_HEADER.fullmatch(header, 10)
-        if match is None:
-            return None
-        shape = tuple(int(n) for n in match[2].split(b",") if n.strip())
-        parsed = (np.dtype(match[1].decode()), shape, math.prod(shape))
-        if len(_headers) >= _HEADER_CACHE_SIZE:
-            _headers.clear()
-        _headers[header] = parsed
-    return parsed
+_LAYOUT_CACHE_SIZE = 4096  # (member, header) pairs: one per member and shape; a dataset has a few hundred
+_layouts: dict[tuple[str, bytes], tuple[np.dtype, tuple[int, ...], int]] = {}  # -> dtype, shape, element count
 
 
 def _load_npy(data: bytes) -> np.ndarray:
     """``format.load_npy`` with a fast path for the version-1 headers ``np.save`` writes for plain
-    little-endian arrays (a regex instead of ``ast.literal_eval``, its result cached per header, and a
-    read-only view of ``data`` instead of a copy); anything else takes ``load_npy``."""
+    little-endian arrays (a regex instead of ``ast.literal_eval``, and a read-only view of ``data``
+    instead of a copy); anything else takes ``load_npy``."""
     if data[:8] == _NPY_MAGIC:
         end = 10 + int.from_bytes(data[8:10], "little")
-        parsed = _parse_header(data[:end])
-        if parsed is not None:
-            dtype, shape, count = parsed
+        match = _NPY_HEADER.fullmatch(data, 10, end)
+        if match is not None:
+            shape = tuple(int(n) for n in match[2].split(b",") if n.strip())
+            dtype = np.dtype(match[1].decode())
+            count = math.prod(shape)
             if len(data) == end + count * dtype.itemsize:
                 return np.frombuffer(data, dtype, count, end).reshape(shape)  # read-only view of ``data``
     return fmt.load_npy(data)
 
 
 def _array(key: str, members: Mapping[str, Any], name: str) -> np.ndarray | None:
+    """Member ``name`` as a read-only array of its schema dtype, or ``None`` when absent. A header seen
+    before for this member (same bytes: dtype and shape) skips the parse and the checks."""
     data = members.get(name)
     if data is None:
         return None
+    if not isinstance(data, bytes):
+        data = bytes(data)
+    end = 10 + int.from_bytes(data[8:10], "little")
+    layout = _layouts.get((name, data[:end]))
+    if layout is not None and len(data) == end + layout[2] * layout[0].itemsize:
+        dtype, shape, count = layout
+        array = np.frombuffer(data, dtype, count, end)
+        return array if len(shape) == 1 else array.reshape(shape)
+    array = _checked_array(key, name, data)
+    if data[:8] == _NPY_MAGIC and _NPY_HEADER.fullmatch(data, 10, end) is not None:  # a view: the fast path
+        if len(_layouts) >= _LAYOUT_CACHE_SIZE:
+            _layouts.clear()
+        _layouts[(name, data[:end])] = (array.dtype, array.shape, array.size)
+    return array
+
+
+def _checked_array(key: str, name: str, data: bytes) -> np.ndarray:
     try:
-        array = _load_npy(data if isinstance(data, bytes) else bytes(data))
+        array = _load_npy(data)
     except ValueError as error:  # object arrays (would need pickle) and malformed headers
         raise PackFormatError(f"{key}: member {name!r} is not a plain .npy array ({error})") from error
     dtype, ndim, trailing = fmt.MEMBER_DTYPES[name]
