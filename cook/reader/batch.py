@@ -208,6 +208,24 @@ def _stream(samples: Sequence[PackedSample]) -> _Stream:
     )
 
 
+def _media(samples: Sequence[PackedSample]) -> dict[str, torch.Tensor | None]:
+    """The packs' media fields, concatenated (one pack: its own tensors)."""
+    if len(samples) == 1:
+        (s,) = samples
+        return {
+            "pixel_patches": s.pixel_patches,
+            "media_sizes": s.media_sizes,
+            "audio_features": s.audio_features,
+            "audio_lengths": s.audio_lengths,
+        }
+    return {
+        "pixel_patches": _cat([s.pixel_patches for s in samples]),
+        "media_sizes": _cat([s.media_sizes for s in samples]),
+        "audio_features": _cat_audio([s.audio_features for s in samples]),
+        "audio_lengths": _cat([s.audio_lengths for s in samples]),
+    }
+
+
 def sequence_target_counts(loss_mask: torch.Tensor, cu_seqlens_padded: torch.Tensor) -> torch.Tensor:
     """int32 ``[N]``: the label-aligned targets of each sequence of the stream (``loss_mask`` ``[T]``)."""
     counts = np.add.reduceat(loss_mask.numpy().astype(np.int32), cu_seqlens_padded.numpy()[:-1].astype(np.int64))
@@ -217,9 +235,9 @@ def sequence_target_counts(loss_mask: torch.Tensor, cu_seqlens_padded: torch.Ten
 def collate_packs(samples: Sequence[PackedSample]) -> PackedBatch:
     """Concatenate the packs of a micro-batch into one THD stream (see the module docstring)."""
     ids, mask, cu, cu_padded, cu_packs = _stream(samples)
-    cu_array, padded_array = cu.numpy(), cu_padded.numpy()
+    padded_array = cu_padded.numpy()
     labels, loss_mask, position_ids, padding_mask, sequence_targets = _stream_targets(
-        ids.numpy(), mask.numpy(), cu_array, padded_array
+        ids.numpy(), mask.numpy(), cu.numpy(), padded_array
     )
     subflavors = [s.__subflavors__ for s in samples]
     sources = tuple(src for s in samples for src in (s.__sources__ or ()))
@@ -239,8 +257,5 @@ def collate_packs(samples: Sequence[PackedSample]) -> PackedBatch:
         max_seqlen=int((padded_array[1:] - padded_array[:-1]).max()),
         target_tokens=sum(sequence_targets.tolist()),
         sequence_targets=torch.from_numpy(sequence_targets),
-        pixel_patches=_cat([s.pixel_patches for s in samples]),
-        media_sizes=_cat([s.media_sizes for s in samples]),
-        audio_features=_cat_audio([s.audio_features for s in samples]),
-        audio_lengths=_cat([s.audio_lengths for s in samples]),
+        **_media(samples),
     )
