@@ -82,7 +82,8 @@ def _load_npy(data: bytes) -> np.ndarray:
 
 def _array(key: str, members: Mapping[str, Any], name: str) -> np.ndarray | None:
     """Member ``name`` as a read-only array of its schema dtype, or ``None`` when absent. A header seen
-    before for this member (same bytes: dtype and shape) skips the parse and the checks."""
+    before for this member (same bytes: dtype and shape) skips the parse and the dtype checks, never the
+    length check."""
     data = members.get(name)
     if data is None:
         return None
