@@ -56,22 +56,46 @@ class Marginal:
     cpu_per_pack_ms: float
 
 
+@dataclass(frozen=True)
+class Stages:
+    decode_ms: float  # thread CPU inside decode_pack, per pack
+    collate_ms: float  # thread CPU inside collate_packs, per pack
+
+
 def _children_cpu() -> float:
     usage = resource.getrusage(resource.RUSAGE_CHILDREN)
     return usage.ru_utime + usage.ru_stime
 
 
-def _run(mode: str, data: Path, packs: int, workers: int = 0, batch_size: int = 1, pipeline: Path | None = None) -> Run:
+def _job(
+    mode: str, data: Path, packs: int, workers: int = 0, batch_size: int = 1, pipeline: Path | None = None,
+    watchdog: bool = True, time_stages: bool = False,
+) -> dict:  # fmt: skip
     argv = [sys.executable, "-m", "bench.reader_job", mode, str(data), "--packs", str(packs)]
     argv += ["--workers", str(workers), "--batch-size", str(batch_size)]
     argv += ["--pipeline", str(pipeline)] if pipeline else []
+    argv += [] if watchdog else ["--no-watchdog"]
+    argv += ["--time-stages"] if time_stages else []
     env = {**os.environ, "PYTHONPATH": str(REPO), "TOKENIZERS_PARALLELISM": "false"}
     cpu = _children_cpu()
     done = subprocess.run(argv, check=True, capture_output=True, text=True, env=env, cwd=REPO)
     cpu = _children_cpu() - cpu
-    result = json.loads(done.stdout.strip().splitlines()[-1])
+    result: dict = json.loads(done.stdout.strip().splitlines()[-1])
     assert result["tree_cpu_s"] <= cpu + 0.05, (result, cpu)  # the loop's share of the tree's CPU
+    return result
+
+
+def _run(mode: str, data: Path, packs: int, **kwargs: object) -> Run:
+    result = _job(mode, data, packs, **kwargs)  # type: ignore[arg-type]
     return Run(result["tree_cpu_s"], result["loop_s"], result["packs"], result["tokens"])
+
+
+def stages(data: Path, packs: int) -> Stages:
+    """Median per-pack thread CPU inside the reader's two functions (text, workers 0, batch 1)."""
+    runs = [_job("reader", data, packs, time_stages=True) for _ in range(REPEATS)]
+    return Stages(
+        *(statistics.median(r[f"{name}_s"] / r["packs"] * 1e3 for r in runs) for name in ("decode", "collate"))
+    )
 
 
 def marginal(mode: str, data: Path, small: int, large: int, **kwargs: object) -> Marginal:
@@ -144,6 +168,7 @@ HEAD = "| path | CPU-s per M training tokens | M tokens/s | packs/s | CPU ms per
 
 
 LOAD: list[str] = ["?", "?"]
+STAGES: list[Stages] = []
 
 
 def _load_average() -> str:
@@ -160,7 +185,10 @@ def run() -> str:
         "text crude": marginal("crude", text["cooked"], 100, 3100),  # type: ignore[arg-type]
         "mm reader": marginal("reader", media["cooked"], 20, 1020),  # type: ignore[arg-type]
         "mm online": marginal("online", media["raw"], 3, 23, pipeline=media["pipeline"]),  # type: ignore[arg-type]
+        "text reader, no watchdog": marginal("reader", text["cooked"], 100, 3100, watchdog=False),  # type: ignore[arg-type]
+        "text crude, no watchdog": marginal("crude", text["cooked"], 100, 3100, watchdog=False),  # type: ignore[arg-type]
     }
+    STAGES.append(stages(text["cooked"], 3100))  # type: ignore[arg-type]
     sweep = {
         f"{mode} workers={w} batch={b}": marginal(mode, text["cooked"], 100, 2100, workers=w, batch_size=b)  # type: ignore[arg-type]
         for mode, w, b in [("reader", 1, 1), ("reader", 2, 1), ("crude", 1, 1), ("crude", 2, 1),
@@ -177,6 +205,11 @@ def _render(data: dict, f: dict[str, Marginal], sweep: dict[str, Marginal]) -> s
     media_ratio = f["mm online"].cpu_per_mtok / f["mm reader"].cpu_per_mtok
     crude_share = f["text crude"].cpu_per_pack_ms / f["text reader"].cpu_per_pack_ms  # packs per CPU-second
     crude_wall = f["text reader"].packs_per_s / f["text crude"].packs_per_s
+    reader_nw, crude_nw = f["text reader, no watchdog"], f["text crude, no watchdog"]
+    share_nw = crude_nw.cpu_per_pack_ms / reader_nw.cpu_per_pack_ms
+    st = STAGES[0]
+    beyond = f["text reader"].cpu_per_pack_ms - f["text crude"].cpu_per_pack_ms
+    outside = beyond - st.decode_ms - st.collate_ms
     per_worker = 1e6 / f["text reader"].cpu_per_mtok  # tokens per CPU-second: one worker's capacity
     w1, c1 = sweep["reader workers=1 batch=1"], sweep["crude workers=1 batch=1"]
     lines = [
@@ -190,7 +223,8 @@ def _render(data: dict, f: dict[str, Marginal], sweep: dict[str, Marginal]) -> s
         f"- text: reader vs online: **{text_ratio:,.1f}× less CPU per training token** (target ≥ 10×)",
         f"- multimodal: reader vs online: **{media_ratio:,.1f}× less CPU per training token** (moonshot ≥ 50×)",
         f"- reader keeps **{crude_share:.0%}** of the bare Energon crude loader's packs per CPU-second (target ≥ 80%;"
-        f" {crude_wall:.0%} of its packs per wall second, a noisier figure on a shared machine)",
+        f" {crude_wall:.0%} of its packs per wall second, a noisier figure on a shared machine); with Energon's"
+        f" watchdog off in both loaders: **{share_nw:.0%}**",
         f"- reader, text packs: **{per_worker / 1e6:,.1f} M tokens per CPU-second** per worker (target ≥ 5 M)",
         f"- reader with loader workers (workers=1, batch=1): **{w1.cpu_per_pack_ms:.2f} CPU ms per pack**"
         f" (process tree), bare Energon crude {c1.cpu_per_pack_ms:.2f} ms",
@@ -208,11 +242,18 @@ def _render(data: dict, f: dict[str, Marginal], sweep: dict[str, Marginal]) -> s
         _row("text: bare Energon crude, cooked shards", f["text crude"]),
         _row("multimodal: cook reader", f["mm reader"]),
         _row("multimodal: online (decode + patchify + tokenize + pack)", f["mm online"]),
+        _row("text: cook reader, Energon watchdog off", f["text reader, no watchdog"]),
+        _row("text: bare Energon crude, watchdog off", f["text crude, no watchdog"]),
         "",
-        "Where the reader's CPU beyond the crude loader goes (text, workers 0, batch 1; timed inside the loop",
-        "in a separate run): `decode_pack` about 0.06 ms and `collate_packs` about 0.06 ms per pack; the rest",
-        "(about 0.1 ms) lies outside cook's functions (allocating and freeing a dozen arrays per pack, a larger working",
-        "set in Energon's read path; not broken down further). With loader workers, a batch crosses the pipe as plain NumPy arrays",
+        f"Where the reader's {beyond:.3f} CPU ms per pack beyond the crude loader go (text, workers 0, batch 1; thread",
+        f"CPU inside the two functions, medians of 3 separate runs): `decode_pack` {st.decode_ms:.3f} ms, `collate_packs`",
+        f"{st.collate_ms:.3f} ms, the remaining {outside:.3f} ms outside cook's functions (not broken down further; freeing the",
+        "batch's arrays and tensors is part of it). Inside the loop the two functions take about twice what they take",
+        "in a tight loop over one cached pack (about 0.014 and 0.022 ms, measured separately): the read path between",
+        "calls evicts their code and data. Energon's loader watchdog (a thread notified twice per batch) costs both",
+        f"loaders: {f['text reader'].cpu_per_pack_ms - reader_nw.cpu_per_pack_ms:.3f} ms per pack for the reader,",
+        f"{f['text crude'].cpu_per_pack_ms - crude_nw.cpu_per_pack_ms:.3f} ms for crude (`watchdog_timeout_seconds=None`"
+        " turns it off; `make_loader` passes it through). With loader workers, a batch crosses the pipe as plain NumPy arrays",
         "(about 120 KB for a 4k-token pack: ids, labels, positions, masks) against 22 KB of raw members for",
         "crude; before this change each of its nine tensors took its own shared-memory segment and file",
         "descriptor (4.9 CPU ms per pack at workers=1).",

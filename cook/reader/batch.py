@@ -116,24 +116,41 @@ class PackedBatch(Batch):
         )
 
 
+_ARANGE = np.arange(1 << 16)  # int64 0, 1, ...: token indices, sliced per stream (grown on demand)
+_ARANGE.flags.writeable = False
+
+
+def _token_index(tokens: int) -> np.ndarray:
+    """int64 ``[0, 1, ..., tokens - 1]``: a view of a shared read-only array (no allocation per pack)."""
+    global _ARANGE
+    if tokens > len(_ARANGE):
+        _ARANGE = np.arange(tokens)
+        _ARANGE.flags.writeable = False
+    return _ARANGE[:tokens]
+
+
 def _stream_targets(
     ids: np.ndarray, mask: np.ndarray, cu: np.ndarray, cu_padded: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """A token stream's stored arrays -> ``(labels, loss_mask, position_ids, padding_mask,
-    sequence_targets)``: ``[T]`` each, plus int32 ``[N]``. One pass of vector ops over the whole
-    stream, whatever the number of packs in it (NumPy's per-op cost is a fraction of torch's)."""
+    sequence_targets)``: ``[T]`` each, plus int32 ``[N]``. A fixed number of vector ops over the whole
+    stream, whatever the number of packs or sequences in it: per token, its position in its sequence
+    and the position of its sequence's last real token decide everything."""
     tokens = ids.shape[0]
-    padded_lengths = np.diff(cu_padded)
-    starts = np.repeat(cu_padded[:-1], padded_lengths)  # per token: its sequence's start and real end
-    real_ends = np.repeat(cu_padded[:-1] + np.diff(cu), padded_lengths)
-    t = np.arange(tokens)
-    has_next = t[1:] < real_ends[:-1]  # token t+1 exists and belongs to the same sequence as t
-    labels = np.full(tokens, IGNORE_INDEX, dtype=np.int64)
-    np.copyto(labels[:-1], ids[1:], where=has_next)
-    loss_mask = np.zeros(tokens, dtype=np.float32)
-    np.logical_and(has_next, mask[1:], out=loss_mask[:-1], casting="unsafe")
-    sequence_targets = np.add.reduceat(loss_mask, cu_padded[:-1]).astype(np.int32)  # exact below 2**24
-    return labels, loss_mask, t - starts, t >= real_ends, sequence_targets
+    starts = cu_padded[:-1]
+    padded = cu_padded[1:] - starts
+    position_ids = _token_index(tokens) - starts.repeat(padded)
+    last_real = (cu[1:] - cu[:-1] - 1).astype(np.int64).repeat(padded)  # per token: its sequence's last real position
+    no_label = position_ids >= last_real  # the last real token and the padding predict nothing
+    padding_mask = position_ids > last_real
+    labels = np.empty(tokens, dtype=np.int64)
+    labels[:-1] = ids[1:]
+    labels[no_label] = IGNORE_INDEX  # always includes the stream's last token
+    loss_mask = np.empty(tokens, dtype=np.float32)
+    np.greater(mask[1:], no_label[:-1], out=loss_mask[:-1], casting="unsafe")  # target t+1, and t has a label
+    loss_mask[-1] = 0.0
+    sequence_targets = np.add.reduceat(loss_mask, starts).astype(np.int32)  # exact below 2**24
+    return labels, loss_mask, position_ids, padding_mask, sequence_targets
 
 
 def pack_targets(
@@ -167,25 +184,46 @@ def _cat_audio(features: Sequence[torch.Tensor | None]) -> torch.Tensor | None:
     return torch.cat([F.pad(x, (0, 0, 0, frames - x.shape[1])) for x in present])
 
 
-def _stream(samples: Sequence[PackedSample]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+_Stream = tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, np.ndarray]
+
+
+def _stream(samples: Sequence[PackedSample]) -> _Stream:
     """The packs end to end: ``(input_ids, target_mask, cu_seqlens, cu_seqlens_padded, cu_packs)``,
-    each pack's boundaries shifted by the packs before it."""
+    each pack's boundaries shifted by the packs before it. One pack: its own tensors, uncopied."""
     if len(samples) == 1:
         (s,) = samples
-        cu_packs = np.array([0, s.num_tokens], dtype=np.int32)
-        return s.input_ids.numpy(), s.target_mask.numpy(), s.cu_seqlens.numpy(), s.cu_seqlens_padded.numpy(), cu_packs
+        cu_packs = np.array([0, s.input_ids.shape[0]], dtype=np.int32)
+        return s.input_ids, s.target_mask, s.cu_seqlens, s.cu_seqlens_padded, cu_packs
     true_cu = [s.cu_seqlens.numpy() for s in samples]
     padded_cu = [s.cu_seqlens_padded.numpy() for s in samples]
     real = np.cumsum([0] + [int(c[-1]) for c in true_cu], dtype=np.int32)
     cu_packs = np.cumsum([0] + [int(c[-1]) for c in padded_cu], dtype=np.int32)
     zero = np.zeros(1, dtype=np.int32)
     return (
-        np.concatenate([s.input_ids.numpy() for s in samples]),
-        np.concatenate([s.target_mask.numpy() for s in samples]),
-        np.concatenate([zero, *(c[1:] + r for c, r in zip(true_cu, real[:-1], strict=True))]),
-        np.concatenate([zero, *(c[1:] + r for c, r in zip(padded_cu, cu_packs[:-1], strict=True))]),
+        torch.from_numpy(np.concatenate([s.input_ids.numpy() for s in samples])),
+        torch.from_numpy(np.concatenate([s.target_mask.numpy() for s in samples])),
+        torch.from_numpy(np.concatenate([zero, *(c[1:] + r for c, r in zip(true_cu, real[:-1], strict=True))])),
+        torch.from_numpy(np.concatenate([zero, *(c[1:] + r for c, r in zip(padded_cu, cu_packs[:-1], strict=True))])),
         cu_packs,
     )
+
+
+def _media(samples: Sequence[PackedSample]) -> dict[str, torch.Tensor | None]:
+    """The packs' media fields, concatenated (one pack: its own tensors)."""
+    if len(samples) == 1:
+        (s,) = samples
+        return {
+            "pixel_patches": s.pixel_patches,
+            "media_sizes": s.media_sizes,
+            "audio_features": s.audio_features,
+            "audio_lengths": s.audio_lengths,
+        }
+    return {
+        "pixel_patches": _cat([s.pixel_patches for s in samples]),
+        "media_sizes": _cat([s.media_sizes for s in samples]),
+        "audio_features": _cat_audio([s.audio_features for s in samples]),
+        "audio_lengths": _cat([s.audio_lengths for s in samples]),
+    }
 
 
 def sequence_target_counts(loss_mask: torch.Tensor, cu_seqlens_padded: torch.Tensor) -> torch.Tensor:
@@ -197,7 +235,10 @@ def sequence_target_counts(loss_mask: torch.Tensor, cu_seqlens_padded: torch.Ten
 def collate_packs(samples: Sequence[PackedSample]) -> PackedBatch:
     """Concatenate the packs of a micro-batch into one THD stream (see the module docstring)."""
     ids, mask, cu, cu_padded, cu_packs = _stream(samples)
-    labels, loss_mask, position_ids, padding_mask, sequence_targets = _stream_targets(ids, mask, cu, cu_padded)
+    padded_array = cu_padded.numpy()
+    labels, loss_mask, position_ids, padding_mask, sequence_targets = _stream_targets(
+        ids.numpy(), mask.numpy(), cu.numpy(), padded_array
+    )
     subflavors = [s.__subflavors__ for s in samples]
     sources = tuple(src for s in samples for src in (s.__sources__ or ()))
     return PackedBatch(
@@ -205,19 +246,16 @@ def collate_packs(samples: Sequence[PackedSample]) -> PackedBatch:
         __restore_key__=(),
         __subflavors__=subflavors if any(x is not None for x in subflavors) else None,
         __sources__=sources or None,
-        input_ids=torch.from_numpy(ids[None]),  # one pack: a view of the pack's own tensor
+        input_ids=ids[None],  # one pack: a view of the pack's own tensor
         labels=torch.from_numpy(labels[None]),
         loss_mask=torch.from_numpy(loss_mask[None]),
         position_ids=torch.from_numpy(position_ids[None]),
         padding_mask=torch.from_numpy(padding_mask[None]),
-        cu_seqlens=torch.from_numpy(cu),
-        cu_seqlens_padded=torch.from_numpy(cu_padded),
+        cu_seqlens=cu,
+        cu_seqlens_padded=cu_padded,
         cu_packs=torch.from_numpy(cu_packs),
-        max_seqlen=int((cu_padded[1:] - cu_padded[:-1]).max()),
-        target_tokens=int(sequence_targets.sum()),
+        max_seqlen=int((padded_array[1:] - padded_array[:-1]).max()),
+        target_tokens=sum(sequence_targets.tolist()),
         sequence_targets=torch.from_numpy(sequence_targets),
-        pixel_patches=_cat([s.pixel_patches for s in samples]),
-        media_sizes=_cat([s.media_sizes for s in samples]),
-        audio_features=_cat_audio([s.audio_features for s in samples]),
-        audio_lengths=_cat([s.audio_lengths for s in samples]),
+        **_media(samples),
     )

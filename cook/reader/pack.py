@@ -5,7 +5,7 @@
 Every ``.npy`` member is parsed by ``_load_npy``: the plain little-endian headers ``np.save`` writes
 are read with a regex (no ``ast.literal_eval``), anything else goes to ``format.load_npy``
 (``allow_pickle=False``: an object array raises instead of being unpickled); each is checked against
-``format.MEMBER_DTYPES``; ``meta.json`` is parsed with ``json``. Nothing else is decoded and nothing
+``format.MEMBER_DTYPES``; ``meta.json`` is parsed with ``orjson``. Nothing else is decoded and nothing
 is unpickled. A member that is missing, of the wrong dtype or shape, or inconsistent with the
 boundaries raises ``PackFormatError`` naming the pack key and the member (``cook validate`` reports
 the same defects before a run).
@@ -16,15 +16,16 @@ from earlier tokens of its sequence); ``cook.reader.batch`` derives the label-al
 
 from __future__ import annotations
 
-import json
+import dataclasses
 import math
 import re
 from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
+import orjson
 import torch
-from megatron.energon import Sample, basic_sample_keys, edataclass
+from megatron.energon import Sample, edataclass
 
 from cook import format as fmt
 
@@ -59,6 +60,8 @@ class PackedSample(Sample):
 
 _NPY_MAGIC = b"\x93NUMPY\x01\x00"
 _NPY_HEADER = re.compile(rb"\{'descr': '([<|]\w\d+)', 'fortran_order': False, 'shape': \(([\d, ]*)\), \} *\n")
+_LAYOUT_CACHE_SIZE = 4096  # (member, header) pairs: one per member and shape; a dataset has a few hundred
+_layouts: dict[tuple[str, bytes], tuple[np.dtype, tuple[int, ...], int]] = {}  # -> dtype, shape, element count
 
 
 def _load_npy(data: bytes) -> np.ndarray:
@@ -78,11 +81,31 @@ def _load_npy(data: bytes) -> np.ndarray:
 
 
 def _array(key: str, members: Mapping[str, Any], name: str) -> np.ndarray | None:
+    """Member ``name`` as a read-only array of its schema dtype, or ``None`` when absent. A header seen
+    before for this member (same bytes: dtype and shape) skips the parse and the dtype checks, never the
+    length check."""
     data = members.get(name)
     if data is None:
         return None
+    if not isinstance(data, bytes):
+        data = bytes(data)
+    end = 10 + int.from_bytes(data[8:10], "little")
+    layout = _layouts.get((name, data[:end]))
+    if layout is not None and len(data) == end + layout[2] * layout[0].itemsize:
+        dtype, shape, count = layout
+        array = np.frombuffer(data, dtype, count, end)
+        return array if len(shape) == 1 else array.reshape(shape)
+    array = _checked_array(key, name, data)
+    if data[:8] == _NPY_MAGIC and _NPY_HEADER.fullmatch(data, 10, end) is not None:  # a view: the fast path
+        if len(_layouts) >= _LAYOUT_CACHE_SIZE:
+            _layouts.clear()
+        _layouts[(name, data[:end])] = (array.dtype, array.shape, array.size)
+    return array
+
+
+def _checked_array(key: str, name: str, data: bytes) -> np.ndarray:
     try:
-        array = _load_npy(data if isinstance(data, bytes) else bytes(data))
+        array = _load_npy(data)
     except ValueError as error:  # object arrays (would need pickle) and malformed headers
         raise PackFormatError(f"{key}: member {name!r} is not a plain .npy array ({error})") from error
     dtype, ndim, trailing = fmt.MEMBER_DTYPES[name]
@@ -116,8 +139,12 @@ def _check_boundaries(key: str, ids: np.ndarray, cu: np.ndarray, cu_padded: np.n
 
 def _well_nested(cu: np.ndarray, cu_padded: np.ndarray) -> bool:
     """Every sequence has ``0 < length <= padded length`` (``cu[i+1] - cu[i]`` vs ``cu_padded``)."""
-    lengths = np.diff(cu)
-    return bool(lengths.min() > 0) and bool((lengths <= np.diff(cu_padded)).all())
+    lengths = cu[1:] - cu[:-1]
+    return bool(lengths.min() > 0) and bool((lengths <= cu_padded[1:] - cu_padded[:-1]).all())
+
+
+_MEDIA_MEMBERS = fmt.VISUAL_MEMBERS + fmt.AUDIO_MEMBERS
+_SAMPLE_KEYS = tuple(field.name for field in dataclasses.fields(Sample))  # what basic_sample_keys forwards
 
 
 def decode_pack(crude: Mapping[str, Any]) -> PackedSample:
@@ -134,20 +161,25 @@ def decode_pack(crude: Mapping[str, Any]) -> PackedSample:
     if mask.shape != ids.shape:
         raise PackFormatError(f"{key}: {fmt.LOSS_MASK} has {mask.shape[0]} tokens, {fmt.INPUT_IDS} {ids.shape[0]}")
     _check_boundaries(key, ids, cu, cu_padded)
-    meta = json.loads(bytes(crude[fmt.META]).decode("utf-8"))
-    sequences = meta.get("sequences", [])
+    sequences = orjson.loads(bytes(crude[fmt.META])).get("sequences", [])  # strict UTF-8, like json
     if len(sequences) != len(cu) - 1:
         raise PackFormatError(f"{key}: {fmt.META} lists {len(sequences)} sequences, boundaries {len(cu) - 1}")
     return PackedSample(
-        **basic_sample_keys(dict(crude)),
+        **{name: crude[name] for name in _SAMPLE_KEYS if name in crude},  # = basic_sample_keys(crude)
         input_ids=torch.from_numpy(ids.astype(np.int64)),  # the only copies of the token arrays
-        target_mask=torch.from_numpy(mask != 0),
+        target_mask=torch.from_numpy(mask.astype(np.bool_)),  # nonzero -> True
         cu_seqlens=torch.from_numpy(cu.copy()),
         cu_seqlens_padded=torch.from_numpy(cu_padded.copy()),
-        pixel_patches=_tensor(_array(key, crude, fmt.PIXEL_PATCHES)),
-        media_sizes=_tensor(_array(key, crude, fmt.MEDIA_SIZES)),
-        audio_features=_tensor(_array(key, crude, fmt.AUDIO_FEATURES)),
-        audio_lengths=_tensor(_array(key, crude, fmt.AUDIO_LENGTHS)),
-        sources=tuple(str(s.get("source", "")) for s in sequences),
-        target_tokens=sum(int(s.get("targets", 0)) for s in sequences),
+        **(_media(key, crude) if any(name in crude for name in _MEDIA_MEMBERS) else {}),
+        sources=tuple([str(s.get("source", "")) for s in sequences]),
+        target_tokens=sum([int(s.get("targets", 0)) for s in sequences]),
     )
+
+
+def _media(key: str, crude: Mapping[str, Any]) -> dict[str, torch.Tensor | None]:
+    return {
+        "pixel_patches": _tensor(_array(key, crude, fmt.PIXEL_PATCHES)),
+        "media_sizes": _tensor(_array(key, crude, fmt.MEDIA_SIZES)),
+        "audio_features": _tensor(_array(key, crude, fmt.AUDIO_FEATURES)),
+        "audio_lengths": _tensor(_array(key, crude, fmt.AUDIO_LENGTHS)),
+    }

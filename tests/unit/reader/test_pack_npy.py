@@ -5,6 +5,7 @@ raise), and ``decode_pack``'s tensors own writable memory, never the member byte
 from __future__ import annotations
 
 import io
+import re
 
 import numpy as np
 import pytest
@@ -12,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from cook import format as fmt
-from cook.reader.pack import _load_npy, decode_pack
+from cook.reader.pack import PackFormatError, _load_npy, decode_pack
 from tests.unit.reader.reader_data import crude_pack
 
 DTYPES = ["<i4", "<i8", "|u1", "<f2", "<f4", "|b1"]
@@ -60,3 +61,17 @@ def _save(array: np.ndarray) -> bytes:
     buffer = io.BytesIO()
     np.save(buffer, array, allow_pickle=True)
     return buffer.getvalue()
+
+
+def test_a_cached_header_still_checks_length_and_member() -> None:
+    """The per-member header cache skips the parse, never a check: a truncated member with a header
+    seen before, or a header cached for another member of another dtype, is still refused."""
+    crude = crude_pack([([5, 6, 7], [0, 1, 1])], pad_multiple=4, key="pack-000000003")
+    assert decode_pack(crude).input_ids.tolist() == [5, 6, 7, 0]  # caches this shape's headers
+    truncated = dict(crude, **{fmt.INPUT_IDS: crude[fmt.INPUT_IDS][:-4]})
+    with pytest.raises(PackFormatError, match=re.escape("pack-000000003: member 'input_ids.npy' is not a plain")):
+        decode_pack(truncated)
+    swapped = dict(crude, **{fmt.INPUT_IDS: fmt.npy_bytes(np.array([1, 0, 1, 1], dtype=np.uint8))})
+    with pytest.raises(PackFormatError, match=re.escape("member 'input_ids.npy' is uint8")):
+        decode_pack(swapped)  # the same header as loss_mask.npy, cached for that member only
+    assert decode_pack(crude).input_ids.tolist() == [5, 6, 7, 0]
