@@ -15,7 +15,7 @@ the runs are interleaved, so drift on a shared machine hits them alike.
   the sample's own ``.jpg`` member, which the media store resolves first. Baseline: Pillow decode to
   RGB + the uint8 [P, 768] patch copy, in this process. Big run ``BENCH_IMAGES`` images (default 768),
   small run 16; no record may be rejected.
-- **Text**: ``common.text_corpus`` copies with ``pipelines/text_sft.yaml`` (1 MiB work units, so the
+- **Text**: ``common.text_corpus`` copies with ``pipelines/text_sft.yaml`` (4 MiB work units, so the
   actors have units to share). Baseline: the tokenizer's ``encode_batch`` on the chat-template
   rendering of the same conversations, one thread (as in bench_text_cook). Big run
   ``BENCH_TEXT_COPIES`` copies of the demo chats (default 640: with the fast tokenizer, 160 copies
@@ -51,7 +51,7 @@ COMMAND = ".venv/bin/python -m bench.run_all bench_job"
 IMAGES_PER_TAR = 8
 SMALL_IMAGES = 16
 SMALL_TEXT_COPIES = 8
-TEXT_UNIT_BYTES = 2**20
+TEXT_UNIT_BYTES = 4 * 2**20  # ~55 units of the 640-copy corpus for the actors to share
 PATCH_PX = 16
 IMAGE_SETS = ("--set", "input.format=wds", "--set", "cooker=llava", "--set", "packing.seq_len=16384")
 TEXT_SETS = ("--set", f"input.unit_bytes={TEXT_UNIT_BYTES}")
