@@ -77,7 +77,7 @@ class Driver:
         todo = deque(units[self.resume.unit :])
         self.unit_bytes = {unit.index: unit.size_bytes for unit in todo}
         waiting: dict[int, UnitSummary] = {}
-        turn, cooking, planned_all, index_open = self.resume.unit, 0, False, False
+        turn, cooking, planned_all = self.resume.unit, 0, False
         executor = self.executor
         while True:
             while self.tasks and executor.outstanding() < executor.slots:
@@ -110,9 +110,7 @@ class Driver:
                 if not self.tasks and not (todo and not waiting):
                     raise RuntimeError(f"driver stalled at unit {turn}: nothing to run and nothing running")
                 continue
-            if not index_open:  # the first jobs are out: the slow import overlaps them, not a commit
-                self.writer.open_index()
-                index_open = True
+            self.writer.open_index()  # once (then a no-op): the first jobs are out, so its slow import overlaps them
             result = executor.next_done()
             if isinstance(result, UnitSummary):
                 cooking -= 1

@@ -52,8 +52,9 @@ class DatasetWriter:
         return self.rejects.tell(), dict(self.rejects.by_reason)
 
     def open_index(self) -> None:
-        """Open Energon's index writer now (it imports Energon and torch: ~1.4 s) rather than at the
-        first shard, when the workers would wait for the driver; the driver calls it while they cook."""
+        """Open Energon's index writer unless it is open (the first time imports Energon and torch:
+        ~1.4 s): the driver calls it while the first jobs cook, not at the first shard commit, when
+        the workers would wait on it."""
         self.index.open()
 
     def add_shard(self, shard_index: int, layout: ShardLayout) -> None:
