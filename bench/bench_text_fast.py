@@ -255,7 +255,7 @@ each of {RSS_UNITS} units of never-repeating random words (2,500 records each, 1
 
 gigatoken's pretoken cache is unbounded (`keep`); cook rebuilds the encoder (~8 ms) once 8 M
 characters have gone through it since the last rebuild (`reset`: here every second unit of ~6.8 M
-characters), which keeps the worker flat.
+characters), which bounds the worker's memory (the cache holds at most ~8 M characters' words).
 """
 
 
