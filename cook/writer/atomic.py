@@ -58,6 +58,16 @@ def atomic_fd(path: str, drop_cache: bool = False) -> Iterator[int]:
         raise
 
 
+def start_writeback(fd: int, offset: int, length: int) -> None:
+    """Start writing ``length`` bytes of ``fd`` at ``offset`` to the disk, without waiting for it.
+
+    ``POSIX_FADV_DONTNEED`` on dirty pages starts their write-back (and drops the pages already
+    clean). A large file's final ``fsync`` then waits for its tail instead of for all of it: a shard
+    writer that fsyncs 400 MB at once sat idle for ~0.1 s per shard here, a core left unused.
+    """
+    os.posix_fadvise(fd, offset, length, os.POSIX_FADV_DONTNEED)
+
+
 def atomic_write(path: str, data: bytes | str) -> None:
     with atomic_open(path) as handle:
         handle.write(data.encode("utf-8") if isinstance(data, str) else data)

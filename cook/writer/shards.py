@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from cook import format as fmt
 from cook.manifest import ShardInfo
 from cook.types import Pack
-from cook.writer.atomic import atomic_fd, atomic_write
+from cook.writer.atomic import atomic_fd, atomic_write, start_writeback
 from cook.writer.members import member_pieces
 
 
@@ -107,6 +107,9 @@ def shard_pieces(first_pack: int, packs: list[Pack]) -> tuple[list[memoryview], 
     return [piece for piece in pieces if piece.nbytes], layout
 
 
+WRITEBACK_BYTES = 16 * 2**20  # a shard's bytes head for the disk in chunks of this size
+
+
 def _writev_all(fd: int, pieces: list[memoryview]) -> None:
     """Write all of ``pieces`` (non-empty, at most ``IOV_MAX``) in order; a short write resumes mid-piece."""
     pending = list(pieces)  # the caller's list stays whole: it hashes the pieces afterwards
@@ -127,15 +130,20 @@ def write_pieces(fd: int, pieces: list[memoryview]) -> tuple[int, str]:
     """Write ``pieces`` to ``fd`` in ``writev`` batches of at most ``IOV_MAX``; -> (bytes, sha256 hex).
 
     The digest is updated with each piece as its batch is written, so the bytes are never joined.
+    Every ``WRITEBACK_BYTES`` written, their write-back to the disk starts (``start_writeback``), so
+    the shard's closing ``fsync`` waits for its last chunk only, not for the whole shard.
     """
     digest = hashlib.sha256()
-    size = 0
+    size = flushed = 0
     for start in range(0, len(pieces), IOV_MAX):
         batch = pieces[start : start + IOV_MAX]
         _writev_all(fd, batch)
         for piece in batch:
             digest.update(piece)
             size += piece.nbytes
+        if size - flushed >= WRITEBACK_BYTES:
+            start_writeback(fd, flushed, size - flushed)
+            flushed = size
     return size, digest.hexdigest()
 
 
