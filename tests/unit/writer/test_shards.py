@@ -228,7 +228,7 @@ def test_write_back_starts_in_chunks_that_cover_the_shard_once(tmp_path: Path, m
 
     monkeypatch.setattr(shards, "start_writeback", record)
     packs = [_visual([30], 2), _pack([400, 7]), _audio([3], 4)]
-    data, idx, info, _ = _write(tmp_path, 5, packs)
+    data, idx, _, _ = _write(tmp_path, 5, packs)
     assert (data, idx) == _oracle(5, packs)
     assert len(started) >= 2
     assert [offset for offset, _, _ in started] == [0, *itertools.accumulate(length for _, length, _ in started[:-1])]
