@@ -154,6 +154,12 @@ class RayConfig:
     connect_timeout_s: float = _key(
         30.0, "Joining a cluster (ray.address) fails with one line after this many seconds.", exclusiveMinimum=0
     )
+    stage: Literal["auto", "output"] = _key(
+        "auto",
+        "Where actors stage cooked samples until their shards are written: auto = node-local shared memory "
+        "(/dev/shm) for an embedded local Ray with windowed packing, else under output.dir; output = always "
+        "under output.dir.",
+    )
 
 
 @dataclass(frozen=True)

@@ -19,6 +19,7 @@ import shutil
 from cook import format as fmt
 from cook.errors import ConfigError
 from cook.runner.resume import RunState, load_state, roll_back
+from cook.runner.stage_place import remove_stage
 from cook.writer.energon_index import progress_index_path
 
 
@@ -81,6 +82,7 @@ def cooked_paths(out_dir: str) -> list[str]:
 
 
 def _clear(out_dir: str) -> None:
+    remove_stage(out_dir)
     for path in cooked_paths(out_dir):
         if os.path.isdir(path):
             shutil.rmtree(path)

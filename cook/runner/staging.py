@@ -11,6 +11,10 @@ A reader builds a sample only when a shard asks for it (``StagedUnit``). A dropp
 not deleted but moved to ``stage/free/`` and written over by a later ``put``: rewriting warm
 page-cache pages costs a copy, while fresh ones cost more than the copy on a virtual machine.
 
+The stage is under the output directory or, for an embedded local Ray with windowed packing, in
+node-local shared memory (``cook.runner.stage_place``). A unit that does not fit there
+(``ENOSPC``) goes to the overflow directory under the output directory instead; reads look in both.
+
 A stage file is written under a temporary name and renamed; its small summary sidecar (the
 ``UnitSummary``: lengths, patch counts, rejects) is renamed after it, so a present sidecar means a
 complete unit, which a resumed run reuses instead of cooking it again. Staging is scratch: it is
@@ -20,6 +24,7 @@ not fsynced (a process kill keeps it; a lost machine loses only work that is red
 from __future__ import annotations
 
 import contextlib
+import errno
 import itertools
 import json
 import mmap
@@ -31,10 +36,10 @@ from typing import Any, Protocol, overload
 import numpy as np
 
 from cook import format as fmt
+from cook.runner.stage_place import overflow_dir, stage_dir
 from cook.runner.units import UnitSummary, decode_result, encode_result
 from cook.types import MediaItem, TokenizedSample
 
-STAGE_DIR = "stage"
 FREE_DIR = "free"  # dropped stage files, recycled by the next puts
 CACHE_UNITS = 64  # open stage files per reader: a shard takes samples from all of a window's units
 CACHE_BYTES = 512 * 2**20  # ... and at most this many bytes of them mapped
@@ -67,28 +72,52 @@ class MemoryStore:
         self._units.pop(unit, None)
 
 
-def stage_dir(out_dir: str) -> str:
-    return os.path.join(out_dir, fmt.PROGRESS_DIR, STAGE_DIR)
-
-
 class DiskStore:
-    """One ``unit-NNNNNN.stage`` (+ ``.json`` summary) per unit; reads are cached per unit; dropped
-    stage files are recycled."""
+    """One ``unit-NNNNNN.stage`` (+ ``.json`` summary) per unit, in the stage directory or, when it
+    is full, the overflow directory; reads are cached per unit; dropped stage files are recycled."""
 
     def __init__(self, out_dir: str, cache_units: int = CACHE_UNITS) -> None:
         self.dir = stage_dir(out_dir)
-        self.free_dir = os.path.join(self.dir, FREE_DIR)
+        self.dirs = (self.dir, overflow_dir(out_dir))  # where put writes, in order; where reads look
         self._cache: dict[int, StagedUnit] = {}
         self._cache_units = cache_units
         self._mapped = 0  # bytes of the open stage files
 
+    @property
+    def free_dir(self) -> str:
+        return os.path.join(self.dir, FREE_DIR)
+
+    @staticmethod
+    def _name(unit: int, suffix: str) -> str:
+        return f"unit-{unit:06d}{suffix}"
+
     def _path(self, unit: int, suffix: str) -> str:
-        return os.path.join(self.dir, f"unit-{unit:06d}{suffix}")
+        """The unit's file in the first directory that has its summary (the stage dir when none does)."""
+        for root in self.dirs:
+            if os.path.exists(os.path.join(root, self._name(unit, ".json"))):
+                return os.path.join(root, self._name(unit, suffix))
+        return os.path.join(self.dir, self._name(unit, suffix))
 
     def put(self, summary: UnitSummary, samples: Sequence[TokenizedSample]) -> None:
-        os.makedirs(self.dir, exist_ok=True)
-        _write_atomic(self._path(summary.unit, ".stage"), _stage_buffers(samples), self.free_dir)
-        _write_atomic(self._path(summary.unit, ".json"), [encode_result(summary)])
+        buffers = _stage_buffers(samples)
+        for root in self.dirs:
+            try:
+                self._put_in(root, summary, buffers)
+                return
+            except OSError as err:
+                if err.errno not in (errno.ENOSPC, errno.EDQUOT) or root == self.dirs[-1]:
+                    raise
+                self._remove_in(root, summary.unit)  # full: the next directory takes the unit
+
+    def _put_in(self, root: str, summary: UnitSummary, buffers: list[Any]) -> None:
+        os.makedirs(root, exist_ok=True)
+        _write_atomic(os.path.join(root, self._name(summary.unit, ".stage")), buffers, os.path.join(root, FREE_DIR))
+        _write_atomic(os.path.join(root, self._name(summary.unit, ".json")), [encode_result(summary)])
+
+    def _remove_in(self, root: str, unit: int) -> None:
+        for suffix in (".json", ".stage"):
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(os.path.join(root, self._name(unit, suffix)))
 
     def get(self, unit: int) -> Sequence[TokenizedSample]:
         """The unit's samples; the least recently read units are closed past ``cache_units`` open
@@ -103,25 +132,28 @@ class DiskStore:
         return staged
 
     def summary(self, unit: int) -> UnitSummary | None:
+        path = self._path(unit, ".json")
         try:
-            with open(self._path(unit, ".json"), "rb") as handle:
+            with open(path, "rb") as handle:
                 summary = decode_result(handle.read())
         except FileNotFoundError:
             return None
-        if not isinstance(summary, UnitSummary) or not os.path.isfile(self._path(unit, ".stage")):
+        if not isinstance(summary, UnitSummary) or not os.path.isfile(path.removesuffix(".json") + ".stage"):
             return None
         return summary
 
     def drop(self, unit: int) -> None:
         """Forget ``unit``: its summary is removed (it is no longer complete), its stage file moves
-        to ``free/`` for the next ``put`` to write over."""
+        to its directory's ``free/`` for the next ``put`` there to write over."""
         staged = self._cache.pop(unit, None)
         self._mapped -= staged.nbytes if staged is not None else 0
+        stage = self._path(unit, ".stage")
+        root = os.path.dirname(stage)
         with contextlib.suppress(FileNotFoundError):
-            os.unlink(self._path(unit, ".json"))
-        os.makedirs(self.free_dir, exist_ok=True)
+            os.unlink(os.path.join(root, self._name(unit, ".json")))
+        os.makedirs(os.path.join(root, FREE_DIR), exist_ok=True)
         with contextlib.suppress(FileNotFoundError):
-            os.rename(self._path(unit, ".stage"), os.path.join(self.free_dir, f"unit-{unit:06d}.stage"))
+            os.rename(stage, os.path.join(root, FREE_DIR, self._name(unit, ".stage")))
 
 
 # ------------------------------------------------------------------ the stage file
