@@ -51,6 +51,7 @@ IOV_BATCH = 512  # buffers per writev call (below Linux's IOV_MAX of 1024)
 class SampleStore(Protocol):
     def put(self, summary: UnitSummary, samples: Sequence[TokenizedSample]) -> None: ...
     def get(self, unit: int) -> Sequence[TokenizedSample]: ...
+    def take(self, refs: np.ndarray) -> list[TokenizedSample]: ...
     def summary(self, unit: int) -> UnitSummary | None: ...
     def drop(self, unit: int) -> None: ...
 
@@ -64,6 +65,11 @@ class MemoryStore:
 
     def get(self, unit: int) -> Sequence[TokenizedSample]:
         return self._units[unit]
+
+    def take(self, refs: np.ndarray) -> list[TokenizedSample]:
+        """The samples at ``refs`` (int64 [N, 2]: unit, position), in order."""
+        units = self._units
+        return [units[unit][position] for unit, position in refs.tolist()]
 
     def summary(self, unit: int) -> UnitSummary | None:
         return None  # nothing survives the process: a resumed run cooks again
@@ -130,6 +136,20 @@ class DiskStore:
         while len(self._cache) > 1 and (len(self._cache) > self._cache_units or self._mapped > CACHE_BYTES):
             self._mapped -= self._cache.pop(next(iter(self._cache))).nbytes
         return staged
+
+    def take(self, refs: np.ndarray) -> list[TokenizedSample]:
+        """The samples at ``refs`` (int64 [N, 2]: unit, position), in order: each unit is looked up
+        once and builds its samples in one call (a shard takes thousands of text samples; one
+        ``get(unit)[position]`` each cost ~6 us, a tenth of a text actor's CPU)."""
+        out: list[TokenizedSample | None] = [None] * len(refs)
+        units, positions = refs[:, 0], refs[:, 1]
+        for unit in np.unique(units).tolist():  # int64 [U], sorted
+            at = np.flatnonzero(units == unit)  # int64 [k]
+            staged = self.get(unit)
+            taken = staged.take(positions[at].tolist()) if isinstance(staged, StagedUnit) else None
+            for i, sample in zip(at.tolist(), taken or [staged[p] for p in positions[at].tolist()], strict=True):
+                out[i] = sample
+        return out  # type: ignore[return-value]  # every slot was filled
 
     def summary(self, unit: int) -> UnitSummary | None:
         path = self._path(unit, ".json")
@@ -274,6 +294,19 @@ class StagedUnit(Sequence[TokenizedSample]):
 
     def __len__(self) -> int:
         return len(self._sources)
+
+    def take(self, positions: list[int]) -> list[TokenizedSample]:
+        """``[self[p] for p in positions]`` for positions in range, built in one loop."""
+        ids, mask, starts, sources, cuts, media = (
+            self._ids, self._mask, self._starts, self._sources, self._truncated, self._media
+        )  # fmt: skip
+        mapped, base, sample = self._mapped, self._base, TokenizedSample
+        out = []
+        for p in positions:
+            a, b, cut, items = starts[p], starts[p + 1], cuts[p], media[p]
+            visuals = tuple(_read_item(mapped, base, item) for item in items) if items else ()
+            out.append(sample(sources[p], ids[a:b], mask[a:b], visuals, 0, cut >= 0, cut if cut > 0 else 0))
+        return out
 
     @property
     def nbytes(self) -> int:

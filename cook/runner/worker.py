@@ -228,8 +228,7 @@ class CookWorker:
 
     def write_shard(self, task: ShardTask) -> ShardDone:
         """Build the task's packs from staged samples and write them as one shard."""
-        refs = task.refs.tolist()
-        samples = [self.store.get(unit)[position] for unit, position in refs]
+        samples = self.store.take(task.refs)
         bounds = task.bounds.tolist()
         pad_id, pad_multiple = self.tokenizer.pad_id, self.config.packing.pad_multiple
         packs = [build_pack(samples[a:b], pad_id, pad_multiple, False) for a, b in itertools.pairwise(bounds)]

@@ -115,3 +115,23 @@ def test_an_empty_unit_stages(tmp_path: Path) -> None:
     store = DiskStore(str(tmp_path))
     store.put(_summary(1, []), [])
     assert list(store.get(1)) == []
+
+
+@pytest.mark.parametrize("kind", ["disk", "memory"])
+def test_take_gives_the_samples_at_refs_in_order(kind: str, tmp_path: Path) -> None:
+    """``take(refs)`` equals ``get(unit)[position]`` for each ref: any order, units interleaved,
+    repeats, media and truncation included."""
+    store = DiskStore(str(tmp_path)) if kind == "disk" else MemoryStore()
+    samples = _samples()
+    for unit in (0, 1, 2):
+        store.put(_summary(unit, samples), samples)
+    refs = np.array([[2, 1], [0, 0], [1, 2], [2, 1], [0, 1], [1, 0], [2, 0]], np.int64)
+    taken = store.take(refs)
+    want = [store.get(unit)[position] for unit, position in refs.tolist()]
+    assert [s.source for s in taken] == [s.source for s in want] == [samples[p].source for p in refs[:, 1]]
+    for got, ref in zip(taken, want, strict=True):
+        assert got.input_ids.tolist() == ref.input_ids.tolist() and got.loss_mask.tolist() == ref.loss_mask.tolist()
+        assert (got.truncated, got.truncated_tokens, got.media_end) == (ref.truncated, ref.truncated_tokens, ref.media_end)
+        assert [(m.kind, m.size, m.n_patches) for m in got.media] == [(m.kind, m.size, m.n_patches) for m in ref.media]
+    assert taken[0].truncated and taken[0].truncated_tokens == 9 and (taken[0].media[0].patches == 7).all()
+    assert store.take(np.zeros((0, 2), np.int64)) == []
