@@ -32,7 +32,7 @@ from cook.runner.output_dir import FINISHED, prepare_output
 from cook.runner.plan import plan_units
 from cook.runner.progress import Progress
 from cook.runner.resume import RunState, fingerprint, remove_progress, save_state
-from cook.runner.stage_place import stage_dir
+from cook.runner.stage_place import has_staged
 from cook.runner.worker import first_unit_texts
 from cook.tokenize.tokenizer import ChatTokenizer
 from cook.writer.dataset import DatasetWriter
@@ -111,8 +111,7 @@ def _discard_if_nothing_done(out_dir: str, state: RunState) -> None:
         partial = os.path.join(out_dir, fmt.REJECTS_NAME + ".partial")
         if os.path.isfile(partial) and os.path.getsize(partial) == 0:
             os.unlink(partial)
-        staged = stage_dir(out_dir)
-        if not (os.path.isdir(staged) and os.listdir(staged)):
+        if not has_staged(out_dir):
             remove_progress(out_dir)
 
 

@@ -14,8 +14,10 @@ so it never goes to memory.
 The stage stays where the output directory's symlink points: a resumed run on the same machine
 reuses the units staged there, and the finished run (or ``--overwrite``) removes them with the
 rest of the progress directory. A run that was killed and never resumed leaves its stage in
-``/dev/shm`` until the next run of that output directory. When shared memory fills up during a run,
-units overflow to ``stage-overflow`` under the output directory (``staging.DiskStore``).
+``/dev/shm``; the next run on the machine that stages there removes every stage whose output
+directory no longer links to it (each stage names its owner in ``OWNER_FILE``). When shared memory
+fills up during a run, units overflow to ``stage-overflow`` under the output directory
+(``staging.DiskStore``).
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ import contextlib
 import os
 import shutil
 import tempfile
+import time
 
 from cook import format as fmt
 
@@ -32,6 +35,8 @@ OVERFLOW_DIR = "stage-overflow"  # units that did not fit in shared memory
 SHM_ROOT = "/dev/shm"
 SHM_MIN_FREE = 4 * 2**30  # stage in shared memory only where this much of it is free
 SHM_PREFIX = "cook-stage-"
+OWNER_FILE = ".owner"  # the stage symlink's path, written once the symlink exists
+UNOWNED_GRACE_S = 3600  # a stage without an owner is being created, or was left by a crash then
 
 
 def stage_dir(out_dir: str) -> str:
@@ -65,6 +70,7 @@ def place_stage(out_dir: str, node_local: bool, root: str = SHM_ROOT, min_free: 
         remove_stage(out_dir)
     if not node_local or os.path.lexists(path) or free_bytes(root) < min_free:
         return None
+    sweep_orphans(root)
     os.makedirs(os.path.dirname(path), exist_ok=True)
     target = tempfile.mkdtemp(prefix=SHM_PREFIX, dir=root)
     try:
@@ -72,7 +78,46 @@ def place_stage(out_dir: str, node_local: bool, root: str = SHM_ROOT, min_free: 
     except BaseException:
         os.rmdir(target)
         raise
+    with open(os.path.join(target, OWNER_FILE), "w", encoding="utf-8") as handle:
+        handle.write(os.path.abspath(path))
     return target
+
+
+def has_staged(out_dir: str) -> bool:
+    """Whether the run's stage holds anything a resumed run could reuse."""
+    try:
+        return any(name != OWNER_FILE for name in os.listdir(stage_dir(out_dir)))
+    except OSError:
+        return False
+
+
+def sweep_orphans(root: str = SHM_ROOT) -> list[str]:
+    """Remove the stages under ``root`` that no output directory links to any more (a run killed and
+    never resumed, or whose output directory was deleted); returns what it removed."""
+    removed = []
+    for entry in _stages(root):
+        try:
+            with open(os.path.join(entry.path, OWNER_FILE), encoding="utf-8") as handle:
+                owner = handle.read()
+        except FileNotFoundError:
+            with contextlib.suppress(FileNotFoundError):
+                if time.time() - entry.stat().st_mtime > UNOWNED_GRACE_S:
+                    shutil.rmtree(entry.path, ignore_errors=True)
+                    removed.append(entry.path)
+            continue
+        except OSError:
+            continue  # another user's stage: not ours to judge
+        if os.path.realpath(owner) != os.path.realpath(entry.path):
+            shutil.rmtree(entry.path, ignore_errors=True)
+            removed.append(entry.path)
+    return removed
+
+
+def _stages(root: str) -> list[os.DirEntry[str]]:
+    try:
+        return [e for e in os.scandir(root) if e.name.startswith(SHM_PREFIX) and e.is_dir(follow_symlinks=False)]
+    except OSError:
+        return []
 
 
 def remove_stage(out_dir: str) -> None:

@@ -3,6 +3,8 @@ the output directory otherwise; a full shared memory overflows to the output dir
 
 import errno
 import os
+import shutil
+import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -39,7 +41,8 @@ def test_node_local_stages_in_shared_memory_and_removal_takes_it_away(tmp_path: 
     assert os.path.islink(stage_dir(str(out))) and os.path.realpath(stage_dir(str(out))) == target
     store, samples = DiskStore(str(out)), _samples()
     store.put(_summary(0, samples), samples)
-    assert sorted(p.name for p in Path(target).iterdir()) == ["unit-000000.json", "unit-000000.stage"]
+    assert sorted(p.name for p in Path(target).iterdir()) == [".owner", "unit-000000.json", "unit-000000.stage"]
+    assert Path(target, ".owner").read_text() == os.path.abspath(stage_dir(str(out)))
     assert [s.input_ids.tolist() for s in DiskStore(str(out)).get(0)] == [[0, 1], [0, 1, 2], [0, 1, 2, 3]]
     remove_progress(str(out))
     assert not out.joinpath(".cook-progress").exists() and list(shm.iterdir()) == []
@@ -94,7 +97,7 @@ def test_a_full_shared_memory_overflows_to_the_output_directory(
     monkeypatch.setattr(staging, "_write_atomic", full)
     store, samples = DiskStore(out), _samples()
     store.put(_summary(1, samples), samples)
-    assert list(Path(target).iterdir()) == []
+    assert [p.name for p in Path(target).iterdir()] == [".owner"]
     spill = Path(stage_place.overflow_dir(out))
     assert sorted(p.name for p in spill.iterdir()) == ["unit-000001.json", "unit-000001.stage"]
     again = DiskStore(out)
@@ -113,3 +116,29 @@ def test_other_write_errors_are_not_swallowed(tmp_path: Path, shm: Path, monkeyp
     monkeypatch.setattr(staging, "_write_atomic", broken)
     with pytest.raises(OSError, match="I/O error"):
         DiskStore(out).put(_summary(0, _samples()), _samples())
+
+
+def test_the_next_run_sweeps_stages_that_no_output_directory_links_to(tmp_path: Path, shm: Path) -> None:
+    killed, deleted, live = (str(tmp_path / name) for name in ("killed", "deleted", "live"))
+    a, b, c = (place_stage(out, True, str(shm), 0) for out in (killed, deleted, live))
+    assert a and b and c
+    os.unlink(stage_dir(killed))  # its link now points elsewhere (here: nowhere)
+    os.symlink(str(tmp_path), stage_dir(killed))
+    shutil.rmtree(deleted)  # the user removed the output directory
+    fresh = Path(tempfile.mkdtemp(prefix=SHM_PREFIX, dir=shm))  # being created: no owner yet
+    old = Path(tempfile.mkdtemp(prefix=SHM_PREFIX, dir=shm))  # a crash before its owner was written
+    os.utime(old, (1, 1))
+    (shm / "unrelated").mkdir()
+    assert sorted(stage_place.sweep_orphans(str(shm))) == sorted([a, b, str(old)])
+    assert sorted(p.name for p in shm.iterdir()) == sorted([Path(c).name, fresh.name, "unrelated"])
+    place_stage(str(tmp_path / "next"), True, str(shm), 0)  # a new run sweeps too
+    assert os.path.isdir(c) and len(list(shm.glob(SHM_PREFIX + "*"))) == 3
+
+
+def test_a_stage_with_only_its_owner_file_holds_nothing_to_resume(tmp_path: Path, shm: Path) -> None:
+    out = str(tmp_path / "out")
+    assert not stage_place.has_staged(out)
+    place_stage(out, True, str(shm), 0)
+    assert not stage_place.has_staged(out)
+    DiskStore(out).put(_summary(0, _samples()), _samples())
+    assert stage_place.has_staged(out)

@@ -131,7 +131,11 @@ def test_take_gives_the_samples_at_refs_in_order(kind: str, tmp_path: Path) -> N
     assert [s.source for s in taken] == [s.source for s in want] == [samples[p].source for p in refs[:, 1]]
     for got, ref in zip(taken, want, strict=True):
         assert got.input_ids.tolist() == ref.input_ids.tolist() and got.loss_mask.tolist() == ref.loss_mask.tolist()
-        assert (got.truncated, got.truncated_tokens, got.media_end) == (ref.truncated, ref.truncated_tokens, ref.media_end)
+        assert (got.truncated, got.truncated_tokens, got.media_end) == (
+            ref.truncated,
+            ref.truncated_tokens,
+            ref.media_end,
+        )
         assert [(m.kind, m.size, m.n_patches) for m in got.media] == [(m.kind, m.size, m.n_patches) for m in ref.media]
     assert taken[0].truncated and taken[0].truncated_tokens == 9 and (taken[0].media[0].patches == 7).all()
     assert store.take(np.zeros((0, 2), np.int64)) == []
