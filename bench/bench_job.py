@@ -383,7 +383,8 @@ def section(results: list[tuple[Workload, Figures, float]], repeats: int, copies
 
 Every figure but peak RSS is **marginal**, (big run) - (small run) of the same `cook run`, so
 start-up (imports, Ray start, tokenizer load, manifest) cancels; median of {repeats} repeat(s), the
-runs interleaved; each ratio is of the medians.
+runs interleaved; each ratio is of the medians. Ray runs use cook's defaults: an embedded local
+Ray, `--workers N` actors, staged samples in `/dev/shm` (`ray.stage: auto`; every run here packs in windows).
 
 - **Images**: {SMALL_IMAGES + image_fig.records:,} vs {SMALL_IMAGES} photo-like JPEGs ({mb["images"]:.1f} MB marginal),
   640x480 .. 1600x1184 with sides multiples of 32 px (native patch grid: decode + patchify, no
