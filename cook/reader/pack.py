@@ -20,6 +20,7 @@ import dataclasses
 import math
 import re
 from collections.abc import Mapping
+from itertools import pairwise
 from typing import Any
 
 import numpy as np
@@ -122,25 +123,20 @@ def _tensor(array: np.ndarray | None) -> torch.Tensor | None:
     return None if array is None else torch.from_numpy(np.array(array, order="C"))
 
 
-def _check_boundaries(key: str, ids: np.ndarray, cu: np.ndarray, cu_padded: np.ndarray) -> None:
-    if (
-        len(cu) != len(cu_padded)
-        or len(cu) < 2
-        or cu[0] != 0
-        or cu_padded[0] != 0
-        or cu_padded[-1] != len(ids)
-        or not _well_nested(cu, cu_padded)
+def _check_boundaries(key: str, tokens: int, cu: np.ndarray, cu_padded: np.ndarray) -> None:
+    """Both boundary arrays start at 0, have the same length, the padded one ends at ``tokens``, and every
+    sequence has ``0 < length <= padded length``. Plain Python over ``tolist()``: a pack has a few dozen
+    sequences at most, where each NumPy reduction would cost more than the whole loop."""
+    true, padded = cu.tolist(), cu_padded.tolist()
+    if not (
+        len(true) == len(padded) >= 2
+        and true[0] == 0 == padded[0]
+        and padded[-1] == tokens
+        and all(0 < b - a <= d - c for (a, b), (c, d) in zip(pairwise(true), pairwise(padded), strict=True))
     ):
         raise PackFormatError(
-            f"{key}: {fmt.CU_SEQLENS} {cu.tolist()} and {fmt.CU_SEQLENS_PADDED} {cu_padded.tolist()}"
-            f" do not describe {len(ids)} tokens"
+            f"{key}: {fmt.CU_SEQLENS} {true} and {fmt.CU_SEQLENS_PADDED} {padded} do not describe {tokens} tokens"
         )
-
-
-def _well_nested(cu: np.ndarray, cu_padded: np.ndarray) -> bool:
-    """Every sequence has ``0 < length <= padded length`` (``cu[i+1] - cu[i]`` vs ``cu_padded``)."""
-    lengths = cu[1:] - cu[:-1]
-    return bool(lengths.min() > 0) and bool((lengths <= cu_padded[1:] - cu_padded[:-1]).all())
 
 
 _MEDIA_MEMBERS = fmt.VISUAL_MEMBERS + fmt.AUDIO_MEMBERS
@@ -160,7 +156,7 @@ def decode_pack(crude: Mapping[str, Any]) -> PackedSample:
     assert ids is not None and mask is not None and cu is not None and cu_padded is not None
     if mask.shape != ids.shape:
         raise PackFormatError(f"{key}: {fmt.LOSS_MASK} has {mask.shape[0]} tokens, {fmt.INPUT_IDS} {ids.shape[0]}")
-    _check_boundaries(key, ids, cu, cu_padded)
+    _check_boundaries(key, len(ids), cu, cu_padded)
     sequences = orjson.loads(bytes(crude[fmt.META])).get("sequences", [])  # strict UTF-8, like json
     if len(sequences) != len(cu) - 1:
         raise PackFormatError(f"{key}: {fmt.META} lists {len(sequences)} sequences, boundaries {len(cu) - 1}")
