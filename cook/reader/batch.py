@@ -272,11 +272,9 @@ def _collate_one(s: PackedSample) -> PackedBatch:
     """``collate_packs([s])``, the common micro-batch of one pack, with no stream to build: the batch
     holds the pack's own tensors (``input_ids`` as a ``[1, T]`` view) and its boundaries, and the
     per-pack Python values come from one ``tolist()`` of the padded boundaries."""
-    ids = s.input_ids.numpy()
-    padded = s.cu_seqlens_padded.numpy()
-    labels, loss_mask, position_ids, padding_mask, sequence_targets = _stream_targets(
-        ids, s.target_mask.numpy(), s.cu_seqlens.numpy(), padded
-    )
+    arrays = s.arrays or (s.input_ids.numpy(), s.target_mask.numpy(), s.cu_seqlens.numpy(), s.cu_seqlens_padded.numpy())
+    ids, padded = arrays[0], arrays[3]
+    labels, loss_mask, position_ids, padding_mask, sequence_targets = _stream_targets(*arrays)
     bounds = padded.tolist()
     return PackedBatch(
         __key__=[s.__key__],

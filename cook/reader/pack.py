@@ -35,6 +35,9 @@ class PackFormatError(ValueError):
     """A pack that does not follow schema v1 (SPEC §8): names the pack key and the member."""
 
 
+PackArrays = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]  # input_ids, target_mask, cu, cu_padded
+
+
 @edataclass
 class PackedSample(Sample):
     """One pack, as stored, in CPU tensors (an Energon ``Sample``: ``__key__`` is the pack key).
@@ -53,6 +56,10 @@ class PackedSample(Sample):
     audio_lengths: torch.Tensor | None = None  # int32 [C]
     sources: tuple[str, ...] = ()  # per sequence, from meta.json
     target_tokens: int = 0  # sum of the per-sequence "targets" in meta.json
+    # Set by decode_pack only: NumPy views of the four token/boundary tensors above, so that collating
+    # the pack needs no ``Tensor.numpy()`` round trip. Not an init argument, so ``dataclasses.replace``
+    # (which may swap a tensor) drops it and collation falls back to the tensors themselves.
+    arrays: PackArrays | None = dataclasses.field(default=None, init=False, repr=False, compare=False)
 
     @property
     def num_tokens(self) -> int:
@@ -160,16 +167,19 @@ def decode_pack(crude: Mapping[str, Any]) -> PackedSample:
     sequences = orjson.loads(bytes(crude[fmt.META])).get("sequences", [])  # strict UTF-8, like json
     if len(sequences) != len(cu) - 1:
         raise PackFormatError(f"{key}: {fmt.META} lists {len(sequences)} sequences, boundaries {len(cu) - 1}")
-    return PackedSample(
+    arrays = (ids.astype(np.int64), mask.astype(np.bool_), cu.copy(), cu_padded.copy())  # the only copies; mask != 0
+    sample = PackedSample(
         **{name: crude[name] for name in _SAMPLE_KEYS if name in crude},  # = basic_sample_keys(crude)
-        input_ids=torch.from_numpy(ids.astype(np.int64)),  # the only copies of the token arrays
-        target_mask=torch.from_numpy(mask.astype(np.bool_)),  # nonzero -> True
-        cu_seqlens=torch.from_numpy(cu.copy()),
-        cu_seqlens_padded=torch.from_numpy(cu_padded.copy()),
+        input_ids=torch.from_numpy(arrays[0]),
+        target_mask=torch.from_numpy(arrays[1]),
+        cu_seqlens=torch.from_numpy(arrays[2]),
+        cu_seqlens_padded=torch.from_numpy(arrays[3]),
         **(_media(key, crude) if any(name in crude for name in _MEDIA_MEMBERS) else {}),
         sources=tuple([str(s.get("source", "")) for s in sequences]),
         target_tokens=sum([int(s.get("targets", 0)) for s in sequences]),
     )
+    sample.arrays = arrays
+    return sample
 
 
 def _media(key: str, crude: Mapping[str, Any]) -> dict[str, torch.Tensor | None]:

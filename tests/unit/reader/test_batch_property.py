@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from cook import format as fmt
 from cook.reader import IGNORE_INDEX, collate_packs, decode_pack
-from cook.reader.batch import _collate_one, _collate_stream
+from cook.reader.batch import PackedBatch, _collate_one, _collate_stream
 
 from .reader_data import crude_pack
 
@@ -91,14 +91,24 @@ def test_one_pack_fast_path_equals_the_stream_path(
             fmt.AUDIO_FEATURES: np.ones((1, 5, fmt.MEL_BINS), dtype=np.float16),
             fmt.AUDIO_LENGTHS: np.array([5], dtype=np.int32),
         }
-    sample = decode_pack(crude_pack(batch_packs[0], pad_multiple, key="pack-1", **extra))
+    decoded = decode_pack(crude_pack(batch_packs[0], pad_multiple, key="pack-1", **extra))
     sample = dataclasses.replace(
-        sample,
+        decoded,
         __subflavors__={"cook": "packed_v1"} if subflavors else None,
         __sources__=("shard-0.tar",) if sources else None,
     )
+    assert decoded.arrays is not None and sample.arrays is None  # replace drops decode_pack's NumPy views
+    for pack in (decoded, sample):  # the views, and the tensors' own .numpy()
+        _assert_same_batch(_collate_one(pack), _collate_stream([pack]))
+    assert collate_packs([sample]).labels.tolist() == _collate_one(sample).labels.tolist()
     fast, general = _collate_one(sample), _collate_stream([sample])
-    assert collate_packs([sample]).labels.tolist() == fast.labels.tolist()
+    assert fast.__sources__ == (("shard-0.tar",) if sources else None)
+    assert fast.__subflavors__ == ([{"cook": "packed_v1"}] if subflavors else None)
+    assert fast.input_ids.data_ptr() == sample.input_ids.data_ptr()  # the pack's own tokens, uncopied
+    assert fast.labels.data_ptr() != general.labels.data_ptr()  # derived arrays are fresh per batch
+
+
+def _assert_same_batch(fast: PackedBatch, general: PackedBatch) -> None:
     for field in dataclasses.fields(general):
         want, got = getattr(general, field.name), getattr(fast, field.name)
         if isinstance(want, torch.Tensor):
@@ -107,7 +117,3 @@ def test_one_pack_fast_path_equals_the_stream_path(
             assert torch.equal(got, want) and got.is_contiguous(), field.name
         else:
             assert got == want, field.name
-    assert fast.__sources__ == (("shard-0.tar",) if sources else None)
-    assert fast.__subflavors__ == ([{"cook": "packed_v1"}] if subflavors else None)
-    assert fast.input_ids.data_ptr() == sample.input_ids.data_ptr()  # the pack's own tokens, uncopied
-    assert fast.labels.data_ptr() != general.labels.data_ptr()  # derived arrays are fresh per batch

@@ -186,3 +186,13 @@ def test_inconsistent_boundaries_are_refused(cu: list[int], cu_padded: list[int]
     with pytest.raises(PackFormatError, match="pack-000000008") as error:
         decode_pack(crude)
     assert f"{cu} and {fmt.CU_SEQLENS_PADDED} {cu_padded} do not describe 12 tokens" in str(error.value)
+
+
+def test_a_replaced_pack_is_collated_from_its_new_tensors() -> None:
+    """``decode_pack`` keeps NumPy views for collation; ``dataclasses.replace`` must not carry them over."""
+    sample = decode_pack(crude_pack([SEQ_A, SEQ_B], pad_multiple=4))
+    assert sample.arrays is not None and sample.arrays[0].ctypes.data == sample.input_ids.data_ptr()
+    swapped = dataclasses.replace(sample, input_ids=sample.input_ids + 100)
+    assert swapped.arrays is None
+    labels = collate_packs([swapped]).labels[0].tolist()
+    assert labels[:4] == [112, 113, 114, 115] and labels[8:10] == [122, 123]
