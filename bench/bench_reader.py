@@ -215,7 +215,7 @@ def _render(data: dict, f: dict[str, Marginal], sweep: dict[str, Marginal]) -> s
     lines = [
         "## Reader vs online loading (bench_reader)",
         "",
-        f"`{COMMAND}`. 2-core machine (the load average is stated below).",
+        f"`{COMMAND}`. Shared 2-core machine (the load average is stated below).",
         "Marginal figures (a small run subtracted from a large one, each its own process; CPU =",
         "user+sys of the process tree over the read loop, wall = the read loop), medians of 3. Loader workers 0 and batch",
         "size 1 unless noted.",
@@ -249,7 +249,7 @@ def _render(data: dict, f: dict[str, Marginal], sweep: dict[str, Marginal]) -> s
         f"CPU inside the two functions, medians of 3 separate runs): `decode_pack` {st.decode_ms:.3f} ms, `collate_packs`",
         f"{st.collate_ms:.3f} ms, the remaining {outside:.3f} ms outside cook's functions (not broken down further; freeing the",
         "batch's arrays and tensors is part of it). Inside the loop the two functions take about twice what they take",
-        "in a tight loop over one cached pack (about 0.014 and 0.022 ms, measured separately): the read path between",
+        "in a tight loop over one cached pack (about 0.013 and 0.019 ms, measured separately): the read path between",
         "calls evicts their code and data. Energon's loader watchdog (a thread notified twice per batch) costs both",
         f"loaders: {f['text reader'].cpu_per_pack_ms - reader_nw.cpu_per_pack_ms:.3f} ms per pack for the reader,",
         f"{f['text crude'].cpu_per_pack_ms - crude_nw.cpu_per_pack_ms:.3f} ms for crude (`watchdog_timeout_seconds=None`"

@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Sequence
+from itertools import pairwise
 from typing import Any
 
 import numpy as np
@@ -137,8 +138,9 @@ def _stream_targets(
     stream, whatever the number of packs or sequences in it: per token, its position in its sequence
     and the position of its sequence's last real token decide everything."""
     tokens = ids.shape[0]
-    starts = cu_padded[:-1]
-    padded = cu_padded[1:] - starts
+    bounds = cu_padded.astype(np.int64)  # int64 throughout: no mixed-type (casting) loops over the stream
+    starts = bounds[:-1]
+    padded = bounds[1:] - starts
     position_ids = _token_index(tokens) - starts.repeat(padded)
     last_real = (cu[1:] - cu[:-1] - 1).astype(np.int64).repeat(padded)  # per token: its sequence's last real position
     no_label = position_ids >= last_real  # the last real token and the padding predict nothing
@@ -234,6 +236,11 @@ def sequence_target_counts(loss_mask: torch.Tensor, cu_seqlens_padded: torch.Ten
 
 def collate_packs(samples: Sequence[PackedSample]) -> PackedBatch:
     """Concatenate the packs of a micro-batch into one THD stream (see the module docstring)."""
+    return _collate_one(samples[0]) if len(samples) == 1 else _collate_stream(samples)
+
+
+def _collate_stream(samples: Sequence[PackedSample]) -> PackedBatch:
+    """Any number of packs: concatenated into one stream, then the stream's targets."""
     ids, mask, cu, cu_padded, cu_packs = _stream(samples)
     padded_array = cu_padded.numpy()
     labels, loss_mask, position_ids, padding_mask, sequence_targets = _stream_targets(
@@ -246,7 +253,7 @@ def collate_packs(samples: Sequence[PackedSample]) -> PackedBatch:
         __restore_key__=(),
         __subflavors__=subflavors if any(x is not None for x in subflavors) else None,
         __sources__=sources or None,
-        input_ids=ids[None],  # one pack: a view of the pack's own tensor
+        input_ids=ids[None],
         labels=torch.from_numpy(labels[None]),
         loss_mask=torch.from_numpy(loss_mask[None]),
         position_ids=torch.from_numpy(position_ids[None]),
@@ -258,4 +265,35 @@ def collate_packs(samples: Sequence[PackedSample]) -> PackedBatch:
         target_tokens=sum(sequence_targets.tolist()),
         sequence_targets=torch.from_numpy(sequence_targets),
         **_media(samples),
+    )
+
+
+def _collate_one(s: PackedSample) -> PackedBatch:
+    """``collate_packs([s])``, the common micro-batch of one pack, with no stream to build: the batch
+    holds the pack's own tensors (``input_ids`` as a ``[1, T]`` view) and its boundaries, and the
+    per-pack Python values come from one ``tolist()`` of the padded boundaries."""
+    arrays = s.arrays or (s.input_ids.numpy(), s.target_mask.numpy(), s.cu_seqlens.numpy(), s.cu_seqlens_padded.numpy())
+    ids, padded = arrays[0], arrays[3]
+    labels, loss_mask, position_ids, padding_mask, sequence_targets = _stream_targets(*arrays)
+    bounds = padded.tolist()
+    return PackedBatch(
+        __key__=[s.__key__],
+        __restore_key__=(),
+        __subflavors__=None if s.__subflavors__ is None else [s.__subflavors__],
+        __sources__=tuple(s.__sources__) if s.__sources__ else None,
+        input_ids=torch.from_numpy(ids[None]),  # a view of the pack's own tensor
+        labels=torch.from_numpy(labels[None]),
+        loss_mask=torch.from_numpy(loss_mask[None]),
+        position_ids=torch.from_numpy(position_ids[None]),
+        padding_mask=torch.from_numpy(padding_mask[None]),
+        cu_seqlens=s.cu_seqlens,
+        cu_seqlens_padded=s.cu_seqlens_padded,
+        cu_packs=torch.from_numpy(np.array([0, bounds[-1]], dtype=np.int32)),
+        max_seqlen=max([b - a for a, b in pairwise(bounds)]),
+        target_tokens=sum(sequence_targets.tolist()),
+        sequence_targets=torch.from_numpy(sequence_targets),
+        pixel_patches=s.pixel_patches,
+        media_sizes=s.media_sizes,
+        audio_features=s.audio_features,
+        audio_lengths=s.audio_lengths,
     )

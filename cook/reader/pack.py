@@ -20,6 +20,7 @@ import dataclasses
 import math
 import re
 from collections.abc import Mapping
+from itertools import pairwise
 from typing import Any
 
 import numpy as np
@@ -32,6 +33,9 @@ from cook import format as fmt
 
 class PackFormatError(ValueError):
     """A pack that does not follow schema v1 (SPEC §8): names the pack key and the member."""
+
+
+PackArrays = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]  # input_ids, target_mask, cu, cu_padded
 
 
 @edataclass
@@ -52,6 +56,10 @@ class PackedSample(Sample):
     audio_lengths: torch.Tensor | None = None  # int32 [C]
     sources: tuple[str, ...] = ()  # per sequence, from meta.json
     target_tokens: int = 0  # sum of the per-sequence "targets" in meta.json
+    # Set by decode_pack only: NumPy views of the four token/boundary tensors above, so that collating
+    # the pack needs no ``Tensor.numpy()`` round trip. Not an init argument, so ``dataclasses.replace``
+    # (which may swap a tensor) drops it and collation falls back to the tensors themselves.
+    arrays: PackArrays | None = dataclasses.field(default=None, init=False, repr=False, compare=False)
 
     @property
     def num_tokens(self) -> int:
@@ -122,25 +130,20 @@ def _tensor(array: np.ndarray | None) -> torch.Tensor | None:
     return None if array is None else torch.from_numpy(np.array(array, order="C"))
 
 
-def _check_boundaries(key: str, ids: np.ndarray, cu: np.ndarray, cu_padded: np.ndarray) -> None:
-    if (
-        len(cu) != len(cu_padded)
-        or len(cu) < 2
-        or cu[0] != 0
-        or cu_padded[0] != 0
-        or cu_padded[-1] != len(ids)
-        or not _well_nested(cu, cu_padded)
+def _check_boundaries(key: str, tokens: int, cu: np.ndarray, cu_padded: np.ndarray) -> None:
+    """Both boundary arrays start at 0, have the same length, the padded one ends at ``tokens``, and every
+    sequence has ``0 < length <= padded length``. Plain Python over ``tolist()``: a pack has a few dozen
+    sequences at most, where each NumPy reduction would cost more than the whole loop."""
+    true, padded = cu.tolist(), cu_padded.tolist()
+    if not (
+        len(true) == len(padded) >= 2
+        and true[0] == 0 == padded[0]
+        and padded[-1] == tokens
+        and all(0 < b - a <= d - c for (a, b), (c, d) in zip(pairwise(true), pairwise(padded), strict=True))
     ):
         raise PackFormatError(
-            f"{key}: {fmt.CU_SEQLENS} {cu.tolist()} and {fmt.CU_SEQLENS_PADDED} {cu_padded.tolist()}"
-            f" do not describe {len(ids)} tokens"
+            f"{key}: {fmt.CU_SEQLENS} {true} and {fmt.CU_SEQLENS_PADDED} {padded} do not describe {tokens} tokens"
         )
-
-
-def _well_nested(cu: np.ndarray, cu_padded: np.ndarray) -> bool:
-    """Every sequence has ``0 < length <= padded length`` (``cu[i+1] - cu[i]`` vs ``cu_padded``)."""
-    lengths = cu[1:] - cu[:-1]
-    return bool(lengths.min() > 0) and bool((lengths <= cu_padded[1:] - cu_padded[:-1]).all())
 
 
 _MEDIA_MEMBERS = fmt.VISUAL_MEMBERS + fmt.AUDIO_MEMBERS
@@ -160,20 +163,23 @@ def decode_pack(crude: Mapping[str, Any]) -> PackedSample:
     assert ids is not None and mask is not None and cu is not None and cu_padded is not None
     if mask.shape != ids.shape:
         raise PackFormatError(f"{key}: {fmt.LOSS_MASK} has {mask.shape[0]} tokens, {fmt.INPUT_IDS} {ids.shape[0]}")
-    _check_boundaries(key, ids, cu, cu_padded)
+    _check_boundaries(key, len(ids), cu, cu_padded)
     sequences = orjson.loads(bytes(crude[fmt.META])).get("sequences", [])  # strict UTF-8, like json
     if len(sequences) != len(cu) - 1:
         raise PackFormatError(f"{key}: {fmt.META} lists {len(sequences)} sequences, boundaries {len(cu) - 1}")
-    return PackedSample(
+    arrays = (ids.astype(np.int64), mask.astype(np.bool_), cu.copy(), cu_padded.copy())  # the only copies; mask != 0
+    sample = PackedSample(
         **{name: crude[name] for name in _SAMPLE_KEYS if name in crude},  # = basic_sample_keys(crude)
-        input_ids=torch.from_numpy(ids.astype(np.int64)),  # the only copies of the token arrays
-        target_mask=torch.from_numpy(mask.astype(np.bool_)),  # nonzero -> True
-        cu_seqlens=torch.from_numpy(cu.copy()),
-        cu_seqlens_padded=torch.from_numpy(cu_padded.copy()),
+        input_ids=torch.from_numpy(arrays[0]),
+        target_mask=torch.from_numpy(arrays[1]),
+        cu_seqlens=torch.from_numpy(arrays[2]),
+        cu_seqlens_padded=torch.from_numpy(arrays[3]),
         **(_media(key, crude) if any(name in crude for name in _MEDIA_MEMBERS) else {}),
         sources=tuple([str(s.get("source", "")) for s in sequences]),
         target_tokens=sum([int(s.get("targets", 0)) for s in sequences]),
     )
+    sample.arrays = arrays
+    return sample
 
 
 def _media(key: str, crude: Mapping[str, Any]) -> dict[str, torch.Tensor | None]:

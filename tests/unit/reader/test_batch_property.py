@@ -4,12 +4,16 @@ values above 1), one to three packs per batch. Every array, dtype and count must
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from cook import format as fmt
 from cook.reader import IGNORE_INDEX, collate_packs, decode_pack
+from cook.reader.batch import PackedBatch, _collate_one, _collate_stream
 
 from .reader_data import crude_pack
 
@@ -68,3 +72,48 @@ def test_collate_matches_the_per_token_reference(drawn: tuple[list[list[Sequence
     assert (batch.loss_mask.dtype, batch.padding_mask.dtype) == (torch.float32, torch.bool)
     assert batch.sequence_targets.dtype == batch.cu_seqlens.dtype == batch.cu_packs.dtype == torch.int32
     assert all(t.is_contiguous() for t in (batch.labels, batch.loss_mask, batch.position_ids, batch.padding_mask))
+
+
+@settings(max_examples=100, deadline=None)
+@given(packs(), st.booleans(), st.booleans(), st.booleans())
+def test_one_pack_fast_path_equals_the_stream_path(
+    drawn: tuple[list[list[Sequence]], int], media: bool, subflavors: bool, sources: bool
+) -> None:
+    """``collate_packs([s])`` takes ``_collate_one``; every field, dtype and shape must be what the general
+    (stream) path builds for the same single pack, and only ``input_ids`` and the boundaries may share
+    the pack's memory."""
+    batch_packs, pad_multiple = drawn
+    extra = {}
+    if media:
+        extra = {
+            fmt.PIXEL_PATCHES: np.arange(2 * 768, dtype=np.uint8).reshape(2, 768),
+            fmt.MEDIA_SIZES: np.array([[1, 16, 32]], dtype=np.int32),
+            fmt.AUDIO_FEATURES: np.ones((1, 5, fmt.MEL_BINS), dtype=np.float16),
+            fmt.AUDIO_LENGTHS: np.array([5], dtype=np.int32),
+        }
+    decoded = decode_pack(crude_pack(batch_packs[0], pad_multiple, key="pack-1", **extra))
+    sample = dataclasses.replace(
+        decoded,
+        __subflavors__={"cook": "packed_v1"} if subflavors else None,
+        __sources__=("shard-0.tar",) if sources else None,
+    )
+    assert decoded.arrays is not None and sample.arrays is None  # replace drops decode_pack's NumPy views
+    for pack in (decoded, sample):  # the views, and the tensors' own .numpy()
+        _assert_same_batch(_collate_one(pack), _collate_stream([pack]))
+    assert collate_packs([sample]).labels.tolist() == _collate_one(sample).labels.tolist()
+    fast, general = _collate_one(sample), _collate_stream([sample])
+    assert fast.__sources__ == (("shard-0.tar",) if sources else None)
+    assert fast.__subflavors__ == ([{"cook": "packed_v1"}] if subflavors else None)
+    assert fast.input_ids.data_ptr() == sample.input_ids.data_ptr()  # the pack's own tokens, uncopied
+    assert fast.labels.data_ptr() != general.labels.data_ptr()  # derived arrays are fresh per batch
+
+
+def _assert_same_batch(fast: PackedBatch, general: PackedBatch) -> None:
+    for field in dataclasses.fields(general):
+        want, got = getattr(general, field.name), getattr(fast, field.name)
+        if isinstance(want, torch.Tensor):
+            assert isinstance(got, torch.Tensor), field.name
+            assert (got.dtype, got.shape) == (want.dtype, want.shape), field.name
+            assert torch.equal(got, want) and got.is_contiguous(), field.name
+        else:
+            assert got == want, field.name

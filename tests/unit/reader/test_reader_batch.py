@@ -165,3 +165,34 @@ def test_malformed_packs_are_refused(member: str, data: bytes | None, message: s
     with pytest.raises(PackFormatError, match="pack-000000007") as error:
         decode_pack(crude)
     assert message in str(error.value)
+
+
+@pytest.mark.parametrize(
+    ("cu", "cu_padded"),
+    [
+        ([1, 5, 8], [0, 8, 12]),  # true boundaries do not start at 0
+        ([0, 5, 8], [4, 8, 12]),  # padded boundaries do not start at 0
+        ([0, 5, 8], [0, 8, 11]),  # padded boundaries do not end at the 12 tokens
+        ([0, 5, 5], [0, 8, 12]),  # an empty sequence
+        ([0, 9, 12], [0, 8, 12]),  # a sequence longer than its padded length
+        ([0, 5, 8], [0, 8, 10, 12]),  # boundary arrays of different lengths
+        ([0], [0]),  # no sequence at all
+    ],
+)
+def test_inconsistent_boundaries_are_refused(cu: list[int], cu_padded: list[int]) -> None:
+    crude = crude_pack([SEQ_A, SEQ_B], pad_multiple=4, key="pack-000000008")  # 12 tokens: [0, 8, 12]
+    crude[fmt.CU_SEQLENS] = fmt.npy_bytes(np.array(cu, dtype=np.int32))
+    crude[fmt.CU_SEQLENS_PADDED] = fmt.npy_bytes(np.array(cu_padded, dtype=np.int32))
+    with pytest.raises(PackFormatError, match="pack-000000008") as error:
+        decode_pack(crude)
+    assert f"{cu} and {fmt.CU_SEQLENS_PADDED} {cu_padded} do not describe 12 tokens" in str(error.value)
+
+
+def test_a_replaced_pack_is_collated_from_its_new_tensors() -> None:
+    """``decode_pack`` keeps NumPy views for collation; ``dataclasses.replace`` must not carry them over."""
+    sample = decode_pack(crude_pack([SEQ_A, SEQ_B], pad_multiple=4))
+    assert sample.arrays is not None and sample.arrays[0].ctypes.data == sample.input_ids.data_ptr()
+    swapped = dataclasses.replace(sample, input_ids=sample.input_ids + 100)
+    assert swapped.arrays is None
+    labels = collate_packs([swapped]).labels[0].tolist()
+    assert labels[:4] == [112, 113, 114, 115] and labels[8:10] == [122, 123]
