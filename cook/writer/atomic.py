@@ -6,10 +6,13 @@ A crash never leaves a half-written file under its final name.
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import shutil
 from collections.abc import Iterator
 from typing import BinaryIO
+
+from cook.writer.direct import O_DIRECT
 
 
 @contextlib.contextmanager
@@ -31,16 +34,18 @@ def atomic_open(path: str) -> Iterator[BinaryIO]:
 
 
 @contextlib.contextmanager
-def atomic_fd(path: str, drop_cache: bool = False) -> Iterator[int]:
+def atomic_fd(path: str, drop_cache: bool = False, direct: bool = False) -> Iterator[int]:
     """``atomic_open`` for unbuffered ``os.write``/``os.writev``: yields the temp file's descriptor.
 
     The same promise: on success the data is fsynced and renamed onto ``path``; on an exception the
     temp file is removed and ``path`` untouched. The descriptor is closed on every path.
     ``drop_cache`` hands the file's page-cache pages back once it is durable: a writer of many
     large files that it never reads again then reuses warm pages instead of taking fresh ones.
+    ``direct`` opens the file with ``O_DIRECT`` where the platform and the filesystem take it
+    (``cook.writer.direct``); where they refuse it, the file is opened for buffered writes.
     """
     tmp = f"{path}.tmp-{os.getpid()}"
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o666)  # umask applies, as for open()
+    fd = _open_for_write(tmp, direct)
     closed = False
     try:
         yield fd
@@ -56,6 +61,17 @@ def atomic_fd(path: str, drop_cache: bool = False) -> Iterator[int]:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
         raise
+
+
+def _open_for_write(path: str, direct: bool) -> int:
+    flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC
+    if direct and O_DIRECT:
+        try:
+            return os.open(path, flags | O_DIRECT, 0o666)  # umask applies, as for open()
+        except OSError as err:
+            if err.errno != errno.EINVAL:  # EINVAL: this filesystem takes no O_DIRECT
+                raise
+    return os.open(path, flags, 0o666)
 
 
 def start_writeback(fd: int, offset: int, length: int) -> None:

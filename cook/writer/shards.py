@@ -23,6 +23,7 @@ from cook import format as fmt
 from cook.manifest import ShardInfo
 from cook.types import Pack
 from cook.writer.atomic import atomic_fd, atomic_write, start_writeback
+from cook.writer.direct import is_direct, write_direct
 from cook.writer.members import member_pieces
 
 
@@ -107,7 +108,8 @@ def shard_pieces(first_pack: int, packs: list[Pack]) -> tuple[list[memoryview], 
     return [piece for piece in pieces if piece.nbytes], layout
 
 
-WRITEBACK_BYTES = 16 * 2**20  # a shard's bytes head for the disk in chunks of this size
+WRITEBACK_BYTES = 16 * 2**20  # a shard's bytes head for the disk in chunks of this size (buffered path)
+DIRECT_IO = True  # shards go to the disk with O_DIRECT where the filesystem takes it (cook.writer.direct)
 
 
 def _writev_all(fd: int, pieces: list[memoryview]) -> None:
@@ -127,7 +129,7 @@ def _writev_all(fd: int, pieces: list[memoryview]) -> None:
 
 
 def write_pieces(fd: int, pieces: list[memoryview]) -> tuple[int, str]:
-    """Write ``pieces`` to ``fd`` in ``writev`` batches of at most ``IOV_MAX``; -> (bytes, sha256 hex).
+    """The buffered path: ``pieces`` to ``fd`` in ``writev`` batches of at most ``IOV_MAX``; -> (bytes, sha256).
 
     The digest is updated with each piece as its batch is written, so the bytes are never joined.
     Every ``WRITEBACK_BYTES`` written, their write-back to the disk starts (``start_writeback``), so
@@ -150,13 +152,15 @@ def write_pieces(fd: int, pieces: list[memoryview]) -> tuple[int, str]:
 def write_shard(out_dir: str, shard_index: int, first_pack: int, packs: list[Pack]) -> tuple[ShardInfo, ShardLayout]:
     """Write ``packs`` as one shard and its ``.tar.idx``, atomically; keys are ``pack_key(first_pack + i)``.
 
-    Each member goes from its pack's array to the file with no copy when the array is C-contiguous in
-    the member dtype (``member_pieces``), else one. ``ShardInfo.sha256`` is the digest of the file.
+    Each member goes from its pack's array to the file with one copy: into the direct writer's
+    bounce buffer (``write_direct``), or, where the filesystem takes no ``O_DIRECT``, into the page
+    cache (``write_pieces``: no copy in cook when the array is C-contiguous in the member dtype).
+    ``ShardInfo.sha256`` is the digest of the file.
     """
     name = fmt.shard_name(shard_index)
     pieces, layout = shard_pieces(first_pack, packs)
     path = os.path.join(out_dir, name)
-    with atomic_fd(path, drop_cache=True) as fd:
-        size, sha256 = write_pieces(fd, pieces)
+    with atomic_fd(path, drop_cache=True, direct=DIRECT_IO) as fd:
+        size, sha256 = write_direct(fd, pieces) if is_direct(fd) else write_pieces(fd, pieces)
     atomic_write(path + fmt.INDEX_SUFFIX, struct.pack(f"<{len(layout.offsets)}Q", *layout.offsets))
     return ShardInfo(name, len(packs), first_pack, size, sha256), layout

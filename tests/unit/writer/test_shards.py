@@ -172,7 +172,9 @@ def test_member_pieces_join_to_np_save_bytes() -> None:
 
 
 def _recording_writev(monkeypatch: pytest.MonkeyPatch, max_bytes: int | None = None) -> list[list[memoryview]]:
-    """Patch ``os.writev`` to record each call's buffers; with ``max_bytes``, write at most that per call."""
+    """Patch ``os.writev`` to record each call's buffers; with ``max_bytes``, write at most that per call.
+    Shards take the buffered path (``writev``), as on a filesystem without ``O_DIRECT``."""
+    monkeypatch.setattr(shards, "DIRECT_IO", False)
     calls: list[list[memoryview]] = []
     real = os.writev
 
@@ -219,6 +221,7 @@ def test_short_writes_resume_mid_piece(
 def test_write_back_starts_in_chunks_that_cover_the_shard_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Each chunk's write-back starts once it is written: contiguous ranges from 0, each at least
     ``WRITEBACK_BYTES``, none past what was written when it started; the bytes are unchanged."""
+    monkeypatch.setattr(shards, "DIRECT_IO", False)
     monkeypatch.setattr(shards, "IOV_MAX", 4)
     monkeypatch.setattr(shards, "WRITEBACK_BYTES", 5000)
     started: list[tuple[int, int, int]] = []  # offset, length, file size at the call
@@ -235,11 +238,16 @@ def test_write_back_starts_in_chunks_that_cover_the_shard_once(tmp_path: Path, m
     assert all(length >= 5000 and offset + length <= size for offset, length, size in started)
 
 
-def test_a_failed_write_leaves_no_shard_and_no_temp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    def writev(fd: int, buffers: list[memoryview]) -> int:
+@pytest.mark.parametrize("direct", [True, False])
+def test_a_failed_write_leaves_no_shard_and_no_temp(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, direct: bool
+) -> None:
+    def full(*args: object) -> int:
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(os, "writev", writev)
+    monkeypatch.setattr(shards, "DIRECT_IO", direct)
+    monkeypatch.setattr(os, "writev", full)
+    monkeypatch.setattr(os, "pwrite", full)
     with pytest.raises(OSError, match="No space"):
         write_shard(str(tmp_path), 0, 0, [_pack([4])])
     assert list(tmp_path.iterdir()) == []
@@ -265,7 +273,11 @@ def test_members_reach_writev_as_views_of_the_packs_arrays(tmp_path: Path, monke
     assert max(b.nbytes for b in others) < 2 * tarfile.RECORDSIZE  # headers, padding: nothing array-sized
 
 
-def test_writing_allocates_nothing_the_size_of_a_member(tmp_path: Path) -> None:
+@pytest.mark.parametrize("direct", [True, False])
+def test_writing_allocates_nothing_the_size_of_a_member(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, direct: bool
+) -> None:
+    monkeypatch.setattr(shards, "DIRECT_IO", direct)
     pack = _visual([64], 8000)  # uint8 [8000, 768]: 6 MB of patches
     write_shard(str(tmp_path), 0, 0, [pack])  # warm up imports and caches
     tracemalloc.start()
