@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import io
 import json
+import math
 import os
 import shutil
 import statistics
@@ -49,8 +50,8 @@ from bench.job_run import become_subreaper, run_job
 
 COMMAND = ".venv/bin/python -m bench.run_all bench_job"
 IMAGES_PER_TAR = 8
-SMALL_IMAGES = 16
-SMALL_TEXT_COPIES = 8
+SMALL_IMAGES = 16  # 2 tars: 2 work units, so the small run starts as many actors as the big one
+SMALL_TEXT_COPIES = 16  # 5.9 MB: 2 units of TEXT_UNIT_BYTES (cook starts no more actors than units)
 TEXT_UNIT_BYTES = 4 * 2**20  # ~55 units of the 640-copy corpus for the actors to share
 PATCH_PX = 16
 IMAGE_SETS = ("--set", "input.format=wds", "--set", "cooker=llava", "--set", "packing.seq_len=16384")
@@ -307,6 +308,7 @@ def measure(work: Workload, repeats: int, use_json: bool) -> Figures:
 
 def image_workload(n_images: int, window: int | None = None) -> Workload:
     check_native_grid(n_images)
+    _check_small_starts_every_actor("image", SMALL_IMAGES // IMAGES_PER_TAR)
     counts = {"big": n_images, "small": SMALL_IMAGES, "tenth": max(1, round(n_images / 10 / IMAGES_PER_TAR))}
     counts["tenth"] *= IMAGES_PER_TAR
     inputs = {size: image_dataset(n) for size, n in counts.items()}
@@ -317,8 +319,16 @@ def image_workload(n_images: int, window: int | None = None) -> Workload:
     return Workload(WINDOWED, "pipelines/omni_sft.yaml", sets, inputs, source, rejects_expected=False)
 
 
+def _check_small_starts_every_actor(name: str, units: int) -> None:
+    """cook starts at most one actor per unit: a small run with fewer units than ``max(WORKERS)``
+    starts fewer actors than the big one, and the marginal figure then carries an actor's start-up."""
+    if units < max(WORKERS):
+        raise SystemExit(f"bench_job: the small {name} run has {units} work unit(s), fewer than {max(WORKERS)} actors")
+
+
 def text_workload(copies: int) -> Workload:
     inputs = {size: text_corpus(c) for size, c in (("big", copies), ("small", SMALL_TEXT_COPIES))}
+    _check_small_starts_every_actor("text", math.ceil(inputs["small"].stat().st_size / TEXT_UNIT_BYTES))
     inputs["tenth"] = text_corpus(max(1, round(copies / 10)))
     source = {size: path.stat().st_size for size, path in inputs.items()}
     return Workload("text", "pipelines/text_sft.yaml", TEXT_SETS, inputs, source, rejects_expected=True)
@@ -382,7 +392,8 @@ def section(results: list[tuple[Workload, Figures, float]], repeats: int, copies
 `{COMMAND}`
 
 Every figure but peak RSS is **marginal**, (big run) - (small run) of the same `cook run`, so
-start-up (imports, Ray start, tokenizer load, manifest) cancels; median of {repeats} repeat(s), the
+start-up (imports, Ray start, tokenizer load, manifest) cancels; the small run has as many work
+units as the most actors, so both runs start the same actors (cook starts one per unit at most); median of {repeats} repeat(s), the
 runs interleaved; each ratio is of the medians. Ray runs use cook's defaults: an embedded local
 Ray, `--workers N` actors, staged samples in `/dev/shm` (`ray.stage: auto`; every run here packs in windows).
 

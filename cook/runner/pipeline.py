@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
@@ -32,7 +33,7 @@ from cook.runner.output_dir import FINISHED, prepare_output
 from cook.runner.plan import plan_units
 from cook.runner.progress import Progress
 from cook.runner.resume import RunState, fingerprint, remove_progress, save_state
-from cook.runner.stage_place import has_staged
+from cook.runner.stage_place import has_staged, remove_staged
 from cook.runner.worker import first_unit_texts
 from cook.tokenize.tokenizer import ChatTokenizer
 from cook.writer.dataset import DatasetWriter
@@ -160,11 +161,15 @@ def run_pipeline(
             executor = executor_factory(
                 replace(config, ray=replace(config.ray, num_actors=workers), tokenizer=resolved)
             )
+            clearing = threading.Thread(target=remove_staged, args=(out_dir,), name="cook-remove-staged")
             try:
                 driver = Driver(config, state, executor, writer, bar)
                 driver.run(units)
+                clearing.start()  # every staged sample is in a shard now: free them while the workers stop
             finally:
                 executor.close()
+                if clearing.is_alive():
+                    clearing.join()
         except BaseException:
             writer.close()
             _discard_if_nothing_done(out_dir, state)

@@ -3,6 +3,7 @@
     place_stage(out_dir, node_local)  ->  <out>/.cook-progress/stage is a directory, or a symlink to
                                           /dev/shm/cook-stage-XXXX
     remove_stage(out_dir)             ->  the symlink and its target are gone
+    remove_staged(out_dir)            ->  no staged unit is left, wherever it was (the run is done)
 
 Staging under the output directory works everywhere (on a cluster it is shared storage, which every
 node's shard writer reads). When every actor runs on this machine (an embedded local Ray) and
@@ -131,3 +132,13 @@ def remove_stage(out_dir: str) -> None:
         shutil.rmtree(target, ignore_errors=True)
     with contextlib.suppress(FileNotFoundError):
         os.unlink(path)
+
+
+def remove_staged(out_dir: str) -> None:
+    """Remove every staged unit of a run whose samples are all in shards: the stage (in shared memory
+    or under the output directory) and its overflow. The finished run does this while Ray shuts
+    down: freeing gigabytes of staged pages takes ~0.3 s that would otherwise come after it."""
+    remove_stage(out_dir)
+    for path in (stage_dir(out_dir), overflow_dir(out_dir)):
+        if not os.path.islink(path):
+            shutil.rmtree(path, ignore_errors=True)

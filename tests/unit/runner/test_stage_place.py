@@ -142,3 +142,26 @@ def test_a_stage_with_only_its_owner_file_holds_nothing_to_resume(tmp_path: Path
     assert not stage_place.has_staged(out)
     DiskStore(out).put(_summary(0, _samples()), _samples())
     assert stage_place.has_staged(out)
+
+
+@pytest.mark.parametrize("node_local", [True, False])
+def test_remove_staged_leaves_no_unit_in_memory_on_disk_or_in_the_overflow(
+    tmp_path: Path, shm: Path, node_local: bool
+) -> None:
+    """What a finished run does while its workers stop: every staged unit goes, wherever it was;
+    the progress directory's state stays for the rest of the finish."""
+    out = str(tmp_path / "out")
+    target = place_stage(out, node_local, str(shm), 0)
+    assert (target is not None) == node_local
+    store, samples = DiskStore(out), _samples()
+    store.put(_summary(0, samples), samples)
+    store.put(_summary(1, samples), samples)
+    store.drop(1)  # recycled: stage/free/
+    spill = Path(stage_place.overflow_dir(out))
+    spill.mkdir(parents=True)
+    (spill / "unit-000002.stage").write_bytes(b"x")
+    progress = Path(out, ".cook-progress")
+    (progress / "state.json").write_text("{}")
+    stage_place.remove_staged(out)
+    assert list(shm.iterdir()) == [] and DiskStore(out).summary(0) is None
+    assert sorted(p.name for p in progress.iterdir()) == ["state.json"]
