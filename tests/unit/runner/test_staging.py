@@ -139,3 +139,12 @@ def test_take_gives_the_samples_at_refs_in_order(kind: str, tmp_path: Path) -> N
         assert [(m.kind, m.size, m.n_patches) for m in got.media] == [(m.kind, m.size, m.n_patches) for m in ref.media]
     assert taken[0].truncated and taken[0].truncated_tokens == 9 and (taken[0].media[0].patches == 7).all()
     assert store.take(np.zeros((0, 2), np.int64)) == []
+
+
+def test_a_source_with_a_lone_surrogate_stages(tmp_path: Path) -> None:
+    """A source from an undecodable file name (``os.fsdecode`` gives lone surrogates) is one orjson
+    refuses: the header falls back to escaped JSON and reads back the same."""
+    samples = [*_samples(), TokenizedSample("caf\udce9.jsonl#4", np.arange(2, dtype=np.int32), np.ones(2, np.uint8))]
+    store = DiskStore(str(tmp_path))
+    store.put(_summary(0, samples), samples)
+    assert [s.source for s in DiskStore(str(tmp_path)).get(0)] == [s.source for s in samples]
