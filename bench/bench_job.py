@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import io
 import json
-import math
 import os
 import shutil
 import statistics
@@ -327,8 +326,10 @@ def _check_small_starts_every_actor(name: str, units: int) -> None:
 
 
 def text_workload(copies: int) -> Workload:
+    from cook.runner.plan import jsonl_spans
+
     inputs = {size: text_corpus(c) for size, c in (("big", copies), ("small", SMALL_TEXT_COPIES))}
-    _check_small_starts_every_actor("text", math.ceil(inputs["small"].stat().st_size / TEXT_UNIT_BYTES))
+    _check_small_starts_every_actor("text", len(jsonl_spans(str(inputs["small"]), TEXT_UNIT_BYTES)))
     inputs["tenth"] = text_corpus(max(1, round(copies / 10)))
     source = {size: path.stat().st_size for size, path in inputs.items()}
     return Workload("text", "pipelines/text_sft.yaml", TEXT_SETS, inputs, source, rejects_expected=True)
@@ -393,9 +394,10 @@ def section(results: list[tuple[Workload, Figures, float]], repeats: int, copies
 
 Every figure but peak RSS is **marginal**, (big run) - (small run) of the same `cook run`, so
 start-up (imports, Ray start, tokenizer load, manifest) cancels; the small run has as many work
-units as the most actors, so both runs start the same actors (cook starts one per unit at most); median of {repeats} repeat(s), the
-runs interleaved; each ratio is of the medians. Ray runs use cook's defaults: an embedded local
-Ray, `--workers N` actors, staged samples in `/dev/shm` (`ray.stage: auto`; every run here packs in windows).
+units as the most actors, so both runs start the same actors (cook starts one per unit at most);
+median of {repeats} repeat(s), the runs interleaved; each ratio is of the medians. Ray runs use cook's
+defaults: an embedded local Ray, `--workers N` actors, staged samples in `/dev/shm`
+(`ray.stage: auto`; every run here packs in windows).
 
 - **Images**: {SMALL_IMAGES + image_fig.records:,} vs {SMALL_IMAGES} photo-like JPEGs ({mb["images"]:.1f} MB marginal),
   640x480 .. 1600x1184 with sides multiples of 32 px (native patch grid: decode + patchify, no

@@ -1,8 +1,10 @@
 """Packs -> deterministic WebDataset tar shards, each with its ``.tar.idx``, written atomically.
 
-Members are streamed: tar header, ``.npy`` header, the array's own buffer and padding go to the file
-in ``os.writev`` batches, and the sha256 is updated piece by piece, so a 30 MB patch array is never
-copied on its way to the kernel (and the shard is never joined into one ``bytes``).
+Members are streamed as pieces: tar header, ``.npy`` header, a view of the array's own buffer and
+padding; the shard is never joined into one ``bytes``. With ``O_DIRECT`` (``cook.writer.direct``)
+each piece is copied once, into a bounce buffer that is hashed and written; where the filesystem
+refuses ``O_DIRECT`` the pieces go to the kernel in ``os.writev`` batches with no copy, the sha256
+updated piece by piece.
 
 Tar headers carry no time, owner or host information (mtime 0, uid/gid 0, mode 0644), so the same
 packs always give byte-identical shards. ``.tar.idx`` is Energon's index: one little-endian uint64
