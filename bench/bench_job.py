@@ -18,9 +18,11 @@ the runs are interleaved, so drift on a shared machine hits them alike.
 - **Text**: ``common.text_corpus`` copies with ``pipelines/text_sft.yaml`` (4 MiB work units, so the
   actors have units to share). Baseline: the tokenizer's ``encode_batch`` on the chat-template
   rendering of the same conversations, one thread (as in bench_text_cook). Big run
-  ``BENCH_TEXT_COPIES`` copies of the demo chats (default 640: with the fast tokenizer, 160 copies
-  were under 2 s of marginal work, too little against Ray's noise), small run 8. The demo chats
-  hold one record with a bad role per copy: it is rejected, as in bench_text_cook.
+  ``BENCH_TEXT_COPIES`` copies of the demo chats (default 1280: with the fast tokenizer, 640 copies
+  were ~5 s of 2-actor marginal wall, against Ray start-up that varies by ~1 s from run to run),
+  small run ``SMALL_TEXT_COPIES``. The bare baseline runs ``BARE_TEXT_REPEATS`` times at most (the
+  HF tokenizer takes ~100 s of CPU per pass over 1280 copies). The demo chats hold one record with
+  a bad role per copy: it is rejected, as in bench_text_cook.
 
 How a job's processes are counted (the driver's CPU, the whole tree's CPU, the driver's peak RSS) is
 in ``bench/job_run.py``; this measurement runs in its own process (``run()`` starts it) because it
@@ -51,7 +53,8 @@ COMMAND = ".venv/bin/python -m bench.run_all bench_job"
 IMAGES_PER_TAR = 8
 SMALL_IMAGES = 16  # 2 tars: 2 work units, so the small run starts as many actors as the big one
 SMALL_TEXT_COPIES = 16  # 5.9 MB: 2 units of TEXT_UNIT_BYTES (cook starts no more actors than units)
-TEXT_UNIT_BYTES = 4 * 2**20  # ~55 units of the 640-copy corpus for the actors to share
+TEXT_UNIT_BYTES = 4 * 2**20  # ~110 units of the 1280-copy corpus for the actors to share
+BARE_TEXT_REPEATS = 3  # one process, CPU time: steadier than the jobs, and ~100 s a pass
 PATCH_PX = 16
 IMAGE_SETS = ("--set", "input.format=wds", "--set", "cooker=llava", "--set", "packing.seq_len=16384")
 TEXT_SETS = ("--set", f"input.unit_bytes={TEXT_UNIT_BYTES}")
@@ -408,7 +411,8 @@ defaults: an embedded local Ray, `--workers N` actors, staged samples in `/dev/s
 - **Text**: {copies} vs {SMALL_TEXT_COPIES} copies of the {n_chats} demo chats ({text_fig.records:,} marginal records,
   {mb["text"]:.1f} MB of JSONL; one chat per copy has a bad role and is rejected: {text_fig.rejected:,} of them):
   `cook run pipelines/text_sft.yaml --set input.unit_bytes={TEXT_UNIT_BYTES}`. Baseline: the demo
-  tokenizer's `encode_batch` on the chat-template rendering of the same conversations, one thread.
+  tokenizer's `encode_batch` on the chat-template rendering of the same conversations, one thread
+  (median of {min(repeats, BARE_TEXT_REPEATS)}: ~100 s of CPU a pass).
 
 Images (omni_sft's default `packing.buffer_size`: one window holds the whole job):
 
@@ -464,7 +468,7 @@ def report() -> str:
     become_subreaper()
     single_threaded_tokenizers()
     repeats = _env_int("BENCH_REPEATS", 5)  # Ray start-up varies by ~1 s a run: 5 steady the medians
-    n_images, copies = _env_int("BENCH_IMAGES", 768), _env_int("BENCH_TEXT_COPIES", 640)
+    n_images, copies = _env_int("BENCH_IMAGES", 768), _env_int("BENCH_TEXT_COPIES", 1280)
     if n_images % IMAGES_PER_TAR or n_images <= SMALL_IMAGES:
         raise SystemExit(f"BENCH_IMAGES={n_images}: must be a multiple of {IMAGES_PER_TAR} above {SMALL_IMAGES}")
     if copies <= SMALL_TEXT_COPIES:
@@ -475,7 +479,7 @@ def report() -> str:
     for work in (image_workload(n_images), image_workload(n_images, WINDOW)):
         results.append((work, measure(work, repeats, use_json), image_bare))
     text = text_workload(copies)
-    results.append((text, measure(text, repeats, use_json), bare_text(copies, repeats)))
+    results.append((text, measure(text, repeats, use_json), bare_text(copies, min(repeats, BARE_TEXT_REPEATS))))
     return section(results, repeats, copies)
 
 
