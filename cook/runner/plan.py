@@ -24,7 +24,9 @@ NEWLINE = ord("\n")
 def jsonl_spans(path: str, unit_bytes: int) -> list[tuple[tuple[int, int], int]]:
     """``[((start, stop), first_line)]`` covering the file; each cut is just after the first newline
     at or past ``start + unit_bytes``. The file is mapped, not read, and its newlines are counted
-    with NumPy in blocks (a third of ``bytes.count`` after ``read`` here: 0.04 vs 0.09 s per 231 MB)."""
+    with NumPy in blocks (a third of ``bytes.count`` after ``read`` here: 0.04 vs 0.09 s per 231 MB);
+    each counted block's pages are unmapped again (``_release``), so the driver's resident memory
+    does not grow with the file (mapped pages count in its RSS: +96 MiB for a 468 MB file)."""
     size = os.path.getsize(path)
     if size <= unit_bytes:
         return [((0, size), 1)]
@@ -38,14 +40,23 @@ def jsonl_spans(path: str, unit_bytes: int) -> list[tuple[tuple[int, int], int]]
                 newline = mapped.find(b"\n", target) if target < size else -1
                 stop = size if newline < 0 else newline + 1
                 spans.append(((start, stop), line))
-                line += sum(
-                    int(np.count_nonzero(data[a : min(a + READ_BLOCK, stop)] == NEWLINE))
-                    for a in range(start, stop, READ_BLOCK)
-                )
+                for a in range(start, stop, READ_BLOCK):
+                    b = min(a + READ_BLOCK, stop)
+                    line += int(np.count_nonzero(data[a:b] == NEWLINE))
+                    _release(mapped, a, b)
                 start = stop
         finally:
             del data  # the mapping closes only once no array views it
     return spans
+
+
+def _release(mapped: mmap.mmap, start: int, stop: int) -> None:
+    """Drop the whole pages of ``[start, stop)`` from the mapping (they stay in the page cache; a
+    later read of them faults them in again). Without ``madvise`` (not every platform) they stay."""
+    page = mmap.PAGESIZE
+    first, last = start // page * page, stop // page * page
+    if last > first and hasattr(mapped, "madvise"):
+        mapped.madvise(mmap.MADV_DONTNEED, first, last - first)
 
 
 def parquet_spans(path: str, unit_bytes: int) -> list[tuple[tuple[int, int], int]]:
