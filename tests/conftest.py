@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +17,11 @@ DEMO_DATA = REPO / "tests" / "assets" / "demo_data"
 
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 os.environ.setdefault("RAY_AUTH_MODE", "disabled")
+# A shell starts a background job (``.ci/run &``, ``nohup``) with SIGINT ignored, and an ignored
+# signal stays ignored in every process it starts: the `cook run` children of the Ctrl-C tests would
+# never see the interrupt they are sent. With Python's own handler here, they start with the default.
+if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 @pytest.fixture(scope="session", autouse=True)
