@@ -4,8 +4,10 @@
 
 Every cook figure is **marginal**: (big run) - (small run) of the same command, so what a job pays
 once (imports, Ray start, tokenizer load, the manifest) cancels and what is left is the cost of the
-extra input. Each figure is the median over ``BENCH_REPEATS`` repeats (default 5); within a repeat
-the runs are interleaved, so drift on a shared machine hits them alike.
+extra input. Each figure is the median over ``BENCH_REPEATS`` repeats for text (default 5) and
+``BENCH_IMAGE_REPEATS`` for images (default 9: their 2-actor steady state is only ~4-6 s, against
+Ray start-up that varies by ~1 s); within a repeat the runs are interleaved, so drift on a shared
+machine hits them alike.
 
 - **Images**: a LLaVA WebDataset (``KEY.json`` + ``KEY.jpg``, ``IMAGES_PER_TAR`` samples per tar, one
   work unit per tar) of photo-like JPEGs (``bench_media.photo_jpeg``) whose sides are multiples of
@@ -13,7 +15,9 @@ the runs are interleaved, so drift on a shared machine hits them alike.
   sides even; checked): cook's media work is decode + patchify, no resize. ``pipelines/omni_sft.yaml``
   with ``input.format=wds``, ``cooker=llava``, ``packing.seq_len=16384``; the json's ``"image"`` names
   the sample's own ``.jpg`` member, which the media store resolves first. Baseline: Pillow decode to
-  RGB + the uint8 [P, 768] patch copy, in this process. Big run ``BENCH_IMAGES`` images (default 768),
+  RGB + the uint8 [P, 768] patch copy, in this process; again, in forked processes with cook's
+  allocator settings, in one process and split over two (``bare_scaling``: the speed-up the
+  machine allows two processes in this run). Big run ``BENCH_IMAGES`` images (default 768),
   small run 16; no record may be rejected.
 - **Text**: ``common.text_corpus`` copies with ``pipelines/text_sft.yaml`` (4 MiB work units, so the
   actors have units to share). Baseline: the tokenizer's ``encode_batch`` on the chat-template
@@ -148,14 +152,56 @@ def marginal_cpu(big: Callable[[], object], small: Callable[[], object], repeats
     return statistics.median(diffs)
 
 
+def _decode_all(items: Sequence[bytes]) -> None:
+    for data in items:
+        bare_image(data)
+
+
 def bare_images(n_big: int, repeats: int) -> float:
     photos = [photo(seed) for seed in range(n_big)]
+    return marginal_cpu(lambda: _decode_all(photos), lambda: _decode_all(photos[:SMALL_IMAGES]), repeats)
 
-    def each(items: Sequence[bytes]) -> None:
-        for data in items:
-            bare_image(data)
 
-    return marginal_cpu(lambda: each(photos), lambda: each(photos[:SMALL_IMAGES]), repeats)
+def _bare_child(seeds: Sequence[int], small: int) -> tuple[float, float]:
+    """In a forked child with cook's allocator settings: marginal (CPU s, wall s) of the bare loop
+    over ``seeds``, the loop over their first ``small`` subtracted."""
+    from cook.runner.worker import keep_freed_memory
+
+    keep_freed_memory()
+    photos = [photo(seed) for seed in seeds]
+    cpu0, wall0 = time.process_time(), time.perf_counter()
+    _decode_all(photos)
+    cpu1, wall1 = time.process_time(), time.perf_counter()
+    _decode_all(photos[:small])
+    cpu2, wall2 = time.process_time(), time.perf_counter()
+    return (cpu1 - cpu0) - (cpu2 - cpu1), (wall1 - wall0) - (wall2 - wall1)
+
+
+@dataclass(frozen=True)
+class BareScaling:
+    """The bare loop with cook's allocator settings (``keep_freed_memory``), in forked processes:
+    its marginal CPU in one process, and its wall speed-up on two processes (each half the photos)
+    against one: the most two actors could gain on this machine, in this run."""
+
+    kept_cpu_s: float
+    two_process_speedup: float
+    speedup_range: tuple[float, float]
+
+
+def bare_scaling(n_big: int, repeats: int) -> BareScaling:
+    import multiprocessing
+
+    seeds = list(range(n_big))
+    cpus, speedups = [], []
+    context = multiprocessing.get_context("fork")
+    for _ in range(repeats):
+        with context.Pool(1) as pool:
+            cpu, one_wall = pool.apply(_bare_child, (seeds, SMALL_IMAGES))
+        with context.Pool(2) as pool:  # the halves' small sets make up the one-process small set
+            halves = pool.starmap(_bare_child, [(seeds[k::2], SMALL_IMAGES // 2) for k in (0, 1)])
+        cpus.append(cpu)
+        speedups.append(one_wall / max(wall for _, wall in halves))
+    return BareScaling(statistics.median(cpus), statistics.median(speedups), (min(speedups), max(speedups)))
 
 
 def bare_text(copies: int, repeats: int) -> float:
@@ -343,7 +389,20 @@ def _verdict(ok: bool) -> str:
     return "met" if ok else "**not met**"
 
 
-def figure_rows(work: Workload, fig: Figures, bare_cpu_s: float) -> str:
+def scaling_rows(fig: Figures, scaling: BareScaling | None) -> list[str]:
+    """Images only: the bare loop with cook's allocator settings, and its own 2-process speed-up."""
+    if scaling is None:
+        return []
+    low, high = scaling.speedup_range
+    return [
+        f"| CPU: bare with cook's allocator settings / in-process job ({scaling.kept_cpu_s:.2f} s / "
+        f"{fig.tree_cpu_s[0]:.2f} s) | {scaling.kept_cpu_s / fig.tree_cpu_s[0]:.2f} | — | |",
+        f"| wall speed-up of the bare loop itself, 2 processes vs 1 (min .. max) | "
+        f"{scaling.two_process_speedup:.2f}x ({low:.2f} .. {high:.2f}) | — | |",
+    ]
+
+
+def figure_rows(work: Workload, fig: Figures, bare_cpu_s: float, scaling: BareScaling | None = None) -> str:
     """The table rows of one workload: figure | median | target | met."""
     source = work.source_bytes["big"] - work.source_bytes["small"]
     cpu_ratio = bare_cpu_s / fig.tree_cpu_s[0]
@@ -359,6 +418,7 @@ def figure_rows(work: Workload, fig: Figures, bare_cpu_s: float) -> str:
         [
             f"| CPU: bare / in-process job ({bare_cpu_s:.2f} s / {fig.tree_cpu_s[0]:.2f} s) | **{cpu_ratio:.2f}** | "
             + (f"≥ {cpu_target:.2f} | {_verdict(cpu_ratio >= cpu_target)} |" if cpu_target else "— | |"),
+            *scaling_rows(fig, scaling),
             f"| wall speed-up, Ray 1 actor vs in-process | {one:.2f}x | — | |",
             f"| wall speed-up, Ray 2 actors vs in-process | **{two:.2f}x** | ≥ {SPEEDUP_TARGET}x "
             f"| {_verdict(two >= SPEEDUP_TARGET)} |",
@@ -382,7 +442,9 @@ def detail_rows(work: Workload, fig: Figures, unit: str) -> str:
     )
 
 
-def section(results: list[tuple[Workload, Figures, float]], repeats: int, copies: int) -> str:
+def section(
+    results: list[tuple[Workload, Figures, float]], scaling: BareScaling, repeats: dict[str, int], copies: int
+) -> str:
     (images, image_fig, image_bare), (windowed, windowed_fig, windowed_bare), (text, text_fig, text_bare) = results
     mb = {w.name: (w.source_bytes["big"] - w.source_bytes["small"]) / 1e6 for w, _, _ in results}
     n_chats = len(text_corpus(1).read_text().splitlines())
@@ -398,31 +460,34 @@ def section(results: list[tuple[Workload, Figures, float]], repeats: int, copies
 Every figure but peak RSS is **marginal**, (big run) - (small run) of the same `cook run`, so
 start-up (imports, Ray start, tokenizer load, manifest) cancels; the small run has as many work
 units as the most actors, so both runs start the same actors (cook starts one per unit at most);
-median of {repeats} repeat(s), the runs interleaved; each ratio is of the medians. Ray runs use cook's
-defaults: an embedded local Ray, `--workers N` actors, staged samples in `/dev/shm`
-(`ray.stage: auto`; every run here packs in windows).
+median of {repeats["images"]} repeats for images and {repeats["text"]} for text, the runs interleaved; each ratio is
+of the medians. Ray runs use cook's defaults: an embedded local Ray, `--workers N` actors, staged
+samples in `/dev/shm` (`ray.stage: auto`; every run here packs in windows).
 
 - **Images**: {SMALL_IMAGES + image_fig.records:,} vs {SMALL_IMAGES} photo-like JPEGs ({mb["images"]:.1f} MB marginal),
   640x480 .. 1600x1184 with sides multiples of 32 px (native patch grid: decode + patchify, no
   resize), as a LLaVA WebDataset of {IMAGES_PER_TAR} samples per tar (one work unit each):
   `cook run pipelines/omni_sft.yaml --set input.format=wds --set cooker=llava --set packing.seq_len=16384`;
   0 records rejected. Baseline: Pillow `Image.open(BytesIO).convert("RGB")`, `np.asarray` and the
-  uint8 [P, 768] 16x16 patch copy, in one process.
+  uint8 [P, 768] 16x16 patch copy, in one process. The same loop runs again in forked processes
+  with cook's allocator settings (`keep_freed_memory`: glibc keeps freed memory for reuse, as every
+  cook worker does), once in one process and once split over two, which gives the speed-up the
+  machine itself allows two processes in this run.
 - **Text**: {copies} vs {SMALL_TEXT_COPIES} copies of the {n_chats} demo chats ({text_fig.records:,} marginal records,
   {mb["text"]:.1f} MB of JSONL; one chat per copy has a bad role and is rejected: {text_fig.rejected:,} of them):
   `cook run pipelines/text_sft.yaml --set input.unit_bytes={TEXT_UNIT_BYTES}`. Baseline: the demo
   tokenizer's `encode_batch` on the chat-template rendering of the same conversations, one thread
-  (median of {min(repeats, BARE_TEXT_REPEATS)}: ~100 s of CPU a pass).
+  (median of {min(repeats["text"], BARE_TEXT_REPEATS)}: ~100 s of CPU a pass).
 
 Images (omni_sft's default `packing.buffer_size`: one window holds the whole job):
 
 {head}
-{figure_rows(images, image_fig, image_bare)}
+{figure_rows(images, image_fig, image_bare, scaling)}
 
 Images, `--set packing.buffer_size={WINDOW}` (windows close and are written while later units cook):
 
 {head}
-{figure_rows(windowed, windowed_fig, windowed_bare)}
+{figure_rows(windowed, windowed_fig, windowed_bare, scaling)}
 
 Text:
 
@@ -447,7 +512,10 @@ How each figure is measured (bench/job_run.py):
   polled every 0.2 s with the last value kept; not `RUSAGE_CHILDREN`, which misses the actors' CPU
   (they are not reaped through `wait` along the chain to the benchmark).
 - *Bare CPU*: `time.process_time` of the benchmark process around the baseline loop, big set minus
-  small set, each output dropped at once.
+  small set, each output dropped at once. With cook's allocator settings: the same, in a forked
+  process that called `keep_freed_memory` first. The bare loop's 2-process speed-up: that process's
+  marginal wall over the larger marginal wall of two forked processes, each with every other photo
+  (and half the small set), started together; median over the repeats.
 - *Wall*: `time.perf_counter` from starting the driver to its exit (Ray's shutdown included).
 - *Stored bytes*: the sum of the `shard-*.tar` sizes, per JPEG (or JSONL) byte, 2 actors.
 - *Driver-received bytes*: `driver_received_bytes` of `cook run --json`, when it reports one (bytes of
@@ -468,6 +536,7 @@ def report() -> str:
     become_subreaper()
     single_threaded_tokenizers()
     repeats = _env_int("BENCH_REPEATS", 5)  # Ray start-up varies by ~1 s a run: 5 steady the medians
+    image_repeats = _env_int("BENCH_IMAGE_REPEATS", 9)  # images: ~4-6 s of 2-actor steady state, so more
     n_images, copies = _env_int("BENCH_IMAGES", 768), _env_int("BENCH_TEXT_COPIES", 1280)
     if n_images % IMAGES_PER_TAR or n_images <= SMALL_IMAGES:
         raise SystemExit(f"BENCH_IMAGES={n_images}: must be a multiple of {IMAGES_PER_TAR} above {SMALL_IMAGES}")
@@ -475,12 +544,13 @@ def report() -> str:
         raise SystemExit(f"BENCH_TEXT_COPIES={copies}: must be above {SMALL_TEXT_COPIES}")
     use_json = cook_supports_json()
     results = []
-    image_bare = bare_images(n_images, repeats)
+    image_bare = bare_images(n_images, image_repeats)
+    scaling = bare_scaling(n_images, image_repeats)
     for work in (image_workload(n_images), image_workload(n_images, WINDOW)):
-        results.append((work, measure(work, repeats, use_json), image_bare))
+        results.append((work, measure(work, image_repeats, use_json), image_bare))
     text = text_workload(copies)
     results.append((text, measure(text, repeats, use_json), bare_text(copies, min(repeats, BARE_TEXT_REPEATS))))
-    return section(results, repeats, copies)
+    return section(results, scaling, {"images": image_repeats, "text": repeats}, copies)
 
 
 def run() -> str:
