@@ -52,7 +52,7 @@ def tokenize_batch(
     general: list[int] = []
     fast: list[int] = []
     chatml = config.chat_format == "chatml"
-    ready = fast_path_ready(ids)
+    ready = fast_path_ready(ids, tokenizer.lstrip_ids | tokenizer.rstrip_ids)
     for k, conv in enumerate(conversations):
         use_fast = ready and (chatml or conv.template_applied) and text_only(conv)
         (fast if use_fast else general).append(k)

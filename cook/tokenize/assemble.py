@@ -19,7 +19,7 @@ import numpy as np
 
 from cook.errors import Rejected, RejectReason
 from cook.format import AUDIO_END, IM_END, IM_START, IMG_END, THINK_END, THINK_START
-from cook.tokenize.boundaries import span_mask
+from cook.tokenize.boundaries import run_mask
 from cook.tokenize.chat_format import Control, Piece, Text
 from cook.tokenize.tokenizer import ChatTokenizer
 
@@ -133,29 +133,114 @@ def layout(pieces: Sequence[Piece], ids: Mapping[str, int]) -> Layout:
     return builder.finish()
 
 
+# What Rust's ``char::is_whitespace`` calls whitespace (Unicode White_Space): the characters Hugging
+# Face's added-token matching swallows beside an ``lstrip``/``rstrip`` token. Python's str.strip()
+# differs (it strips U+001C-U+001F, and keeps nothing else), so the set is spelled out.
+_WHITESPACE = (
+    "\t\n\x0b\x0c\r \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a"
+    "\u2028\u2029\u202f\u205f\u3000"
+)
+
+
+def _cut(run: TextRun, start: int, stop: int) -> TextRun | None:
+    """``run`` reduced to its characters ``[start, stop)``, spans moved along; None when empty."""
+    if start >= stop:
+        return None
+    spans = tuple((max(a, start) - start, min(b, stop) - start) for a, b in run.spans if min(b, stop) > max(a, start))
+    return TextRun(run.text[start:stop], spans, run.markup_only)
+
+
+def strip_beside_controls(lay: Layout, lstrip: frozenset[int], rstrip: frozenset[int]) -> Layout:
+    """Drop the whitespace that Hugging Face lets a control token swallow: after an ``rstrip`` token
+    (Phi-3's ``<|user|>``, ``<|assistant|>``, ``<|end|>``) and before an ``lstrip`` one, whether it is
+    the template's or the data's (targets shrink with it). A run left empty disappears::
+
+        <|user|> "\n  Hi" <|end|> "\n" <|assistant|>   ->   <|user|> "Hi" <|end|> <|assistant|>
+    """
+    if not (lstrip or rstrip):
+        return lay
+    out: Layout = []
+    for k, item in enumerate(lay):
+        if not isinstance(item, TextRun):
+            out.append(item)
+            continue
+        before = out[-1] if out else None
+        after = lay[k + 1] if k + 1 < len(lay) else None
+        start, stop = 0, len(item.text)
+        if isinstance(before, FixedIds) and before.ids and before.ids[-1] in rstrip:
+            start = stop - len(item.text.lstrip(_WHITESPACE))
+        if isinstance(after, FixedIds) and after.ids and after.ids[0] in lstrip:
+            stop = len(item.text.rstrip(_WHITESPACE))
+        if (start, stop) == (0, len(item.text)):
+            out.append(item)
+        else:
+            kept = _cut(item, start, stop)
+            if kept is not None:
+                out.append(kept)
+    return out
+
+
 _MARKUP_RUNS: weakref.WeakKeyDictionary[ChatTokenizer, dict[str, list[int]]] = weakref.WeakKeyDictionary()
 MARKUP_CACHE_ENTRIES = 4096  # markup that embeds per-record text (tools JSON) stops being cached there
 
 
 def _encode_runs(tokenizer: ChatTokenizer, layouts: Sequence[Layout | Rejected]) -> list[list[int]]:
     """The ids of every run of the batch, in order: data runs in one ``encode_texts`` call, short
-    runs and markup-only runs (a template's default system header) from caches."""
+    runs and markup-only runs (a template's default system header) from caches.
+
+    Each run is mapped to its ids by an explicit index into the encoded list, never by the order of
+    an iterator, so a markup string that recurs within one batch (and is not cached yet) is encoded
+    once and every occurrence gets exactly its own text's ids. A run at offset 0 of its sequence is
+    encoded on its own where the tokenizer's prefix rule depends on the position
+    (``ChatTokenizer.position_sensitive``), never from a cache."""
     cache = _MARKUP_RUNS.setdefault(tokenizer, {})
-    runs = [item for lay in layouts if not isinstance(lay, Rejected) for item in lay if isinstance(item, TextRun)]
-    fresh = [
-        run.text for run in runs if len(run.text) > CACHED_MAX_CHARS and not (run.markup_only and run.text in cache)
-    ]
-    encoded = iter(tokenizer.encode_texts(fresh))
+    sensitive = tokenizer.position_sensitive
+    fresh: list[str] = []
+    firsts: list[str] = []
+    slot: list[int] = []  # per run: >= 0 its index in ``fresh``; -1 the tokenizer's cache; -2 the markup
+    # cache; <= -3 index -3 - k in ``firsts``
+    queued: dict[str, int] = {}  # markup-only text -> its index in ``fresh`` (one encode per distinct string)
+    runs: list[TextRun] = []
+    for lay in layouts:
+        if isinstance(lay, Rejected):
+            continue
+        for position, run in enumerate(lay):
+            if not isinstance(run, TextRun):
+                continue
+            runs.append(run)
+            text = run.text
+            if sensitive and position == 0:
+                slot.append(-3 - len(firsts))
+                firsts.append(text)
+            elif len(text) <= CACHED_MAX_CHARS:
+                slot.append(-1)
+            elif run.markup_only and text in cache:
+                slot.append(-2)
+            elif run.markup_only:
+                index = queued.get(text)
+                if index is None:
+                    index = queued[text] = len(fresh)
+                    fresh.append(text)
+                slot.append(index)
+            else:
+                slot.append(len(fresh))
+                fresh.append(text)
+    encoded = tokenizer.encode_texts(fresh)
+    encoded_firsts = tokenizer.encode_first(firsts)
+    assert len(encoded) == len(fresh) and len(encoded_firsts) == len(firsts), "an encoder lost or added texts"
+    for text, index in queued.items():
+        if len(cache) < MARKUP_CACHE_ENTRIES:
+            cache[text] = encoded[index]
     out = []
-    for run in runs:
-        if len(run.text) <= CACHED_MAX_CHARS:
+    for run, index in zip(runs, slot, strict=True):
+        if index >= 0:
+            out.append(encoded[index])
+        elif index == -1:
             out.append(tokenizer.encode_cached(run.text))
-        elif run.markup_only and run.text in cache:
+        elif index == -2:
             out.append(cache[run.text])
         else:
-            out.append(next(encoded))
-            if run.markup_only and len(cache) < MARKUP_CACHE_ENTRIES:
-                cache[run.text] = out[-1]
+            out.append(encoded_firsts[-3 - index])
     return out
 
 
@@ -167,10 +252,12 @@ def assemble_batch(
 
     The ids of the whole batch are gathered into one int32 array and the targets set on one uint8
     mask, by ranges; each sample gets views of its own slice."""
+    lstrip, rstrip = tokenizer.lstrip_ids, tokenizer.rstrip_ids
+    layouts = [lay if isinstance(lay, Rejected) else strip_beside_controls(lay, lstrip, rstrip) for lay in layouts]
     encoded = iter(_encode_runs(tokenizer, layouts))
     flat: list[int] = []
     whole: list[tuple[int, int]] = []  # target token ranges of the batch
-    partial: list[tuple[int, int, TextRun, list[int]]] = []  # (layout, first token, run, run ids)
+    partial: list[tuple[int, int, TextRun, list[int], bool]] = []  # (layout, first token, run, run ids, at 0)
     bounds: list[tuple[int, int, int] | Rejected] = []
     for number, lay in enumerate(layouts):
         if isinstance(lay, Rejected):
@@ -185,7 +272,7 @@ def assemble_batch(
                 if item.spans == ((0, len(item.text)),):
                     whole.append((position, len(flat)))
                 elif item.spans:
-                    partial.append((number, position, item, run_ids))
+                    partial.append((number, position, item, run_ids, position == start))
             else:
                 flat += item.ids
                 if item.target:
@@ -197,10 +284,11 @@ def assemble_batch(
     loss_mask = np.zeros(len(flat), dtype=np.uint8)  # uint8 [batch tokens]
     for first, stop in whole:
         loss_mask[first:stop] = 1
-    for number, first, run, run_ids in partial:
+    for number, first, run, run_ids, at_zero in partial:
         try:
             assert table is not None
-            loss_mask[first : first + len(run_ids)] = span_mask(np.asarray(run_ids), table, run.text, run.spans)
+            ids = np.asarray(run_ids)
+            loss_mask[first : first + len(run_ids)] = run_mask(tokenizer, ids, table, run.text, run.spans, at_zero)
         except Rejected as rejected:
             bounds[number] = rejected
     return [

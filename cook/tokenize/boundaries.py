@@ -15,12 +15,18 @@ target; a token wholly inside the role header never is. Worked example, target s
 Byte-level BPE vocabularies (GPT-2 style, one vocabulary character per byte) are exact. SentencePiece
 style vocabularies count ``'▁'`` and ``<0xNN>`` as one byte; a prefix space such a normalizer adds at
 the start of a run is treated as belonging to the run's first character.
+
+A normalizer that rewrites text (NFC in Qwen2, NFKC, lowercasing, a precompiled charsmap) breaks the
+byte count: ``"cafe\u0301"`` is 6 bytes of text but 5 of tokens. ``run_mask`` then places the
+characters through the reference backend's alignments (offsets in the original text), which follow
+every normalizer; for an NFC-only normalizer only the runs that are not already NFC take that road.
 """
 
 from __future__ import annotations
 
 import json
 import re
+import unicodedata
 import weakref
 from collections.abc import Sequence
 from typing import Any
@@ -82,3 +88,41 @@ def span_mask(ids: np.ndarray, table: np.ndarray, text: str, spans: Sequence[tup
         stop_byte = start_byte + len(text[start_char:stop_char].encode("utf-8"))
         mask[(ends > start_byte) & (starts < stop_byte)] = 1
     return mask
+
+
+def _offsets_mask(offsets: Sequence[tuple[int, int]], spans: Sequence[tuple[int, int]]) -> np.ndarray:
+    """The boundary rule on character offsets; a zero-width token (a prefix ``▁``) belongs to the
+    character it stands before."""
+    mask = np.zeros(len(offsets), dtype=np.uint8)
+    for k, (start, stop) in enumerate(offsets):
+        stop = max(stop, start + 1)
+        if any(stop > a and start < b for a, b in spans):
+            mask[k] = 1
+    return mask
+
+
+def needs_offsets(tokenizer: ChatTokenizer, text: str) -> bool:
+    """True when the tokenizer's normalizer changes ``text`` in a way the byte table cannot count."""
+    kind = tokenizer.normalizer_kind
+    if kind is None or (text.isascii() and kind != "other"):
+        return False
+    return kind == "other" or not unicodedata.is_normalized(kind, text)  # type: ignore[arg-type]
+
+
+def run_mask(
+    tokenizer: ChatTokenizer,
+    ids: np.ndarray,
+    table: np.ndarray,
+    text: str,
+    spans: Sequence[tuple[int, int]],
+    first: bool = False,
+) -> np.ndarray:
+    """uint8 [len(ids)]: the targets of one run, from the byte table, or through offsets where the
+    tokenizer's normalizer rewrites the run's text (``needs_offsets``). ``first``: the run sits at
+    offset 0 of its sequence."""
+    if not needs_offsets(tokenizer, text):
+        return span_mask(ids, table, text, spans)
+    reference, offsets = tokenizer.char_offsets(text, first)
+    if reference != [int(i) for i in ids]:  # the encoders agree by the self-check; a bug if not
+        raise AssertionError(f"the reference backend gives other ids for a run of {len(text)} characters")
+    return _offsets_mask(offsets, spans)

@@ -14,7 +14,8 @@ batch to flat columns (a source code and a target flag per segment; data runs go
 Control tokens and the fixed markup strings (``"\\n"``, ``"assistant\\n"``) come from a small pool
 per tokenizer; everything holding data text is encoded with the batch. A run that is only partly a
 target (a turn's header and content when thinking is not normalized) gets its mask from
-``boundaries.span_mask``, as in ``assemble.py``.
+``boundaries.run_mask``, as in ``assemble.py``. Every run follows a control token, so none sits at
+offset 0 of its sequence.
 """
 
 from __future__ import annotations
@@ -26,8 +27,8 @@ import numpy as np
 
 from cook.errors import Rejected
 from cook.format import IM_END, IM_START, THINK_END, THINK_START
-from cook.tokenize.boundaries import span_mask
-from cook.tokenize.chat_format import with_tools
+from cook.tokenize.boundaries import run_mask
+from cook.tokenize.chat_format import chatml_turns
 from cook.tokenize.targets import target_flags
 from cook.tokenize.tokenizer import ChatTokenizer
 from cook.types import Conversation, TextPart
@@ -68,9 +69,12 @@ class _Pool:
 _POOLS: weakref.WeakKeyDictionary[ChatTokenizer, _Pool] = weakref.WeakKeyDictionary()
 
 
-def fast_path_ready(ids: Mapping[str, int]) -> bool:
-    """The tokenizer has every ChatML control token (otherwise the general path rejects properly)."""
-    return all(name in ids for name in (IM_START, IM_END, THINK_START, THINK_END))
+def fast_path_ready(ids: Mapping[str, int], stripping: frozenset[int] = frozenset()) -> bool:
+    """The tokenizer has every ChatML control token (otherwise the general path rejects properly), and
+    none of them swallows whitespace beside it (``stripping``: lstrip/rstrip ids; the general path
+    handles those)."""
+    names = (IM_START, IM_END, THINK_START, THINK_END)
+    return all(name in ids for name in names) and not any(ids[name] in stripping for name in names)
 
 
 def text_only(conv: Conversation) -> bool:
@@ -126,7 +130,7 @@ class _Columns:
             self.newline,
         )
         self.firsts.append(len(codes))
-        turns = with_tools(conv.turns, conv.tools) if conv.tools else conv.turns
+        turns = chatml_turns(conv)
         for turn, target in zip(turns, target_flags(turns, train_on), strict=True):
             flag = int(target)
             content = turn.content
@@ -182,7 +186,7 @@ class _Columns:
             a, b = int(starts[segment]), int(ends[segment])
             try:
                 assert table is not None
-                loss_mask[a:b] = span_mask(input_ids[a:b], table, text, spans)
+                loss_mask[a:b] = run_mask(self.tokenizer, input_ids[a:b], table, text, spans)
             except Rejected as err:
                 rejected[int(np.searchsorted(firsts, segment, side="right")) - 1] = err
         token_starts = np.append(starts, total)[firsts].tolist()  # a conversation's first token

@@ -87,9 +87,6 @@ class TemplateContext:
         self.ids = {**tokenizer.special_ids, **tokenizer.control_ids}
         longest_first = sorted(tokenizer.special_ids, key=len, reverse=True)
         self.control_re = re.compile("(" + "|".join(map(re.escape, longest_first)) + ")") if longest_first else None
-        decoder = hf.added_tokens_decoder
-        self.lstrip = {t.content for t in decoder.values() if t.special and t.lstrip}
-        self.rstrip = {t.content for t in decoder.values() if t.special and t.rstrip}
         self._splits: dict[str, list[str | int]] = {}
 
     def render(self, messages: list[dict[str, str]], tools: list[Any] | None) -> str:
@@ -115,20 +112,13 @@ class TemplateContext:
         return str(rendered[0])
 
     def _split(self, markup: str) -> list[str | int]:
-        """Markup -> its text and control-token ids, in order (split as HF splits at added tokens,
-        lstrip/rstrip included); cached, since a template writes the same markup again and again."""
+        """Markup -> its text and control-token ids, in order (split as HF splits at added tokens);
+        cached, since a template writes the same markup again and again."""
         parts = self._splits.get(markup)
         if parts is not None:
             return parts
-        if self.control_re is None:
-            pieces = [markup]
-        else:
-            pieces = self.control_re.split(markup)
-            for i in range(1, len(pieces), 2):
-                if pieces[i] in self.lstrip:
-                    pieces[i - 1] = pieces[i - 1].rstrip()
-                if pieces[i] in self.rstrip:
-                    pieces[i + 1] = pieces[i + 1].lstrip()
+        # (the whitespace that lstrip/rstrip tokens swallow is dropped in assemble.strip_beside_controls)
+        pieces = [markup] if self.control_re is None else self.control_re.split(markup)
         parts = [self.ids[p] if i % 2 else p for i, p in enumerate(pieces) if p or i % 2]
         if len(self._splits) < SPLIT_CACHE_ENTRIES:
             self._splits[markup] = parts

@@ -28,6 +28,61 @@ def special_added_tokens(tokenizer_json: str) -> dict[str, int]:
     return {t["content"]: int(t["id"]) for t in added if t.get("special")}
 
 
+def _stripping(added: list[dict[str, Any]], flag: str) -> frozenset[int]:
+    """Ids of the special added tokens that swallow the whitespace on one side (``lstrip``/``rstrip``)."""
+    return frozenset(int(t["id"]) for t in added if t.get("special") and t.get(flag))
+
+
+def _without_first_prepend(node: Any) -> bool:
+    """Turn every ``Metaspace(prepend_scheme="first")`` under ``node`` into ``"never"``, in place;
+    True when one was found. Hugging Face adds that ``▁`` only to the text at offset 0 of the whole
+    string, never to a run that follows a control token."""
+    found = False
+    if isinstance(node, dict):
+        if node.get("type") == "Metaspace" and node.get("prepend_scheme") == "first":
+            node["prepend_scheme"] = "never"
+            found = True
+        for value in node.values():
+            found = _without_first_prepend(value) or found
+    elif isinstance(node, list):
+        for value in node:
+            found = _without_first_prepend(value) or found
+    return found
+
+
+NORMAL_FORMS = {"NFC", "NFD", "NFKC", "NFKD"}
+
+
+def _normalizer_kind(node: Any) -> str | None:
+    """What the backend's normalizer does to data text, for placing target characters on tokens:
+    None (nothing, or only ``Prepend``/``Replace(" ", "▁")``, which the byte table counts), one of
+    ``NFC``/``NFD``/``NFKC``/``NFKD`` (only that form: text already in it is unchanged), or ``"other"``
+    (lowercasing, a precompiled charsmap, ...: every run's targets are placed through offsets)."""
+    if node is None:
+        return None
+    kind = node.get("type")
+    if kind == "Sequence":
+        kinds = {k for k in (_normalizer_kind(n) for n in node.get("normalizers") or []) if k is not None}
+        return kinds.pop() if len(kinds) == 1 else ("other" if kinds else None)
+    if kind == "Prepend" or (kind == "Replace" and node.get("pattern") == {"String": " "}):
+        return None
+    return str(kind) if kind in NORMAL_FORMS else "other"
+
+
+def _backend_of(tokenizer_json: str, post_processor: bool = True) -> Any:
+    """A ``tokenizers.Tokenizer`` for data text: special added tokens are never matched (they are spelled
+    as text), no truncation, no padding; without its post-processor when only offsets are wanted."""
+    from tokenizers import Tokenizer
+
+    backend = Tokenizer.from_str(tokenizer_json)
+    backend.no_truncation()
+    backend.no_padding()
+    backend.encode_special_tokens = True
+    if not post_processor:
+        backend.post_processor = None
+    return backend
+
+
 class ChatTokenizer:
     """Holds the loaded tokenizer: control-token ids, pad id, vocab size and a safe batch encoder."""
 
@@ -36,8 +91,6 @@ class ChatTokenizer:
             raise ConfigError(f"tokenizer.path: {path!r} is not a directory")
         for name, value in SINGLE_THREADED.items():
             os.environ.setdefault(name, value)
-        from tokenizers import Tokenizer
-
         files = read_tokenizer_dir(path, CONTROL_TOKENS)  # torch-free unless the directory needs AutoTokenizer
         self.path = path
         self.vocab_size = files.vocab_size
@@ -60,17 +113,28 @@ class ChatTokenizer:
         if files.pad_id is None:
             raise ConfigError(f"tokenizer.path: {path!r} defines no pad_token")
         self.pad_id = int(files.pad_id)
-        reference = Tokenizer.from_str(files.tokenizer_json)
-        reference.no_truncation()
-        reference.no_padding()
-        reference.encode_special_tokens = True
-        self._backend = reference
+        data = json.loads(files.tokenizer_json)
+        added = list(data.get("added_tokens") or [])
+        self.lstrip_ids = _stripping(added, "lstrip")  # HF strips the whitespace before these tokens
+        self.rstrip_ids = _stripping(added, "rstrip")  # ... and after these
+        self.normalizer_kind = _normalizer_kind(data.get("normalizer"))
+        # Runs are encoded one string each; a Metaspace that prepends "▁" only at offset 0 of the whole
+        # text ("first") must not prepend it to a run that follows a control token: such runs use a copy
+        # of the backend that never prepends, and only a run at offset 0 uses the backend itself.
+        self.position_sensitive = _without_first_prepend(data)
+        run_json = json.dumps(data, ensure_ascii=False) if self.position_sensitive else files.tokenizer_json
+        whole = _backend_of(files.tokenizer_json)
+        reference = _backend_of(run_json) if self.position_sensitive else whole
+        self._backend = whole
+        self._first = HFEncoder(whole)  # the run at offset 0 of a sequence (position_sensitive only)
+        self._jsons = (run_json, files.tokenizer_json)  # (runs after a control token, the run at offset 0)
+        self._offsets: dict[bool, Any] = {}  # built on first use
         self._reference = HFEncoder(reference)
         self._encoder: Encoder = self._reference
         self._cache: dict[str, list[int]] = {}
         self._probe_injection()
         self.backend: BackendChoice
-        self._encoder, self.backend = choose_encoder(backend, files.tokenizer_json, self._reference)
+        self._encoder, self.backend = choose_encoder(backend, run_json, self._reference)
 
     def _probe_injection(self) -> None:
         control = set(self.control_ids.values())
@@ -102,6 +166,23 @@ class ChatTokenizer:
         """Data text -> ids, never producing a control token."""
         return self._encode_raw(texts) if texts else []
 
+    def encode_first(self, texts: list[str]) -> list[list[int]]:
+        """``encode_texts`` for runs at offset 0 of their sequence (the only ones a ``prepend_scheme:
+        first`` Metaspace prefixes with ``▁``); the same as ``encode_texts`` elsewhere."""
+        if not self.position_sensitive:
+            return self.encode_texts(texts)
+        return self._first.encode_batch(texts) if texts else []
+
+    def char_offsets(self, text: str, first: bool = False) -> tuple[list[int], list[tuple[int, int]]]:
+        """(ids, each token's character range ``[start, stop)`` in ``text``) from the reference backend's
+        alignments, which follow every normalizer; for placing targets where the byte table cannot."""
+        first = first and self.position_sensitive
+        backend = self._offsets.get(first)
+        if backend is None:
+            backend = self._offsets[first] = _backend_of(self._jsons[first], post_processor=False)
+        encoding = backend.encode(text, add_special_tokens=False)
+        return list(encoding.ids), list(encoding.offsets)
+
     def encode_cached(self, text: str) -> list[int]:
         """For the few fixed strings of the chat format (``'user\\n'``, ``'\\n'``)."""
         ids = self._cache.get(text)
@@ -122,4 +203,4 @@ class ChatTokenizer:
         return self._backend
 
     def decode(self, ids: list[int]) -> str:
-        return self._backend.decode(ids, skip_special_tokens=False)
+        return str(self._backend.decode(ids, skip_special_tokens=False))

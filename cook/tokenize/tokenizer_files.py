@@ -20,6 +20,7 @@ from typing import Any
 from cook.errors import ConfigError
 
 PLAIN_CLASSES = (None, "PreTrainedTokenizerFast", "TokenizersBackend")
+FLAGS = ("lstrip", "rstrip", "single_word", "normalized")  # an added token's matching flags
 
 
 @dataclass(frozen=True)
@@ -53,9 +54,17 @@ def _is_plain(path: str, config: dict[str, Any], added: list[dict[str, Any]]) ->
     if config.get("tokenizer_class") not in PLAIN_CLASSES or config.get("add_prefix_space"):
         return False
     try:
-        known = {(int(t["id"]), t["content"], bool(t.get("special"))) for t in added}
+        known = {int(t["id"]): t for t in added}
         declared = config.get("added_tokens_decoder") or {}
-        return all((int(i), t.get("content"), bool(t.get("special"))) in known for i, t in declared.items())
+        # transformers applies the config's flags (lstrip/rstrip swallow whitespace): any difference
+        # from tokenizer.json, and AutoTokenizer's own view decides
+        return all(
+            int(i) in known
+            and (t.get("content"), bool(t.get("special")))
+            == (known[int(i)]["content"], bool(known[int(i)].get("special")))
+            and all(bool(t[flag]) == bool(known[int(i)].get(flag)) for flag in FLAGS if flag in t)
+            for i, t in declared.items()
+        )
     except (KeyError, TypeError, ValueError, AttributeError):
         return False  # odd files: AutoTokenizer decides (and names what is wrong)
 
