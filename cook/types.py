@@ -99,12 +99,24 @@ class Turn:
 
     ``reasoning`` is assistant thinking given out of band (e.g. ``reasoning_content``); thinking
     inline in the text as ``<think>...</think>`` is found by the tokenizer's normalization.
+
+    ``tool_calls`` holds the JSON text of each of the message's tool calls, in the record's own key
+    order (``'{"type": "function", "function": {"name": "f", "arguments": {"x": 1}}}'``): ChatML
+    renders it as ``<tool_call>{json}</tool_call>`` text after the content, template mode passes the
+    parsed calls to the template as the message's ``tool_calls``. ``tool_call_id`` and ``name`` are
+    the message's fields of those names (a tool result's call id, a participant's name), passed to the
+    template as given. ``content_absent``: the record gave no content (``null`` or no key), so the
+    template sees none, as Hugging Face's does (an empty ``content`` is ``""``).
     """
 
     role: Role
     content: tuple[Part, ...]
     loss: bool | None = None
     reasoning: str | None = None
+    tool_calls: tuple[str, ...] = ()
+    tool_call_id: str | None = None
+    name: str | None = None
+    content_absent: bool = False
 
 
 @dataclass(frozen=True, slots=True)

@@ -3,13 +3,15 @@
     {"messages": [{"role": "user", "content": "Hi" | [{"type": "text", "text": "Hi"},
                                                       {"type": "image", "image": "cat.jpg"}, ...]},
                   {"role": "assistant", "content": "...", "reasoning_content"?: "...", "loss"?: false,
-                   "tool_calls"?: [...]}],
+                   "tool_calls"?: [...]},
+                  {"role": "tool", "content": "...", "tool_call_id"?: "...", "name"?: "..."}],
      "tools"?: [...]}
 
 Media parts: ``{"type": K, K: ref}`` or ``{"type": K + "_url", K + "_url": {"url": ref}}`` for K in
-image, video, audio; a video part may carry ``start``/``end`` seconds. Assistant ``tool_calls`` are
-rendered as ``<tool_call>{json}</tool_call>`` text after the content. Text is never parsed for
-markup: a ``<image>`` typed by a user stays text.
+image, video, audio; a video part may carry ``start``/``end`` seconds. ``tool_calls`` and ``tools``
+are kept as JSON text in the record's own key order (``Turn.tool_calls``, ``Conversation.tools``), as
+``apply_chat_template`` sees them; a message with tool calls may have empty or no content. Text is
+never parsed for markup: a ``<image>`` typed by a user stays text.
 """
 
 from __future__ import annotations
@@ -77,14 +79,19 @@ def _turn(message: Any, where: str, media: list[MediaRef]) -> Turn:
         raise Rejected(RejectReason.BAD_ROLE, f"{where}.role {role!r} is not one of {', '.join(ROLES)}")
     parts = _content(message.get("content"), where + ".content", media)
     reasoning = optional(message, "reasoning_content", str, where + ".")
-    calls = optional(message, "tool_calls", list, where + ".")
-    if calls:
-        rendered = "".join(f"<tool_call>{json.dumps(c, ensure_ascii=False)}</tool_call>" for c in calls)
-        parts.append(TextPart(rendered))
-    if not parts and not reasoning:
+    calls = optional(message, "tool_calls", list, where + ".") or ()
+    if not parts and not reasoning and not calls:
         raise Rejected(RejectReason.EMPTY_TURN, f"{where} ({role}) has no content")
-    loss = optional(message, "loss", bool, where + ".")
-    return Turn(role=role, content=tuple(parts), loss=loss, reasoning=reasoning)
+    return Turn(
+        role=role,
+        content=tuple(parts),
+        loss=optional(message, "loss", bool, where + "."),
+        reasoning=reasoning,
+        tool_calls=tuple(json.dumps(call, ensure_ascii=False) for call in calls),
+        tool_call_id=optional(message, "tool_call_id", str, where + "."),
+        name=optional(message, "name", str, where + "."),
+        content_absent=message.get("content") is None,
+    )
 
 
 def cook_openai(raw: RawRecord) -> Conversation:
@@ -94,5 +101,5 @@ def cook_openai(raw: RawRecord) -> Conversation:
     media: list[MediaRef] = []
     turns = tuple(_plain_turn(m) or _turn(m, f"messages[{i}]", media) for i, m in enumerate(messages))
     tools = raw.fields.get("tools")
-    tools_text = None if tools in (None, []) else json.dumps(tools, ensure_ascii=False, sort_keys=True)
+    tools_text = None if tools in (None, []) else json.dumps(tools, ensure_ascii=False)  # the record's key order
     return Conversation(source=raw.source, turns=turns, media=tuple(media), tools=tools_text)

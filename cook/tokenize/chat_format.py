@@ -13,7 +13,9 @@ header and the content) are encoded together as one run (``assemble.py``), as Hu
 the text between two control tokens; ``template.py`` makes the same pieces from a Jinja template.
 
 Tool definitions (``Conversation.tools``) are appended to the first system turn as
-``\\n\\n# Tools\\n<json>``, or become a leading system turn ``# Tools\\n<json>`` when there is none.
+``\\n\\n# Tools\\n<json>``, or become a leading system turn ``# Tools\\n<json>`` when there is none;
+a turn's tool calls (``Turn.tool_calls``) follow its content as ``<tool_call>{json}</tool_call>`` text
+(``chatml_turns``). ``tool_call_id`` and ``name`` are not rendered.
 """
 
 from __future__ import annotations
@@ -77,6 +79,21 @@ def split_thinking(turn: Turn) -> tuple[str, tuple[Part, ...]]:
     return reasoning.strip(), parts
 
 
+def with_tool_calls(turn: Turn) -> Turn:
+    """The turn with its tool calls as ``<tool_call>{json}</tool_call>`` text after its content."""
+    calls = "".join([f"<tool_call>{call}</tool_call>" for call in turn.tool_calls])
+    return Turn(turn.role, (*turn.content, TextPart(calls)), turn.loss, turn.reasoning)
+
+
+def chatml_turns(conv: Conversation) -> tuple[Turn, ...]:
+    """The turns ChatML renders: tool calls as text in their turns, tool definitions in the first
+    system turn (``conv.turns`` itself when there are neither)."""
+    turns = conv.turns
+    if any([turn.tool_calls for turn in turns]):
+        turns = tuple(with_tool_calls(turn) if turn.tool_calls else turn for turn in turns)
+    return with_tools(turns, conv.tools) if conv.tools else turns
+
+
 def with_tools(turns: tuple[Turn, ...], tools: str | None) -> tuple[Turn, ...]:
     if not tools:
         return turns
@@ -103,7 +120,7 @@ def part_pieces(parts: Sequence[Part], media: MediaGroups, target: bool, out: li
 def render(conv: Conversation, media: MediaGroups, train_on: str, normalize_thinking: bool) -> list[Piece]:
     """Pieces of one conversation; ``media[i]`` holds the processed items of ``conv.media[i]`` (one, or
     two for a video cooked with its sound track: frames, then audio, both at that media slot)."""
-    turns = with_tools(conv.turns, conv.tools)
+    turns = chatml_turns(conv)
     out: list[Piece] = []
     normalize = normalize_thinking and not conv.template_applied
     for turn, target in zip(turns, target_flags(turns, train_on), strict=True):

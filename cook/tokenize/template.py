@@ -25,6 +25,7 @@ Media parts become cook's placeholders in place (SPEC §5), whatever the templat
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 import weakref
@@ -54,6 +55,7 @@ class Slot:
     lead: str
     core: tuple[Piece, ...]
     trail: str
+    required: bool = True  # the template must render it: a content, unless its message has tool calls
 
 
 class TemplateContext:
@@ -89,7 +91,7 @@ class TemplateContext:
         self.control_re = re.compile("(" + "|".join(map(re.escape, longest_first)) + ")") if longest_first else None
         self._splits: dict[str, list[str | int]] = {}
 
-    def render(self, messages: list[dict[str, str]], tools: list[Any] | None) -> str:
+    def render(self, messages: list[dict[str, Any]], tools: list[Any] | None) -> str:
         try:
             if self.compiled is not None:
                 return str(
@@ -159,6 +161,18 @@ def _strings(value: Any) -> Iterator[str]:
             yield from _strings(item)
 
 
+def _check_markup_data(value: Any, context: TemplateContext, what: str) -> None:
+    """Data the template prints as markup (tool definitions, tool calls, a tool call id): a control-token
+    string (or a sentinel character) there would become markup, so it rejects the record."""
+    for text in _strings(value):
+        if (
+            (context.control_re is not None and context.control_re.search(text))
+            or SENTINEL_OPEN in text
+            or SENTINEL_CLOSE in text
+        ):
+            raise Rejected(RejectReason.TEMPLATE_ERROR, f"{what} holds a control-token string")
+
+
 def _tools(conv: Conversation, context: TemplateContext) -> list[Any] | None:
     if not conv.tools:
         return None
@@ -167,22 +181,20 @@ def _tools(conv: Conversation, context: TemplateContext) -> list[Any] | None:
     except ValueError:
         raise Rejected(RejectReason.TEMPLATE_ERROR, "tools is not valid JSON") from None
     tools = tools if isinstance(tools, list) else [tools]
-    for text in _strings(tools):  # tools are data: a control-token string there would become markup
-        if (context.control_re is not None and context.control_re.search(text)) or SENTINEL_OPEN in text:
-            raise Rejected(RejectReason.TEMPLATE_ERROR, "a tool definition holds a control-token string")
+    _check_markup_data(tools, context, "a tool definition")
     return list(tools)
 
 
-def _slot(turn: int, key: str, target: bool, parts: Sequence[Any], media: MediaGroups) -> Slot:
+def _slot(turn: int, key: str, target: bool, parts: Sequence[Any], media: MediaGroups, required: bool = True) -> Slot:
     if len(parts) == 1 and isinstance(parts[0], TextPart):  # the common case: one text part
         text = parts[0].text
         if SENTINEL_OPEN in text or SENTINEL_CLOSE in text:
             raise Rejected(RejectReason.TEMPLATE_ERROR, "the text holds cook's sentinel characters U+F00C0/U+F00C1")
         core = text.strip()
         if not core:
-            return Slot(turn, key, target, text, (), "")
+            return Slot(turn, key, target, text, (), "", required)
         start = text.index(core[0])
-        return Slot(turn, key, target, text[:start], (Text(core, target),), text[start + len(core) :])
+        return Slot(turn, key, target, text[:start], (Text(core, target),), text[start + len(core) :], required)
     parts = list(merge_text(parts))
     lead = trail = ""
     if parts and isinstance(parts[0], TextPart):
@@ -197,21 +209,44 @@ def _slot(turn: int, key: str, target: bool, parts: Sequence[Any], media: MediaG
             raise Rejected(RejectReason.TEMPLATE_ERROR, "the text holds cook's sentinel characters U+F00C0/U+F00C1")
     pieces: list[Piece] = []
     part_pieces([p for p in parts if not (isinstance(p, TextPart) and not p.text)], media, target, pieces)
-    return Slot(turn, key, target, lead, tuple(pieces), trail)
+    return Slot(turn, key, target, lead, tuple(pieces), trail, required)
 
 
-def _messages(conv: Conversation, media: MediaGroups, train_on: str) -> tuple[list[dict[str, str]], list[Slot]]:
-    messages: list[dict[str, str]] = []
+def _messages(
+    conv: Conversation, media: MediaGroups, train_on: str, context: TemplateContext
+) -> tuple[list[dict[str, Any]], list[Slot], list[int]]:
+    """(the messages the template renders, the slots, the target turns that have tool calls).
+
+    A message with tool calls gets them as its ``tool_calls`` (parsed, arguments as the record gave
+    them), and its content as Hugging Face passes it when it has none: ``""``, or no key when the
+    record gave ``null`` or nothing. Its content may go unrendered (Llama-3.1 and Mistral print only the
+    calls)."""
+    messages: list[dict[str, Any]] = []
     slots: list[Slot] = []
+    calling: list[int] = []
     for number, (turn, target) in enumerate(zip(conv.turns, target_flags(conv.turns, train_on), strict=True)):
-        message = {"role": str(turn.role)}
+        message: dict[str, Any] = {"role": str(turn.role)}
+        first = len(slots)
         if turn.reasoning:
-            slots.append(_slot(number, "reasoning_content", target, (TextPart(turn.reasoning),), media))
-        slots.append(_slot(number, "content", target, turn.content, media))
-        for index in range(len(slots) - (2 if turn.reasoning else 1), len(slots)):
+            slots.append(_slot(number, "reasoning_content", target, (TextPart(turn.reasoning),), media, False))
+        if turn.content or not turn.tool_calls:
+            slots.append(_slot(number, "content", target, turn.content, media, not turn.tool_calls))
+        elif not turn.content_absent:
+            message["content"] = ""
+        for index in range(first, len(slots)):
             message[slots[index].key] = _marked(slots[index], index)
+        if turn.tool_calls:
+            calls = [json.loads(call) for call in turn.tool_calls]
+            _check_markup_data(calls, context, f"message {number}'s tool_calls")
+            message["tool_calls"] = calls
+            if target:
+                calling.append(number)
+        for key, value in (("tool_call_id", turn.tool_call_id), ("name", turn.name)):
+            if value is not None:
+                _check_markup_data(value, context, f"message {number}'s {key}")
+                message[key] = value
         messages.append(message)
-    return messages, slots
+    return messages, slots, calling
 
 
 def _marked(slot: Slot, index: int, edges: bool = True) -> str:
@@ -221,9 +256,10 @@ def _marked(slot: Slot, index: int, edges: bool = True) -> str:
 
 def _segments(rendered: str, slots: Sequence[Slot]) -> tuple[list[int], list[str]]:
     """(the slots found, in order; the markup around them: one more string than slots). Every content
-    must come exactly once and all in order; a reasoning the template does not print is dropped."""
+    must come exactly once and all in order; a reasoning the template does not print is dropped, and
+    so is the content of a message with tool calls."""
     found = [int(m.group(1)) for m in SENTINEL_RE.finditer(rendered)]
-    missing = [k for k, slot in enumerate(slots) if slot.key == "content" and k not in found]
+    missing = [k for k, slot in enumerate(slots) if slot.required and k not in found]
     if missing or found != sorted(set(found)) or any(k >= len(slots) for k in found):
         why = (
             f"message(s) {sorted({slots[k].turn for k in missing})} never"
@@ -251,7 +287,7 @@ def _kept_edges(segment: str, markup: str, trail: str, lead: str) -> tuple[str, 
 
 def _edges(
     context: TemplateContext,
-    messages: list[dict[str, str]],
+    messages: list[dict[str, Any]],
     tools: list[Any] | None,
     slots: list[Slot],
     order: list[int],
@@ -279,23 +315,123 @@ def _edges(
     return edges
 
 
+def _common_prefix(a: str, b: str) -> int:
+    """The length of the longest common prefix (a binary search over C-speed slice compares)."""
+    low, high = 0, min(len(a), len(b))
+    while low < high:
+        middle = (low + high + 1) // 2
+        if a[:middle] == b[:middle]:
+            low = middle
+        else:
+            high = middle - 1
+    return low
+
+
+def _insertion(rendered: str, bare: str, controls: re.Pattern[str] | None) -> tuple[int, int] | None:
+    """Where ``rendered`` is ``bare`` with one string inserted: its (start, stop) in ``rendered``, the
+    latest that cuts no control token in two; None when ``rendered`` is not ``bare`` plus one string."""
+    extra = len(rendered) - len(bare)
+    if extra < 0:
+        return None
+    prefix = _common_prefix(rendered, bare)
+    suffix = min(_common_prefix(rendered[::-1], bare[::-1]), len(bare))
+    inside: set[int] = set()
+    if controls is not None:
+        for match in controls.finditer(rendered):
+            inside.update(range(match.start() + 1, match.end()))
+    for start in range(prefix, len(bare) - suffix - 1, -1):
+        if start not in inside and start + extra not in inside:
+            return start, start + extra
+    return None
+
+
+def _tool_call_markup(
+    context: TemplateContext,
+    messages: list[dict[str, Any]],
+    tools: list[Any] | None,
+    slots: list[Slot],
+    found: tuple[list[int], list[str]],
+    turn: int,
+) -> tuple[int, int, int] | None:
+    """Where the template printed a target turn's tool calls: (segment, start, stop); None when it printed
+    nothing for them. A second render without that turn's tool calls (and, where the first left the
+    content out, with content ``""``) must differ from the first by one insertion in one segment: the
+    turn's tool-call markup::
+
+        Qwen2.5   <|im_start|>assistant[\n<tool_call>\n{"name": ...}\n</tool_call>]<|im_end|>
+        Llama-3.1 <|start_header_id|>assistant<|end_header_id|>\n\n[{"name": ...}]<|eot_id|>
+        Mistral   [/INST][[TOOL_CALLS][{"name": ...}]]</s>
+    """
+    order, segments = found
+    without = list(messages)
+    message = without[turn] = dict(messages[turn])
+    del message["tool_calls"]
+    if not any(slots[k].turn == turn and slots[k].key == "content" for k in order):
+        message["content"] = ""
+    bare_order, bare_segments = _segments(context.render(without, tools), slots)
+    changed = [j for j, (a, b) in enumerate(zip(segments, bare_segments, strict=False)) if a != b]
+    if bare_order != order or len(changed) > 1:
+        why = f"renders other messages differently when message {turn} has tool calls"
+        raise Rejected(RejectReason.TEMPLATE_ERROR, f"the chat template {why}")
+    if not changed:
+        return None
+    segment = changed[0]
+    cut = _insertion(segments[segment], bare_segments[segment], context.control_re)
+    before = slots[order[segment - 1]].turn if segment else -1
+    after = slots[order[segment]].turn if segment < len(order) else len(messages)
+    if cut is None or not before <= turn <= after:
+        raise Rejected(RejectReason.TEMPLATE_ERROR, f"cannot find the markup of message {turn}'s tool calls")
+    return segment, cut[0], cut[1]
+
+
+def _add_gap(
+    context: TemplateContext,
+    builder: LayoutBuilder,
+    markup: str,
+    cuts: Sequence[tuple[int, int, int]],
+    owner: int | None,
+    after: Slot | None,
+) -> None:
+    """The markup between two parts. ``owner``: the target turn whose part precedes it (the markup
+    continues that turn: inner markup up to its next part, or its closing token); ``cuts``: (start,
+    stop, turn) of target turns' tool-call markup in it, all target, each continuing its turn."""
+    position = 0
+    for start, stop, turn in cuts:
+        own = owner == turn
+        context.add_markup(builder, markup[position:start], own, owner is not None and not own)
+        context.add_markup(builder, markup[start:stop], True, False)
+        owner, position = turn, stop
+    own = owner is not None and after is not None and after.turn == owner
+    context.add_markup(builder, markup[position:], own, owner is not None and not own)
+
+
 def render_template(conv: Conversation, media: MediaGroups, train_on: str, context: TemplateContext) -> Layout:
     """The layout of one conversation in template mode; ``Rejected(template_error)`` if the template fails."""
-    messages, slots = _messages(conv, media, train_on)
+    messages, slots, calling = _messages(conv, media, train_on, context)
     tools = _tools(conv, context)
     order, segments = _segments(context.render(messages, tools), slots)
+    cuts: dict[int, list[tuple[int, int, int]]] = {}
+    for turn in calling:
+        cut = _tool_call_markup(context, messages, tools, slots, (order, segments), turn)
+        if cut is not None:
+            cuts.setdefault(cut[0], []).append((cut[1], cut[2], turn))
     present = [slots[k] for k in order]
     builder = LayoutBuilder()
     for j, (kept_trail, markup, kept_lead) in enumerate(_edges(context, messages, tools, slots, order, segments)):
         before = present[j - 1] if j else None
         after = present[j] if j < len(present) else None
         target_before = before is not None and before.target
+        shift = 0
         if target_before and kept_trail:
             builder.text(kept_trail, True)  # data whitespace
+            shift = len(kept_trail)
         else:
             markup = kept_trail + markup
-        inner = target_before and after is not None and before is not None and after.turn == before.turn
-        context.add_markup(builder, markup, inner, target_before and not inner)
+        gap_cuts = [(max(a - shift, 0), min(b - shift, len(markup)), t) for a, b, t in sorted(cuts.get(j, ()))]
+        if any(b > c for (_, b, _), (c, _, _) in itertools.pairwise(gap_cuts)):
+            raise Rejected(RejectReason.TEMPLATE_ERROR, "the chat template prints tool calls of two messages as one")
+        owner = before.turn if before is not None and target_before else None
+        _add_gap(context, builder, markup, gap_cuts, owner, after)
         if after is not None:
             builder.text(kept_lead, after.target)
             for piece in after.core:
