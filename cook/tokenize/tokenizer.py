@@ -132,13 +132,17 @@ class ChatTokenizer:
         self._reference = HFEncoder(reference)
         self._encoder: Encoder = self._reference
         self._cache: dict[str, list[int]] = {}
-        self._probe_injection()
+        self._probe_injection(chat_format)
         self.backend: BackendChoice
         self._encoder, self.backend = choose_encoder(backend, run_json, self._reference)
 
-    def _probe_injection(self) -> None:
-        control = set(self.control_ids.values())
-        for token in self.control_ids:
+    def _probe_injection(self, chat_format: str) -> None:
+        """A control token cook inserts by id must not come out of data text. In template mode the chat
+        markup is the template's (its special tokens): a non-special ``<think>`` there is plain text to
+        Hugging Face and to cook alike, so only the media placeholders are probed."""
+        probed = [t for t in self.control_ids if chat_format == "chatml" or t not in REQUIRED_TOKENS]
+        control = {self.control_ids[t] for t in probed}
+        for token in probed:
             if control & set(self._encode_raw([token])[0]):
                 raise ConfigError(
                     f"tokenizer.path: {token!r} is an added token that is not special, so data text could "

@@ -181,3 +181,24 @@ def test_nfc_runs_place_targets_through_offsets(variants: dict[str, str]) -> Non
     cooked = _cook(variants["nfc"], "chatml", [[("user", "q"), ("assistant", "cafe\u0301 \u212b")]])
     ids, mask = _arrays(cooked[0])
     assert np.asarray(mask).sum() > 0 and len(ids) == len(mask)
+
+
+def test_template_mode_accepts_a_non_special_think_token(tmp_path: Path) -> None:
+    """DeepSeek-R1's ``<think>`` is an added token that is not special: Hugging Face matches it in any
+    text, so in template mode it is not cook's control token (ChatML mode still refuses it)."""
+    from cook.errors import ConfigError
+
+    def plain_think(data: dict[str, Any]) -> None:
+        for token in data["added_tokens"]:
+            if token["content"] in ("<think>", "</think>"):
+                token["special"] = False
+
+    path = _with_backend(tmp_path, ASSETS / "demo_tokenizer", "plain_think", plain_think)
+    config = json.loads((Path(path) / "tokenizer_config.json").read_text())
+    for token in (config.get("added_tokens_decoder") or {}).values():
+        if token["content"] in ("<think>", "</think>"):
+            token["special"] = False
+    (Path(path) / "tokenizer_config.json").write_text(json.dumps(config))
+    ChatTokenizer(path, "hf", chat_format="template")
+    with pytest.raises(ConfigError, match="not special"):
+        ChatTokenizer(path, "hf", chat_format="chatml")
