@@ -106,3 +106,21 @@ def torch_one_thread():
     torch.set_num_threads(1)
     yield
     torch.set_num_threads(threads)
+
+
+@pytest.fixture(scope="session")
+def family_tokenizer(tmp_path_factory: pytest.TempPathFactory):
+    """``family_tokenizer(name) -> Path``: the small tokenizer directory of a real model family (its real
+    pipeline, added tokens and chat template; see tests/assets/family_tokenizers.py), built once per
+    session under the pytest base temp dir."""
+    from tests.assets.family_tokenizers import build
+
+    root = tmp_path_factory.mktemp("family_tokenizers")
+    built: dict[str, Path] = {}
+
+    def get(name: str) -> Path:
+        if name not in built:
+            built[name] = build(name, root)
+        return built[name]
+
+    return get
