@@ -8,6 +8,13 @@ any of them is exit 2 with one line, before the output directory is touched.
 After the run: the summary table on stdout; on stderr a warning when more than 1% of the packed
 records were truncated, and, when nothing was packed, exit 1 with one line naming the top reject
 reasons (the rejects and the manifest are written, so the user can see why).
+
+A rerun of a run that finished (same cook version, pipeline, input files and tokenizer files)
+changes nothing: one line on stdout says so (``--json``: the stored summary with
+``"already_finished": true``), exit 0 (1 if that run packed nothing). A finished run that differs is
+refused, exit 2, naming what differs. A Ctrl-C that lands once the manifest is written exits 130 with
+``INTERRUPTED_AFTER_FINISH``: the interrupt is honoured (``cook run ... && next`` stops), and the line
+says the output is complete, so there is nothing to resume; a rerun reports the finished run, exit 0.
 """
 
 from __future__ import annotations
@@ -26,11 +33,12 @@ from cook.cli.preflight import preflight
 from cook.config import PipelineConfig, load_config
 from cook.errors import ConfigError
 from cook.runner.driver import Executor
-from cook.runner.pipeline import ExecutorFactory, RunSummary, run_pipeline
+from cook.runner.pipeline import ExecutorFactory, InterruptedAfterFinish, RunSummary, run_pipeline
 from cook.tokenize.tokenizer_files import needs_transformers
 
 TRUNCATION_WARN_SHARE = 0.01  # warn when more than this share of the packed records was truncated
 TOP_REASONS = 3
+INTERRUPTED_AFTER_FINISH = "interrupted after the run finished: the output is complete ({})"
 
 
 def add_parser(sub: Any) -> None:
@@ -171,27 +179,51 @@ def _import_libraries(tokenizer_path: str) -> None:
         signal.pthread_sigmask(signal.SIG_SETMASK, held)
 
 
+def already_finished(summary: RunSummary) -> str:
+    """The one line of a rerun of a finished run."""
+    c = summary.counts
+    return (
+        f"cook: already finished: {summary.out_dir} holds this very run ({c['packs']:,} packs in "
+        f"{summary.shards:,} shards, {c['records_rejected']:,} records rejected); nothing to do"
+    )
+
+
 def handle(args: argparse.Namespace) -> int:
     config = load_config(args.pipeline, _overrides(args))
     _import_libraries(config.tokenizer.path)
     preflight(config)
     workers = 0 if args.workers == 0 else config.ray.num_actors
-    with joined_cluster(config, workers):
-        summary = run_pipeline(
-            config,
-            executor_factory(config.ray.address, workers, args.quiet),
-            overwrite=args.overwrite,
-            progress=not args.quiet,
-        )
+    summary: RunSummary | None = None
     try:
-        text = (
-            json.dumps(asdict(summary), sort_keys=True) if args.json else summary_table(summary, config.packing.seq_len)
-        )
+        with joined_cluster(config, workers):
+            summary = run_pipeline(
+                config,
+                executor_factory(config.ray.address, workers, args.quiet),
+                overwrite=args.overwrite,
+                progress=not args.quiet,
+            )
+        return _report(summary, config, args.json)
+    except KeyboardInterrupt as interrupt:
+        if summary is None and not isinstance(interrupt, InterruptedAfterFinish):
+            raise  # work is left: cook.cli.main says to rerun the same command
+        print(INTERRUPTED_AFTER_FINISH.format(config.output.dir), file=sys.stderr)
+        return 130
+
+
+def _report(summary: RunSummary, config: PipelineConfig, as_json: bool) -> int:
+    """Print the summary (or the already-finished line) and pick the exit code."""
+    try:
+        if as_json:
+            text = json.dumps(asdict(summary), sort_keys=True)
+        elif summary.already_finished:
+            text = already_finished(summary)
+        else:
+            text = summary_table(summary, config.packing.seq_len)
         print(text, file=sys.stdout, flush=True)
     except BrokenPipeError:  # a pager or `head` closed stdout; the run itself is done
         sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - keeps the interpreter's final flush quiet
     warning = truncation_warning(summary.counts, config.packing.seq_len)
-    if warning:
+    if warning and not summary.already_finished:  # said when the run was made
         print(warning, file=sys.stderr)
     if summary.counts["packs"] == 0:
         print(f"cook: error: {nothing_packed(summary, config)}", file=sys.stderr)

@@ -6,12 +6,16 @@
          from the lengths alone (``cook.runner.windows``) -> shard tasks
       -> workers: write_shard (staged samples -> packs -> shard + .tar.idx, straight to the output)
       -> driver: shards committed in order -> Energon index rows, resume state
-    -> at the end: .nv-meta (Energon index), rejects.jsonl, cook_manifest.json (last)
+    -> at the end: .nv-meta (Energon index), rejects.jsonl, .cook-run.json, cook_manifest.json (last)
 
 Windows are planned as soon as they fill and their shards are written while later units cook, so
 a window closes during the run. The output depends only on the input and the pipeline: units are
 cooked anywhere, in any order, but planned in unit order, so windows, packs, keys and shard names
 are the same for any number of actors or nodes, any schedule, and across a kill and resume.
+
+Once the manifest is written the run is finished: a rerun of the same run changes nothing and
+reports it (``RunSummary.already_finished``), and an interrupt that lands after the manifest is
+``InterruptedAfterFinish``, not a run to resume.
 """
 
 from __future__ import annotations
@@ -29,16 +33,33 @@ from cook.contract import Contract, MediaSettings, cooked_contract, tokenizer_fi
 from cook.manifest import Manifest, PackingEntry, TokenizerEntry
 from cook.packing.metrics import PackingStats
 from cook.runner.driver import Driver, Executor
-from cook.runner.output_dir import FINISHED, prepare_output
+from cook.runner.output_dir import (
+    ALREADY_FINISHED,
+    FINISHED,
+    RunIdentity,
+    prepare_output,
+    run_identity,
+    write_run_record,
+)
 from cook.runner.plan import plan_units
 from cook.runner.progress import Progress
-from cook.runner.resume import RunState, fingerprint, remove_progress, save_state
+from cook.runner.resume import RunState, remove_progress, save_state
 from cook.runner.stage_place import has_staged, remove_staged
+from cook.runner.units import Unit
 from cook.runner.worker import first_unit_texts
 from cook.tokenize.tokenizer import ChatTokenizer
 from cook.writer.dataset import DatasetWriter
 
 ExecutorFactory = Callable[[PipelineConfig], Executor]
+
+
+class InterruptedAfterFinish(KeyboardInterrupt):
+    """An interrupt that landed once ``out_dir``'s manifest was written: the output is complete (a
+    leftover progress directory is removed by the next run, which reports the finished run)."""
+
+    def __init__(self, out_dir: str) -> None:
+        super().__init__(out_dir)
+        self.out_dir = out_dir
 
 
 @dataclass
@@ -52,6 +73,7 @@ class RunSummary:
     resumed: bool = False
     driver_received_bytes: int = 0  # what crossed from the workers to the driver
     shards_by_writer: dict[str, int] = field(default_factory=dict)  # Ray node id -> shards written
+    already_finished: bool = False  # the same run had finished in out_dir: nothing was done, counts are its
 
 
 def _manifest(config: PipelineConfig, state: RunState, tokenizer: ChatTokenizer) -> Manifest:
@@ -116,7 +138,8 @@ def _discard_if_nothing_done(out_dir: str, state: RunState) -> None:
             remove_progress(out_dir)
 
 
-def _finished_summary(out_dir: str, started: float) -> RunSummary:
+def _finished_summary(out_dir: str, started: float, already_finished: bool) -> RunSummary:
+    """The summary of the finished run in ``out_dir``, from its manifest."""
     with open(os.path.join(out_dir, fmt.MANIFEST_NAME), encoding="utf-8") as handle:
         manifest = json.load(handle)
     return RunSummary(
@@ -126,61 +149,85 @@ def _finished_summary(out_dir: str, started: float) -> RunSummary:
         rejects_by_reason=manifest["rejects_by_reason"],
         shards=len(manifest["shards"]),
         seconds=time.monotonic() - started,
-        resumed=True,
+        resumed=not already_finished,
+        already_finished=already_finished,
     )
 
 
 def run_pipeline(
     config: PipelineConfig, executor_factory: ExecutorFactory, overwrite: bool = False, progress: bool = True
 ) -> RunSummary:
-    """Run (or resume) the whole pipeline into ``config.output.dir``; returns the summary counts."""
+    """Run (or resume) the whole pipeline into ``config.output.dir``; returns the summary counts, or
+    those of the same run finished there before (``already_finished``; nothing is written).
+
+    An interrupt once the manifest is on disk (this run's, or the same run's before) is raised as
+    ``InterruptedAfterFinish``: the output is complete.
+    """
     started = time.monotonic()
     out_dir = config.output.dir
     units = plan_units(config.input)
-    run_fingerprint = fingerprint(config, units)
-    lock, resumed = prepare_output(out_dir, overwrite, run_fingerprint)
-    if resumed is FINISHED:
+    identity = run_identity(config, units)
+    lock, resumed = prepare_output(out_dir, overwrite, identity)
+    try:
         try:
-            remove_progress(out_dir)
+            if resumed is ALREADY_FINISHED:
+                return _finished_summary(out_dir, started, already_finished=True)
+            if resumed is FINISHED:
+                remove_progress(out_dir)
+                return _finished_summary(out_dir, started, already_finished=False)
+            return _run(config, executor_factory, units, identity, resumed, progress, started)
         finally:
             lock.release()
-        return _finished_summary(out_dir, started)
-    try:
-        tokenizer = ChatTokenizer(
-            config.tokenizer.path, config.tokenizer.backend, chat_format=config.tokenizer.chat_format
-        )
-        if units and tokenizer.backend.name != "hf":
-            tokenizer.check_sample(first_unit_texts(config, units[0]))  # the backend's self-check, part 2
-        resolved = replace(config.tokenizer, backend=tokenizer.backend.name)  # every worker encodes alike
-        state = resumed or RunState(run_fingerprint)
-        save_state(out_dir, state)  # from here on, staged units survive an interrupt
-        writer = DatasetWriter(out_dir, len(state.shards), state.rejects_bytes, state.rejects_by_reason)
-        bar = Progress(sum(unit.size_bytes for unit in units[state.next_unit :]), enabled=progress)
-        try:
-            workers = max(1, min(config.ray.num_actors, len(units) - state.next_unit))  # never more than units
-            executor = executor_factory(
-                replace(config, ray=replace(config.ray, num_actors=workers), tokenizer=resolved)
-            )
-            clearing = threading.Thread(target=remove_staged, args=(out_dir,), name="cook-remove-staged")
-            try:
-                driver = Driver(config, state, executor, writer, bar)
-                driver.run(units)
-                clearing.start()  # every staged sample is in a shard now: free them while the workers stop
-            finally:
-                executor.close()
-                if clearing.is_alive():
-                    clearing.join()
-        except BaseException:
-            writer.close()
-            _discard_if_nothing_done(out_dir, state)
+    except KeyboardInterrupt as interrupt:
+        # prepare_output left no manifest to a run it did not find finished: one on disk now is final
+        if isinstance(interrupt, InterruptedAfterFinish) or not os.path.exists(
+            os.path.join(out_dir, fmt.MANIFEST_NAME)
+        ):
             raise
+        raise InterruptedAfterFinish(out_dir) from interrupt
+
+
+def _run(
+    config: PipelineConfig,
+    executor_factory: ExecutorFactory,
+    units: list[Unit],
+    identity: RunIdentity,
+    resumed: RunState | None,
+    progress: bool,
+    started: float,
+) -> RunSummary:
+    """Cook, pack and write every unit from ``resumed`` (or the start), then publish the run."""
+    out_dir = config.output.dir
+    tokenizer = ChatTokenizer(config.tokenizer.path, config.tokenizer.backend, chat_format=config.tokenizer.chat_format)
+    if units and tokenizer.backend.name != "hf":
+        tokenizer.check_sample(first_unit_texts(config, units[0]))  # the backend's self-check, part 2
+    resolved = replace(config.tokenizer, backend=tokenizer.backend.name)  # every worker encodes alike
+    state = resumed or RunState(identity.fingerprint)
+    save_state(out_dir, state)  # from here on, staged units survive an interrupt
+    writer = DatasetWriter(out_dir, len(state.shards), state.rejects_bytes, state.rejects_by_reason)
+    bar = Progress(sum(unit.size_bytes for unit in units[state.next_unit :]), enabled=progress)
+    try:
+        workers = max(1, min(config.ray.num_actors, len(units) - state.next_unit))  # never more than units
+        executor = executor_factory(replace(config, ray=replace(config.ray, num_actors=workers), tokenizer=resolved))
+        clearing = threading.Thread(target=remove_staged, args=(out_dir,), name="cook-remove-staged")
+        try:
+            driver = Driver(config, state, executor, writer, bar)
+            driver.run(units)
+            clearing.start()  # every staged sample is in a shard now: free them while the workers stop
         finally:
-            bar.close()
-        manifest = _manifest(config, state, tokenizer)
-        writer.publish(state.shards, manifest)
-        remove_progress(out_dir)  # finished: nothing left to resume
+            executor.close()
+            if clearing.is_alive():
+                clearing.join()
+    except BaseException:
+        writer.close()
+        _discard_if_nothing_done(out_dir, state)
+        raise
     finally:
-        lock.release()
+        bar.close()
+    manifest = _manifest(config, state, tokenizer)
+    write_run_record(out_dir, identity)  # before the manifest, which marks the run finished
+    writer.publish(state.shards, manifest)
+    remove_progress(out_dir)  # finished: nothing left to resume
     return RunSummary(
         out_dir=out_dir,
         counts=manifest.counts.to_dict(),

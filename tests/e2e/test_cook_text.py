@@ -185,8 +185,9 @@ def test_forged_markup_is_cooked_as_text(cooked: Path) -> None:
 def test_finished_run_refused_then_overwritten(cooked: Path, raw_dir: Path, tmp_path: Path) -> None:
     out = str(tmp_path / "o")
     assert _run(tmp_path, raw_dir, out, "--workers", "0") == 0
-    assert _run(tmp_path, raw_dir, out, "--workers", "0") == 2
-    assert _run(tmp_path, raw_dir, out, "--workers", "0", "--overwrite") == 0
+    assert _run(tmp_path, raw_dir, out, "--workers", "0") == 0  # the same run: already finished
+    assert _run(tmp_path, raw_dir, out, "--workers", "0", "--set", "packing.pad_multiple=16") == 2  # another
+    assert _run(tmp_path, raw_dir, out, "--workers", "0", "--set", "packing.pad_multiple=16", "--overwrite") == 0
 
 
 def test_config_error_exits_2_with_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -47,7 +47,7 @@ def test_twenty_random_interrupts(raw: Path, reference: dict, tmp_path: Path) ->
             sig,
             code,
         )  # -SIGINT: a shell reports it as 130 too
-        assert main(["run", str(pipeline), "--workers", "0", "--quiet"]) in (0, 2)  # 2: it had finished
+        assert main(["run", str(pipeline), "--workers", "0", "--quiet"]) == 0  # resumed, or it had finished
         assert (out / fmt.MANIFEST_NAME).exists()
         assert _digest(out) == reference, (i, sig)
         assert main(["validate", str(out), "--quiet"]) == 0, (i, sig)
