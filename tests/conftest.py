@@ -124,3 +124,30 @@ def family_tokenizer(tmp_path_factory: pytest.TempPathFactory):
         return built[name]
 
     return get
+
+
+@pytest.fixture(scope="session")
+def real_tokenizer(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory):
+    """``real_tokenizer(name) -> Path``: a real model vocabulary (shipped in a PyPI package of the test
+    extra) converted to a Hugging Face tokenizer directory with the model's real chat template; names in
+    ``tests.assets.real_tokenizers.REAL_FAMILIES``. Built on first use into pytest's cache directory
+    (``.pytest_cache/d/real_tokenizers``; kept across sessions, rebuilt when the builder or its inputs
+    change), or under the session's base temp dir with ``-p no:cacheprovider``; COOK_REAL_TOKENIZERS=DIR
+    puts them elsewhere."""
+    from tests.assets.real_tokenizers import build
+
+    cache = getattr(request.config, "cache", None)
+    if os.environ.get("COOK_REAL_TOKENIZERS"):
+        root = Path(os.environ["COOK_REAL_TOKENIZERS"])
+    elif cache is not None:
+        root = Path(cache.mkdir("real_tokenizers"))
+    else:
+        root = tmp_path_factory.getbasetemp() / "real_tokenizers"
+    built: dict[str, Path] = {}
+
+    def get(name: str) -> Path:
+        if name not in built:
+            built[name] = build(name, root)
+        return built[name]
+
+    return get
