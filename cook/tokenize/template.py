@@ -36,6 +36,7 @@ from typing import Any
 from cook.errors import Rejected, RejectReason
 from cook.tokenize.assemble import Layout, LayoutBuilder
 from cook.tokenize.chat_format import MediaGroups, Piece, Text, merge_text, part_pieces
+from cook.tokenize.markup_diff import insertion
 from cook.tokenize.targets import target_flags
 from cook.tokenize.tokenizer import ChatTokenizer
 from cook.types import Conversation, TextPart
@@ -254,12 +255,14 @@ def _marked(slot: Slot, index: int, edges: bool = True) -> str:
     return slot.lead + sentinel + slot.trail if edges else sentinel
 
 
-def _segments(rendered: str, slots: Sequence[Slot]) -> tuple[list[int], list[str]]:
+def _segments(rendered: str, slots: Sequence[Slot], last_turn: int | None = None) -> tuple[list[int], list[str]]:
     """(the slots found, in order; the markup around them: one more string than slots). Every content
-    must come exactly once and all in order; a reasoning the template does not print is dropped, and
-    so is the content of a message with tool calls."""
+    (of the turns up to ``last_turn``, when the render holds only those) must come exactly once and all
+    in order; a reasoning the template does not print is dropped, and so is the content of a message
+    with tool calls."""
     found = [int(m.group(1)) for m in SENTINEL_RE.finditer(rendered)]
-    missing = [k for k, slot in enumerate(slots) if slot.required and k not in found]
+    last = len(slots) if last_turn is None else last_turn
+    missing = [k for k, slot in enumerate(slots) if slot.required and slot.turn <= last and k not in found]
     if missing or found != sorted(set(found)) or any(k >= len(slots) for k in found):
         why = (
             f"message(s) {sorted({slots[k].turn for k in missing})} never"
@@ -315,34 +318,45 @@ def _edges(
     return edges
 
 
-def _common_prefix(a: str, b: str) -> int:
-    """The length of the longest common prefix (a binary search over C-speed slice compares)."""
-    low, high = 0, min(len(a), len(b))
-    while low < high:
-        middle = (low + high + 1) // 2
-        if a[:middle] == b[:middle]:
-            low = middle
-        else:
-            high = middle - 1
-    return low
+def _without_calls(messages: list[dict[str, Any]], turn: int, content_printed: bool) -> list[dict[str, Any]]:
+    """The messages with ``turn``'s tool calls removed (its content ``""`` where the template left it out)."""
+    out = list(messages)
+    message = out[turn] = dict(messages[turn])
+    del message["tool_calls"]
+    if not content_printed:
+        message["content"] = ""
+    return out
 
 
-def _insertion(rendered: str, bare: str, controls: re.Pattern[str] | None) -> tuple[int, int] | None:
-    """Where ``rendered`` is ``bare`` with one string inserted: its (start, stop) in ``rendered``, the
-    latest that cuts no control token in two; None when ``rendered`` is not ``bare`` plus one string."""
-    extra = len(rendered) - len(bare)
-    if extra < 0:
+def _printed_content(slots: Sequence[Slot], order: Sequence[int], turn: int) -> bool:
+    return any(slots[k].turn == turn and slots[k].key == "content" for k in order)
+
+
+def _inserted(
+    context: TemplateContext,
+    found: tuple[list[int], list[str]],
+    bare: list[dict[str, Any]],
+    tools: list[Any] | None,
+    slots: list[Slot],
+    turn: int,
+) -> tuple[int, int, int] | None:
+    """(segment, start, stop) of what a render (``found``) has that the render of ``bare`` (the same
+    messages without ``turn``'s tool calls) has not: one insertion in one segment, or None."""
+    order, segments = found
+    bare_order, bare_segments = _segments(context.render(bare, tools), slots, len(bare) - 1)
+    changed = [j for j, (a, b) in enumerate(zip(segments, bare_segments, strict=False)) if a != b]
+    if bare_order != order or len(changed) > 1:
+        why = f"renders other messages differently when message {turn} has tool calls"
+        raise Rejected(RejectReason.TEMPLATE_ERROR, f"the chat template {why}")
+    if not changed:
         return None
-    prefix = _common_prefix(rendered, bare)
-    suffix = min(_common_prefix(rendered[::-1], bare[::-1]), len(bare))
-    inside: set[int] = set()
-    if controls is not None:
-        for match in controls.finditer(rendered):
-            inside.update(range(match.start() + 1, match.end()))
-    for start in range(prefix, len(bare) - suffix - 1, -1):
-        if start not in inside and start + extra not in inside:
-            return start, start + extra
-    return None
+    segment = changed[0]
+    cut = insertion(segments[segment], bare_segments[segment], context.control_re)
+    before = slots[order[segment - 1]].turn if segment else -1
+    after = slots[order[segment]].turn if segment < len(order) else len(bare)
+    if cut is None or not before <= turn <= after:
+        raise Rejected(RejectReason.TEMPLATE_ERROR, f"cannot find the markup of message {turn}'s tool calls")
+    return segment, cut[0], cut[1]
 
 
 def _tool_call_markup(
@@ -356,32 +370,33 @@ def _tool_call_markup(
     """Where the template printed a target turn's tool calls: (segment, start, stop); None when it printed
     nothing for them. A second render without that turn's tool calls (and, where the first left the
     content out, with content ``""``) must differ from the first by one insertion in one segment: the
-    turn's tool-call markup::
+    turn's tool-call markup. The markup both renders share before it is the turn's header::
 
-        Qwen2.5   <|im_start|>assistant[\n<tool_call>\n{"name": ...}\n</tool_call>]<|im_end|>
+        Qwen2.5   <|im_start|>assistant\n[<tool_call>\n{"name": ...}\n</tool_call>]<|im_end|>
         Llama-3.1 <|start_header_id|>assistant<|end_header_id|>\n\n[{"name": ...}]<|eot_id|>
         Mistral   [/INST][[TOOL_CALLS][{"name": ...}]]</s>
-    """
+
+    A template that refuses the record without those calls (Mistral's role-alternation check: the
+    call's result, then the answer) is asked the same about the conversation up to that turn; the place
+    found there must open the same way in the whole render."""
     order, segments = found
-    without = list(messages)
-    message = without[turn] = dict(messages[turn])
-    del message["tool_calls"]
-    if not any(slots[k].turn == turn and slots[k].key == "content" for k in order):
-        message["content"] = ""
-    bare_order, bare_segments = _segments(context.render(without, tools), slots)
-    changed = [j for j, (a, b) in enumerate(zip(segments, bare_segments, strict=False)) if a != b]
-    if bare_order != order or len(changed) > 1:
-        why = f"renders other messages differently when message {turn} has tool calls"
-        raise Rejected(RejectReason.TEMPLATE_ERROR, f"the chat template {why}")
-    if not changed:
+    try:
+        bare = _without_calls(messages, turn, _printed_content(slots, order, turn))
+        return _inserted(context, found, bare, tools, slots, turn)
+    except Rejected:
+        pass  # ask the conversation up to this turn
+    head = messages[: turn + 1]
+    head_found = _segments(context.render(head, tools), slots, turn)
+    bare = _without_calls(head, turn, _printed_content(slots, head_found[0], turn))
+    cut = _inserted(context, head_found, bare, tools, slots, turn)
+    if cut is None:
         return None
-    segment = changed[0]
-    cut = _insertion(segments[segment], bare_segments[segment], context.control_re)
-    before = slots[order[segment - 1]].turn if segment else -1
-    after = slots[order[segment]].turn if segment < len(order) else len(messages)
-    if cut is None or not before <= turn <= after:
+    head_segment, start, stop = cut
+    part = head_found[0][head_segment - 1] if head_segment else None
+    segment = 0 if part is None else order.index(part) + 1 if part in order else -1
+    if segment < 0 or segments[segment][:stop] != head_found[1][head_segment][:stop]:
         raise Rejected(RejectReason.TEMPLATE_ERROR, f"cannot find the markup of message {turn}'s tool calls")
-    return segment, cut[0], cut[1]
+    return segment, start, stop
 
 
 def _add_gap(
