@@ -1,0 +1,301 @@
+"""``RefRecord`` -> the reference ids and target mask, from Hugging Face alone (``cook validate --reference``).
+
+Ids: ``tokenizer.apply_chat_template(messages, tools=..., tokenize=True)``, with
+
+- ``chat_format: template``: the tokenizer's own template (its ``tool_use`` one when the record has
+  tools), the messages as Hugging Face takes them: ``role``, ``content``, ``reasoning_content``,
+  ``tool_calls`` (native, as written in the record), and the record's ``tools``;
+- ``chat_format: chatml``: ``CHATML_TEMPLATE`` below, a Jinja ChatML template written here from the
+  documented format (docs/chat_formats.md): ``<|im_start|>role\\n{body}<|im_end|>\\n`` per turn, no
+  default system prompt, assistant thinking as one ``<think>reasoning</think>answer`` block,
+  ``tool_calls`` as ``<tool_call>{json}</tool_call>`` text, tool definitions appended to the first
+  system turn (``\\n\\n# Tools\\n{json}``) or as a leading system turn.
+
+Masks (a token is a target iff one of its characters lies in a target span):
+
+- the template has ``{% generation %}`` (the ChatML one always does, around each target turn's body and
+  ``<|im_end|>``): ``apply_chat_template(return_assistant_tokens_mask=True)``; with a tokenizer's own
+  template the runs of that mask are its assistant turns, and the runs of non-target turns are cleared;
+- otherwise prefix renders: ``messages[:k]`` (with the generation prompt) and ``messages[:k+1]`` are
+  rendered; where they part is turn ``k``: its content (and reasoning), the whitespace the template
+  kept of them, and the control token that closes the turn (past whitespace only) are the target span;
+- where neither decides (a render fails, a turn's text is not found, native tool calls) the mask is
+  ``None`` and only the ids are compared.
+
+A record whose text holds a control-token string (a ``<|im_end|>`` typed by a user), or starts or
+ends with part of one, raises ``ControlText``: cook encodes such text as plain text, Hugging Face
+does not, a documented difference (SPEC §5).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any, Final
+
+from cook import format as fmt
+from cook.validate.reference.records import RefMessage, RefRecord
+
+CHATML_TEMPLATE: Final = (
+    "{%- for m in messages -%}"
+    "{{- '" + fmt.IM_START + "' + m.role + '\\n' -}}"
+    "{%- if m.target -%}{%- generation -%}{{- m.body + '" + fmt.IM_END + "' -}}{%- endgeneration -%}"
+    "{%- else -%}{{- m.body + '" + fmt.IM_END + "' -}}{%- endif -%}"
+    "{{- '\\n' -}}"
+    "{%- endfor -%}"
+)
+_GENERATION: Final = re.compile(r"\{%-?\s*generation\s*-?%\}")
+
+
+class ControlText(Exception):
+    """The record's text holds (part of) a control-token string; the message names it."""
+
+
+class RenderFailed(Exception):
+    """The reference template raised on a record cook packed; the message says what it raised."""
+
+
+@dataclass(frozen=True)
+class Reference:
+    ids: list[int]
+    mask: list[int] | None  # None: the reference cannot decide the targets (ids compared only)
+    masks_by: str  # "generation", "prefix renders", or why the mask is None
+
+
+class Renderer:
+    """One tokenizer, loaded once; ``reference(record)`` for each sampled record."""
+
+    def __init__(self, tokenizer_path: str, chat_format: str, normalize_thinking: bool) -> None:
+        os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+        from transformers import AutoTokenizer
+
+        self.tokenizer = AutoTokenizer.from_pretrained(tokenizer_path)
+        self.chat_format = chat_format
+        self.normalize_thinking = normalize_thinking
+        controls = sorted({t.content for t in self.tokenizer.added_tokens_decoder.values() if t.content}, key=len)
+        self.controls = controls[::-1]  # longest first: the regex matches as Hugging Face's trie does
+        self.control_re = re.compile("|".join(map(re.escape, self.controls))) if controls else None
+        self.heads = {t[:n] for t in controls for n in range(2, len(t))}  # proper prefixes of 2+ characters
+        self.tails = {t[-n:] for t in controls for n in range(2, len(t))}
+        self.longest = max(map(len, controls), default=0)
+
+    def reference(self, record: RefRecord) -> Reference:
+        """Raises ``ControlText`` (skip the record) or ``RenderFailed`` (the template raised)."""
+        if self.chat_format == "chatml":
+            turns, data = chatml_turns(record, self.normalize_thinking and not record.preformatted)
+            self._check_text(data)
+            out = self._apply(turns, None, CHATML_TEMPLATE, mask=True)
+            return Reference(list(out["input_ids"]), list(out["assistant_masks"]), "generation")
+        messages, tools = hf_messages(record)
+        self._check_text(template_data(record))
+        template = self.tokenizer.get_chat_template(None, tools)
+        if _GENERATION.search(template):
+            out = self._apply(messages, tools, None, mask=True)
+            mask = _target_runs(list(out["assistant_masks"]), record.messages)
+            return Reference(list(out["input_ids"]), mask, "generation" if mask else "unmatched generation runs")
+        ids = list(self._apply(messages, tools, None, mask=False)["input_ids"])
+        mask, why = self._prefix_mask(messages, tools, record.messages, ids)
+        return Reference(ids, mask, why)
+
+    def _apply(
+        self,
+        messages: list[dict[str, Any]],
+        tools: Any,
+        template: str | None,
+        mask: bool,
+        tokenize: bool = True,
+        generation_prompt: bool = False,
+    ) -> Any:
+        try:
+            return self.tokenizer.apply_chat_template(
+                messages,
+                tools=tools,
+                chat_template=template,
+                tokenize=tokenize,
+                return_dict=True,
+                return_assistant_tokens_mask=mask,
+                add_generation_prompt=generation_prompt,
+            )
+        except Exception as err:  # a template's own raise_exception, or any Jinja/type error: a finding
+            raise RenderFailed(f"{type(err).__name__}: {err}"[:200]) from None
+
+    def _render(self, messages: list[dict[str, Any]], tools: Any, generation_prompt: bool) -> str:
+        return str(self._apply(messages, tools, None, False, tokenize=False, generation_prompt=generation_prompt))
+
+    def _check_text(self, strings: Iterator[str]) -> None:
+        if self.control_re is None:
+            return
+        for text in strings:
+            found = self.control_re.search(text)
+            if found:
+                raise ControlText(f"text holds {found.group(0)!r}")
+            for n in range(2, min(self.longest, len(text) + 1)):
+                if text[-n:] in self.heads or text[:n] in self.tails:
+                    raise ControlText(f"text starts or ends with part of a control token ({text[:n]!r}, {text[-n:]!r})")
+
+    def _prefix_mask(
+        self, messages: list[dict[str, Any]], tools: Any, turns: Sequence[RefMessage], ids: list[int]
+    ) -> tuple[list[int] | None, str]:
+        """Target spans from prefix renders (module docstring), placed on tokens by their offsets."""
+        try:
+            full = self._render(messages, tools, False)
+            spans = []
+            for k, turn in enumerate(turns):
+                if not turn.target:
+                    continue
+                if turn.tool_calls:
+                    return None, "native tool calls (no {% generation %} in the template)"
+                before = self._render(messages[:k], tools, True) if k else ""
+                upto = self._render(messages[: k + 1], tools, False)
+                base = _common_prefix(before, upto)
+                span = self._turn_span(upto[base:], turn)
+                if span is None or not full.startswith(upto[: base + span[1]]):
+                    return None, f"turn {k} not found in the prefix renders"
+                spans.append((base + span[0], base + span[1]))
+        except RenderFailed as err:
+            return None, f"a prefix render failed ({err})"
+        encoded = self.tokenizer(full, add_special_tokens=False, return_offsets_mapping=True)
+        if list(encoded["input_ids"]) != ids:
+            return None, "the render's offsets do not match the ids"
+        mask = [
+            int(any(a < end and (b > start or (a == b and start <= a)) for start, end in spans))
+            for a, b in encoded["offset_mapping"]
+        ]
+        return mask, "prefix renders"
+
+    def _turn_span(self, segment: str, turn: RefMessage) -> tuple[int, int] | None:
+        """(start, end) in ``segment`` (the text turn ``k`` adds) of its target: its parts in order, the
+        whitespace the template kept of them, and the control token that closes it."""
+        found: list[tuple[int, int, str]] = []  # (start, end, part) of each part found, in order
+        cursor = 0
+        for part, required in ((turn.reasoning or "", False), (turn.content, True)):
+            core = part.strip()
+            at = segment.find(core, cursor) if core else -1
+            if at >= 0:
+                found.append((at, at + len(core), part))
+                cursor = at + len(core)
+            elif required and core:
+                return None  # the template rewrote the content
+        if not found:  # an empty content (and no reasoning printed): the closing token alone
+            found.append((0, 0, ""))
+        (start, _, first), (_, end, last) = found[0], found[-1]
+        lead, trail = first[: len(first) - len(first.lstrip())], last[len(last.rstrip()) :]
+        while start > 0 and segment[start - 1].isspace() and lead.endswith(segment[start - 1 : found[0][0]]):
+            start -= 1
+        while end < len(segment) and trail.startswith(segment[found[-1][1] : end + 1]):
+            end += 1
+        after = end
+        while after < len(segment) and segment[after].isspace():
+            after += 1
+        token = next((t for t in self.controls if segment.startswith(t, after)), None)
+        return start, (after + len(token) if token else end)
+
+
+def _common_prefix(a: str, b: str) -> int:
+    """The length of the longest common prefix of two strings (a binary search over slices)."""
+    low, high = 0, min(len(a), len(b))
+    while low < high:
+        middle = (low + high + 1) // 2
+        if a[:middle] == b[:middle]:
+            low = middle
+        else:
+            high = middle - 1
+    return low
+
+
+def chatml_turns(record: RefRecord, normalize: bool) -> tuple[list[dict[str, Any]], Iterator[str]]:
+    """The turns of the ChatML reference template (``role``, ``body``, ``target``) and the data text in them."""
+    turns: list[dict[str, Any]] = []
+    data: list[str] = []
+    for message in record.messages:
+        text = message.content + "".join(
+            f"<tool_call>{json.dumps(call, ensure_ascii=False)}</tool_call>" for call in message.tool_calls
+        )
+        if normalize and message.role == "assistant":
+            reasoning, answer = _split_thinking(message.reasoning, text)
+            body = fmt.THINK_START + reasoning + fmt.THINK_END + answer
+            data += [reasoning, answer]
+        else:
+            body = text
+            data.append(text)
+        turns.append({"role": message.role, "body": body, "target": message.target})
+    if record.tools is not None:
+        tools = json.dumps(record.tools, ensure_ascii=False)  # the record's key order
+        data.append(tools)
+        if turns and turns[0]["role"] == "system":
+            turns[0]["body"] += f"\n\n# Tools\n{tools}"
+        else:
+            turns.insert(0, {"role": "system", "body": f"# Tools\n{tools}", "target": False})
+    return turns, iter(data)
+
+
+def _split_thinking(reasoning: str | None, text: str) -> tuple[str, str]:
+    """(reasoning, answer): ``reasoning_content`` when given, else the text up to the first ``</think>``
+    (after a ``<think>`` when there is one); reasoning stripped, answer left-stripped."""
+    if reasoning:
+        return reasoning.strip(), text.lstrip()
+    if fmt.THINK_END in text:
+        head, _, answer = text.partition(fmt.THINK_END)
+        start = head.find(fmt.THINK_START)
+        return (head[start + len(fmt.THINK_START) :] if start >= 0 else head).strip(), answer.lstrip()
+    return "", text.lstrip()
+
+
+def hf_messages(record: RefRecord) -> tuple[list[dict[str, Any]], list[Any] | None]:
+    """Template mode: the messages and tools as ``apply_chat_template`` takes them."""
+    messages = []
+    for message in record.messages:
+        entry: dict[str, Any] = {"role": message.role, "content": None if message.content_absent else message.content}
+        if message.reasoning:
+            entry["reasoning_content"] = message.reasoning
+        if message.tool_calls:
+            entry["tool_calls"] = list(message.tool_calls)
+        entry.update(message.extra)
+        messages.append(entry)
+    tools = record.tools
+    return messages, (None if tools is None else tools if isinstance(tools, list) else [tools])
+
+
+def template_data(record: RefRecord) -> Iterator[str]:
+    """Template mode: the data text of a record (contents, reasoning, every string in tool calls and tools)."""
+    for message in record.messages:
+        yield message.content
+        yield message.reasoning or ""
+        yield from (value for _, value in message.extra)
+        yield from _strings(list(message.tool_calls))
+    yield from _strings(record.tools)
+
+
+def _strings(value: Any) -> Iterator[str]:
+    """Every string in a JSON-like value, keys included."""
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            yield str(key)
+            yield from _strings(item)
+    elif isinstance(value, list | tuple):
+        for item in value:
+            yield from _strings(item)
+
+
+def _target_runs(mask: list[int], turns: Sequence[RefMessage]) -> list[int] | None:
+    """The assistant mask with the runs of non-target assistant turns cleared (run i = assistant turn i);
+    None when the runs are not one per assistant turn."""
+    targets = [t.target for t in turns if t.role == "assistant"]
+    if all(targets):
+        return mask
+    runs = [i for i in range(len(mask)) if mask[i] and (i == 0 or not mask[i - 1])]
+    if len(runs) != len(targets):
+        return None
+    out = list(mask)
+    for start, target in zip(runs, targets, strict=True):
+        end = start
+        while end < len(out) and mask[end]:
+            if not target:
+                out[end] = 0
+            end += 1
+    return out
