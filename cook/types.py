@@ -127,7 +127,7 @@ class Conversation:
     source: str
     turns: tuple[Turn, ...]
     media: tuple[MediaRef, ...] = ()
-    tools: str | None = None  # JSON text of the record's tool definitions, rendered in the prompt
+    tools: str | None = None  # JSON text of the record's tool definitions (its key order), rendered in the prompt
     template_applied: bool = False  # preformatted: turns are tokenized as-is, no think normalization
 
 

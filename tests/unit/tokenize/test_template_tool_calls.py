@@ -12,6 +12,8 @@ from functools import cache
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from cook.config import TokenizerConfig
 from cook.cookers import COOKERS
@@ -20,6 +22,7 @@ from cook.tokenize import ChatTokenizer, tokenize_batch
 from cook.tokenize.chat_format import render
 from cook.types import Conversation, RawRecord, RejectRecord, TextPart, TokenizedSample, Turn
 from tests.conftest import DEMO_TOKENIZER
+from tests.unit.tokenize.template_data import TEXT
 from tests.unit.tokenize.tool_call_templates import TOOL_TEMPLATES, tool_tokenizer
 
 WEATHER = {
@@ -238,3 +241,36 @@ def test_tool_definitions_keep_the_record_key_order(chat_tokenizer) -> None:
     chatml = _sample(tokenize_batch(chat_tokenizer, [conv], [()], TokenizerConfig(path=str(DEMO_TOKENIZER)))[0])
     text = chat_tokenizer.hf.decode(chatml.input_ids.tolist())
     assert '# Tools\n[{"type": "function", "function": {"name": "calc"' in text
+
+
+ARG = st.text(alphabet='ab \n\t{}"\\:,é中🙂<>/', max_size=8)
+
+
+@pytest.mark.parametrize("name", ["qwen2.5", "mistral-nemo"])
+@settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture]
+)
+@given(
+    content=st.one_of(st.none(), TEXT),
+    arguments=st.one_of(st.dictionaries(st.sampled_from(["q", "city", " k"]), ARG, max_size=2), ARG),
+    calls=st.integers(1, 2),
+    result=TEXT.filter(bool),
+    final=TEXT,
+)
+def test_fuzz_ids_and_masks(tool_family, name, content, arguments, calls: int, result: str, final: str) -> None:
+    tok, hf, generation = tool_family(name)
+    assistant = {"role": "assistant", "content": content, "tool_calls": [_call("f", arguments)] * calls}
+    record = {
+        "messages": [
+            {"role": "user", "content": "q"},
+            assistant,
+            {"role": "tool", "content": result, "tool_call_id": "abc123XYZ"},
+            {"role": "assistant", "content": final or "ok"},
+        ]
+    }
+    ids, _ = _reference(hf, record)
+    gen_ids, mask = _reference(hf, record, generation)
+    assert gen_ids == ids
+    sample = _sample(_cook(tok, record))
+    assert sample.input_ids.tolist() == ids
+    assert sample.loss_mask.tolist() == mask
