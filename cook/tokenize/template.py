@@ -36,8 +36,8 @@ from typing import Any
 from cook.errors import Rejected, RejectReason
 from cook.tokenize.assemble import Layout, LayoutBuilder
 from cook.tokenize.chat_format import MediaGroups, Piece, Text, merge_text, part_pieces
-from cook.tokenize.markup_diff import insertion
 from cook.tokenize.targets import target_flags
+from cook.tokenize.template_calls import tool_call_markup
 from cook.tokenize.tokenizer import ChatTokenizer
 from cook.types import Conversation, TextPart
 
@@ -318,87 +318,6 @@ def _edges(
     return edges
 
 
-def _without_calls(messages: list[dict[str, Any]], turn: int, content_printed: bool) -> list[dict[str, Any]]:
-    """The messages with ``turn``'s tool calls removed (its content ``""`` where the template left it out)."""
-    out = list(messages)
-    message = out[turn] = dict(messages[turn])
-    del message["tool_calls"]
-    if not content_printed:
-        message["content"] = ""
-    return out
-
-
-def _printed_content(slots: Sequence[Slot], order: Sequence[int], turn: int) -> bool:
-    return any(slots[k].turn == turn and slots[k].key == "content" for k in order)
-
-
-def _inserted(
-    context: TemplateContext,
-    found: tuple[list[int], list[str]],
-    bare: list[dict[str, Any]],
-    tools: list[Any] | None,
-    slots: list[Slot],
-    turn: int,
-) -> tuple[int, int, int] | None:
-    """(segment, start, stop) of what a render (``found``) has that the render of ``bare`` (the same
-    messages without ``turn``'s tool calls) has not: one insertion in one segment, or None."""
-    order, segments = found
-    bare_order, bare_segments = _segments(context.render(bare, tools), slots, len(bare) - 1)
-    changed = [j for j, (a, b) in enumerate(zip(segments, bare_segments, strict=False)) if a != b]
-    if bare_order != order or len(changed) > 1:
-        why = f"renders other messages differently when message {turn} has tool calls"
-        raise Rejected(RejectReason.TEMPLATE_ERROR, f"the chat template {why}")
-    if not changed:
-        return None
-    segment = changed[0]
-    cut = insertion(segments[segment], bare_segments[segment], context.control_re)
-    before = slots[order[segment - 1]].turn if segment else -1
-    after = slots[order[segment]].turn if segment < len(order) else len(bare)
-    if cut is None or not before <= turn <= after:
-        raise Rejected(RejectReason.TEMPLATE_ERROR, f"cannot find the markup of message {turn}'s tool calls")
-    return segment, cut[0], cut[1]
-
-
-def _tool_call_markup(
-    context: TemplateContext,
-    messages: list[dict[str, Any]],
-    tools: list[Any] | None,
-    slots: list[Slot],
-    found: tuple[list[int], list[str]],
-    turn: int,
-) -> tuple[int, int, int] | None:
-    """Where the template printed a target turn's tool calls: (segment, start, stop); None when it printed
-    nothing for them. A second render without that turn's tool calls (and, where the first left the
-    content out, with content ``""``) must differ from the first by one insertion in one segment: the
-    turn's tool-call markup. The markup both renders share before it is the turn's header::
-
-        Qwen2.5   <|im_start|>assistant\n[<tool_call>\n{"name": ...}\n</tool_call>]<|im_end|>
-        Llama-3.1 <|start_header_id|>assistant<|end_header_id|>\n\n[{"name": ...}]<|eot_id|>
-        Mistral   [/INST][[TOOL_CALLS][{"name": ...}]]</s>
-
-    A template that refuses the record without those calls (Mistral's role-alternation check: the
-    call's result, then the answer) is asked the same about the conversation up to that turn; the place
-    found there must open the same way in the whole render."""
-    order, segments = found
-    try:
-        bare = _without_calls(messages, turn, _printed_content(slots, order, turn))
-        return _inserted(context, found, bare, tools, slots, turn)
-    except Rejected:
-        pass  # ask the conversation up to this turn
-    head = messages[: turn + 1]
-    head_found = _segments(context.render(head, tools), slots, turn)
-    bare = _without_calls(head, turn, _printed_content(slots, head_found[0], turn))
-    cut = _inserted(context, head_found, bare, tools, slots, turn)
-    if cut is None:
-        return None
-    head_segment, start, stop = cut
-    part = head_found[0][head_segment - 1] if head_segment else None
-    segment = 0 if part is None else order.index(part) + 1 if part in order else -1
-    if segment < 0 or segments[segment][:stop] != head_found[1][head_segment][:stop]:
-        raise Rejected(RejectReason.TEMPLATE_ERROR, f"cannot find the markup of message {turn}'s tool calls")
-    return segment, start, stop
-
-
 def _add_gap(
     context: TemplateContext,
     builder: LayoutBuilder,
@@ -426,8 +345,12 @@ def render_template(conv: Conversation, media: MediaGroups, train_on: str, conte
     tools = _tools(conv, context)
     order, segments = _segments(context.render(messages, tools), slots)
     cuts: dict[int, list[tuple[int, int, int]]] = {}
+
+    def render_segments(some: list[dict[str, Any]], last_turn: int) -> tuple[list[int], list[str]]:
+        return _segments(context.render(some, tools), slots, last_turn)
+
     for turn in calling:
-        cut = _tool_call_markup(context, messages, tools, slots, (order, segments), turn)
+        cut = tool_call_markup(render_segments, messages, slots, (order, segments), turn, context.control_re)
         if cut is not None:
             cuts.setdefault(cut[0], []).append((cut[1], cut[2], turn))
     present = [slots[k] for k in order]

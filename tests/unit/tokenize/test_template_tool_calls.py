@@ -274,3 +274,40 @@ def test_fuzz_ids_and_masks(tool_family, name, content, arguments, calls: int, r
     sample = _sample(_cook(tok, record))
     assert sample.input_ids.tolist() == ids
     assert sample.loss_mask.tolist() == mask
+
+
+CONSECUTIVE = {
+    "a call, then the answer": [
+        {"role": "user", "content": "q"},
+        {"role": "assistant", "tool_calls": [CALL]},
+        {"role": "assistant", "content": "done"},
+    ],
+    "two call turns in a row": [
+        {"role": "user", "content": "q"},
+        {"role": "assistant", "tool_calls": [CALL]},
+        {"role": "assistant", "content": None, "tool_calls": [_call("get_time", {}, "def456UVW")]},
+    ],
+    "calls in two exchanges": [
+        {"role": "system", "content": "sys"},
+        {"role": "user", "content": "q"},
+        {"role": "assistant", "content": "a", "tool_calls": [CALL]},
+        {"role": "tool", "content": "r", "tool_call_id": "abc123XYZ"},
+        {"role": "user", "content": "again"},
+        {"role": "assistant", "tool_calls": [_call("get_time", {}, "def456UVW")]},
+    ],
+}
+
+
+@pytest.mark.parametrize("case", CONSECUTIVE, ids=list(CONSECUTIVE))
+@pytest.mark.parametrize("name", list(TOOL_TEMPLATES))
+def test_tool_call_turns_next_to_each_other(tool_family, name: str, case: str) -> None:
+    if name == "mistral-nemo" and case == "calls in two exchanges":
+        pytest.skip("Mistral-Nemo's alternation check refuses two user turns in a row")
+    tok, hf, generation = tool_family(name)
+    record = {"messages": CONSECUTIVE[case]}
+    ids, _ = _reference(hf, record)
+    gen_ids, mask = _reference(hf, record, generation)
+    assert gen_ids == ids
+    sample = _sample(_cook(tok, record))
+    assert sample.input_ids.tolist() == ids
+    assert sample.loss_mask.tolist() == mask

@@ -1,4 +1,4 @@
-"""``markup_diff.insertion``: the one string that a render has and another has not."""
+"""``template_calls.insertion``: the one string that a render has and another has not."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import re
 from hypothesis import given
 from hypothesis import strategies as st
 
-from cook.tokenize.markup_diff import common_prefix, insertion
+from cook.tokenize.template_calls import common_prefix, insertion
 
 CONTROLS = re.compile("(<\\|eot\\|>|\\[/INST\\])")
 TEXT = st.lists(st.sampled_from(["a", "b", "\n", " ", "<|eot|>", "[/INST]", "{"]), max_size=8).map("".join)
