@@ -73,7 +73,7 @@ def chat_rows(count: int, seed: int = 0) -> list[dict[str, Any]]:
             call = {"type": "function", "function": {"name": "lookup", "arguments": {"q": str(i)}}}
             messages += [
                 {"role": "user", "content": "look it up"},
-                {"role": "assistant", "content": "", "tool_calls": [call]},
+                {"role": "assistant", "content": "Let me look.", "tool_calls": [call]},
                 {"role": "tool", "content": f"result {i}"},
                 {"role": "assistant", "content": f"It is {i}."},
             ]

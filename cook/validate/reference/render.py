@@ -18,13 +18,17 @@ Masks (a token is a target iff one of its characters lies in a target span):
   template the runs of that mask are its assistant turns, and the runs of non-target turns are cleared;
 - otherwise prefix renders: ``messages[:k]`` (with the generation prompt) and ``messages[:k+1]`` are
   rendered; where they part is turn ``k``: its content (and reasoning), the whitespace the template
-  kept of them, and the control token that closes the turn (past whitespace only) are the target span;
-- where neither decides (a render fails, a turn's text is not found, native tool calls) the mask is
-  ``None`` and only the ids are compared.
+  kept of them, its tool-call markup (what the render adds over the same turn without its calls),
+  and the control token that closes the turn (past whitespace only) are the target span. A control
+  token's characters are its own string: whitespace an ``lstrip``/``rstrip`` token swallows is not;
+- where neither decides (a prefix render fails, or a turn does not render in the whole conversation
+  as it does last, e.g. a template that drops earlier turns' thinking) the mask is ``None`` and only
+  the ids are compared.
 
-A record whose text holds a control-token string (a ``<|im_end|>`` typed by a user), or starts or
-ends with part of one, raises ``ControlText``: cook encodes such text as plain text, Hugging Face
-does not, a documented difference (SPEC §5).
+Control tokens are the tokenizer's special tokens. A record whose text holds one (a ``<|im_end|>``
+typed by a user), or starts or ends with part of one, raises ``ControlText``: cook encodes such text
+as plain text, Hugging Face does not, a documented difference (SPEC §5). A non-special added token
+(DeepSeek-R1's ``<think>``) in data text is matched by both, so such a record is compared.
 """
 
 from __future__ import annotations
@@ -75,7 +79,11 @@ class Renderer:
         self.tokenizer = AutoTokenizer.from_pretrained(tokenizer_path)
         self.chat_format = chat_format
         self.normalize_thinking = normalize_thinking
-        controls = sorted({t.content for t in self.tokenizer.added_tokens_decoder.values() if t.content}, key=len)
+        added = self.tokenizer.added_tokens_decoder
+        self.added = {int(i): t.content for i, t in added.items() if t.content}  # id -> its own characters
+        # control tokens: the special ones (a non-special added token such as DeepSeek-R1's <think> is
+        # matched in data text by Hugging Face and cook alike)
+        controls = sorted({t.content for t in added.values() if t.content and t.special}, key=len)
         self.controls = controls[::-1]  # longest first: the regex matches as Hugging Face's trie does
         self.control_re = re.compile("|".join(map(re.escape, self.controls))) if controls else None
         self.heads = {t[:n] for t in controls for n in range(2, len(t))}  # proper prefixes of 2+ characters
@@ -146,12 +154,13 @@ class Renderer:
             for k, turn in enumerate(turns):
                 if not turn.target:
                     continue
-                if turn.tool_calls:
-                    return None, "native tool calls (no {% generation %} in the template)"
                 before = self._render(messages[:k], tools, True) if k else ""
                 upto = self._render(messages[: k + 1], tools, False)
                 base = _common_prefix(before, upto)
-                span = self._turn_span(upto[base:], turn)
+                inserted = self._tool_markup(messages, tools, k, upto) if turn.tool_calls else None
+                if inserted is not None:
+                    inserted = (max(inserted[0] - base, 0), max(inserted[1] - base, 0))
+                span = self._turn_span(upto[base:], turn, inserted)
                 if span is None or not full.startswith(upto[: base + span[1]]):
                     return None, f"turn {k} not found in the prefix renders"
                 spans.append((base + span[0], base + span[1]))
@@ -160,15 +169,31 @@ class Renderer:
         encoded = self.tokenizer(full, add_special_tokens=False, return_offsets_mapping=True)
         if list(encoded["input_ids"]) != ids:
             return None, "the render's offsets do not match the ids"
-        mask = [
-            int(any(a < end and (b > start or (a == b and start <= a)) for start, end in spans))
-            for a, b in encoded["offset_mapping"]
-        ]
+        mask = []
+        for token, (a, b) in zip(ids, encoded["offset_mapping"], strict=True):
+            own = self.added.get(token)
+            if own is not None and own in full[a:b]:  # an lstrip/rstrip token's swallowed whitespace is not its own
+                a = full.index(own, a, b)
+                b = a + len(own)
+            mask.append(int(any(a < end and (b > start or (a == b and start <= a)) for start, end in spans)))
         return mask, "prefix renders"
 
-    def _turn_span(self, segment: str, turn: RefMessage) -> tuple[int, int] | None:
+    def _tool_markup(self, messages: list[dict[str, Any]], tools: Any, k: int, upto: str) -> tuple[int, int]:
+        """(start, end) in ``upto`` of what turn ``k``'s tool calls add: the render of ``messages[:k+1]``
+        against the same without the calls (content ``""`` where it had none)."""
+        bare = {key: value for key, value in messages[k].items() if key != "tool_calls"}
+        bare["content"] = bare.get("content") or ""
+        without = self._render([*messages[:k], bare], tools, False)
+        start = _common_prefix(upto, without)
+        tail = _common_prefix(upto[start:][::-1], without[start:][::-1])
+        return start, len(upto) - tail
+
+    def _turn_span(
+        self, segment: str, turn: RefMessage, inserted: tuple[int, int] | None = None
+    ) -> tuple[int, int] | None:
         """(start, end) in ``segment`` (the text turn ``k`` adds) of its target: its parts in order, the
-        whitespace the template kept of them, and the control token that closes it."""
+        whitespace the template kept of them, its tool-call markup (``inserted``), and the control token
+        that closes it."""
         found: list[tuple[int, int, str]] = []  # (start, end, part) of each part found, in order
         cursor = 0
         for part, required in ((turn.reasoning or "", False), (turn.content, True)):
@@ -179,6 +204,8 @@ class Renderer:
                 cursor = at + len(core)
             elif required and core:
                 return None  # the template rewrote the content
+        if inserted is not None and inserted[1] > inserted[0]:
+            found = sorted([*found, (inserted[0], inserted[1], "")])
         if not found:  # an empty content (and no reasoning printed): the closing token alone
             found.append((0, 0, ""))
         (start, _, first), (_, end, last) = found[0], found[-1]

@@ -86,3 +86,14 @@ def test_input_files_seek_lines_and_rows(tmp_path: Path) -> None:
             files.read(source)
     glob = InputFiles(str(tmp_path / "*.jsonl"))
     assert glob.read("a.jsonl#1") == rows[0]
+
+
+def test_whitespace_a_control_token_swallows_is_not_a_target(family_tokenizer: Any) -> None:
+    """Phi-3's ``<|assistant|>`` (rstrip) swallows the reply's leading spaces: the header stays no target."""
+    renderer = Renderer(str(family_tokenizer("phi3")), "template", True)
+    row = {"messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "  ok"}]}
+    reference = renderer.reference(to_record(row, "x.jsonl#1", "openai", "all_assistant"))
+    tokens = renderer.tokenizer.convert_ids_to_tokens(reference.ids)
+    targets = [t for t, m in zip(tokens, reference.mask or [], strict=True) if m]
+    assert reference.masks_by == "prefix renders" and "<|assistant|>" not in targets
+    assert targets[-1] == "<|end|>" and "".join(targets[:-1]).replace("▁", "").strip() == "ok"
