@@ -18,8 +18,11 @@ message of (``dropped``: cook rejects them with ``template_error``, or packs the
 Everything else must be packed with exact ids and masks, no sequence may hold another record's
 ids or text, and the manifest must add up (``records_in = sources_packed + records_rejected``).
 
-One family: ``pytest tests/e2e/test_conformance.py -k qwen``. ``COOK_CONFORMANCE_REPORT=DIR`` also
-writes each family's summary as ``DIR/<family>.json``.
+One family: ``pytest tests/e2e/test_conformance.py -k qwen``. Environment knobs:
+``COOK_CONFORMANCE_REPORT=DIR`` writes each family's summary as ``DIR/<family>.json``;
+``COOK_CONFORMANCE_KINDS=tool_calls,reasoning`` (or ``-forged,-long``) selects record kinds;
+``COOK_CONFORMANCE_BACKEND=hf`` sets ``tokenizer.backend`` (default ``auto``). The ``real-*`` families
+(128k-id vocabularies, built by tests/assets/real_tokenizers.py) are marked slow.
 """
 
 from __future__ import annotations
@@ -225,6 +228,31 @@ def _token_spans(hf: Any, text: str, offsets: list[tuple[int, int]], ids: list[i
     return out
 
 
+def _tool_call_start(
+    hf: Any, messages: list[dict[str, Any]], i: int, tools: Any, template: str | None, text: str, head: int
+) -> int | None:
+    """Where the template's markup of message i's tool calls starts (its first non-whitespace
+    character): the first difference from a render without them; None when the template prints
+    none of them, or refuses the conversation without them."""
+    plain = list(messages)
+    plain[i] = {k: v for k, v in messages[i].items() if k != "tool_calls"}
+    try:
+        other = _render(hf, plain, tools, template)
+    except Exception:  # e.g. an alternation check that counts a turn with calls differently: up to turn i
+        try:
+            upto = _render(hf, messages[: i + 1], tools, template)
+            d = _common_prefix(upto, _render(hf, plain[: i + 1], tools, template))
+        except Exception:
+            return None
+        d += len(upto[d:]) - len(upto[d:].lstrip())
+        at = text.find(upto[d : d + 32], head) if d < len(upto) else -1  # the same markup in the whole render
+        return at if at >= 0 else None
+    d = _common_prefix(text, other)
+    if d >= len(text) or d < head:
+        return None
+    return d + len(text[d:]) - len(text[d:].lstrip())
+
+
 def prefix_mask(hf: Any, row: dict[str, Any], template: str | None, ids: list[int]) -> list[int]:
     """The assistant-token mask from renders of the record (docs/chat_formats.md's target rule), for
     templates without a ``{% generation %}`` variant. In the whole render, per assistant message i:
@@ -264,19 +292,33 @@ def prefix_mask(hf: Any, row: dict[str, Any], template: str | None, ids: list[in
         bare = _render(hf, bare_messages, tools, template)
         found: list[tuple[int, int, int, int]] = []  # (start, end) in text and in bare
         at, at_bare = head, head
+        split_lead = 0  # the answer of a template that drops inline thinking keeps its own leading whitespace
         for core in cores:
-            p, q = text.find(core, at), bare.find(core, at_bare)
-            if p < 0 or q < 0:
-                continue  # a part the template does not print
-            found.append((p, p + len(core), q, q + len(core)))
-            at, at_bare = p + len(core), q + len(core)
+            # a template that drops inline thinking (``content.split('</think>')[-1]``) prints the answer
+            answer = core.rsplit("</think>", 1)[-1]
+            for candidate in (core, answer.strip()):
+                p, q = text.find(candidate, at), bare.find(candidate, at_bare)
+                if candidate and p >= 0 and q >= 0:
+                    if candidate is not core and not found:
+                        lead = answer[: len(answer) - len(answer.lstrip())]
+                        split_lead = next(
+                            (n for n in range(len(lead), 0, -1) if text[max(head, p - n) : p] == lead[-n:]), 0
+                        )
+                    found.append((p, p + len(candidate), q, q + len(candidate)))
+                    at, at_bare = p + len(candidate), q + len(candidate)
+                    break  # else: a part the template does not print
+        calls = _tool_call_start(hf, messages, i, tools, template, text, head) if message.get("tool_calls") else None
         if found:
             # the same markup before the first part in both renders: it ends at q; text has p - q more
             # characters there (the kept leading whitespace); after the last part, the rest of the
             # length difference is its kept trailing whitespace
-            start = found[0][2]
+            start = found[0][2] - split_lead
             _, e, _, f = found[-1]
             end = e + (len(text) - len(bare)) - (e - f)
+            if calls is not None and calls < start:
+                start = calls
+        elif calls is not None:
+            start = end = calls
         else:
             start = end = head + len(text[head:]) - len(text[head:].lstrip())
         close = text.find(closing, end) if closing else -1
@@ -352,7 +394,11 @@ def cook(tmp: Path, tokenizer: Path, chat_format: str, rows: list[dict[str, Any]
     data = pipeline_dict(
         str(tmp / "in" / INPUT_NAME),
         str(tmp / "out"),
-        tokenizer={"path": str(tokenizer), "chat_format": chat_format},
+        tokenizer={
+            "path": str(tokenizer),
+            "chat_format": chat_format,
+            "backend": os.environ.get("COOK_CONFORMANCE_BACKEND", "auto"),
+        },
         packing={"seq_len": SEQ_LEN, "pad_multiple": 8, "buffer_size": "all", "overflow": "reject"},
         output={"shard_size": 64},
     )
@@ -486,6 +532,8 @@ def check_family(family: Family, tokenizer: Path, tmp: Path, corpus: list[Record
 
     report = Report(family.id)
     report.commit = os.popen(f"git -C {REPO} rev-parse --short HEAD 2>/dev/null").read().strip()
+    if os.popen(f"git -C {REPO} status --porcelain --untracked-files=no -- cook 2>/dev/null").read().strip():
+        report.commit += "+dirty(cook)"
     hf = AutoTokenizer.from_pretrained(str(tokenizer))
     specials = _special_strings(hf)
     if family.chat_format == "chatml":
@@ -662,7 +710,10 @@ def _write_report(report: Report) -> None:
 
 @pytest.fixture(scope="module")
 def corpus() -> list[Record]:
-    return records()
+    """The whole corpus, or the kinds in ``COOK_CONFORMANCE_KINDS`` (comma-separated; ``-name`` drops one)."""
+    chosen = [k.strip() for k in os.environ.get("COOK_CONFORMANCE_KINDS", "").split(",") if k.strip()]
+    keep = [k for k in chosen if not k.startswith("-")] or None
+    return records(kinds=keep, exclude=[k[1:] for k in chosen if k.startswith("-")])
 
 
 @pytest.fixture(scope="session")
