@@ -81,10 +81,10 @@ class InputFiles:
     def read(self, source: str) -> dict[str, Any]:
         """The raw record named ``source`` (``<file>#<line or row>``); raises ``NotCheckable``."""
         name, _, key = source.rpartition("#")
-        if not name or not key.isdigit() or int(key) < 1:
-            raise NotCheckable(f"source {source!r} is not <file>#<line>")
         path = os.path.join(self.root(), name)
         kind = self._format(path)
+        if kind in ("jsonl", "parquet") and (not key.isdigit() or int(key) < 1):
+            raise NotCheckable("source is not <file>#<line or row>")
         if kind == "jsonl":
             return self._jsonl_row(path, int(key))
         if kind == "parquet":
@@ -92,6 +92,8 @@ class InputFiles:
         raise NotCheckable(kind)
 
     def _format(self, path: str) -> str:
+        if path.lower().endswith(".tar") and self.input_format in ("auto", "wds"):
+            return "webdataset"
         if not os.path.isfile(path):
             raise NotCheckable("input file not found")
         suffix = os.path.splitext(path)[1].lower()

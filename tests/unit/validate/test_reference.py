@@ -81,7 +81,13 @@ def test_input_files_seek_lines_and_rows(tmp_path: Path) -> None:
     assert files.read("a.jsonl#1") == rows[0] and files.read("a.jsonl#3") == rows[1]  # line 2 is blank
     assert files.read("a.jsonl#6") == rows[4]
     assert [files.read(f"b.parquet#{n}") for n in range(1, 6)] == rows
-    for source, reason in [("a.jsonl#9", "no line 9"), ("c.jsonl#1", "not found"), ("b.parquet#6", "no row 6")]:
+    cases = [
+        ("a.jsonl#9", "no line 9"),
+        ("c.jsonl#1", "not found"),
+        ("b.parquet#6", "no row 6"),
+        ("d.tar#s-1", "webdataset"),
+    ]
+    for source, reason in cases:
         with pytest.raises(NotCheckable, match=reason):
             files.read(source)
     glob = InputFiles(str(tmp_path / "*.jsonl"))
