@@ -770,3 +770,17 @@ def test_prefix_reference_agrees_with_the_generation_templates(name: str, corpus
                 f"#{k + 1} ({record.kind}) at {at} [{_tokens(hf, ref.ids, at)}] gen {ref.mask[at]} prefix {mine[at]}"
             )
     assert checked > 100 and not differ, "\n".join(differ[:10])
+
+
+def test_the_corpus_is_deterministic_and_selectable() -> None:
+    whole = records()
+    assert json.dumps([r.row for r in whole]) == json.dumps([r.row for r in records()])
+    assert len(whole) >= 150 and {r.kind for r in whole} == set(KINDS)
+    only = records(kinds=["tool_calls", "nonnfc"])
+    assert {r.kind for r in only} == {"tool_calls", "nonnfc"}
+    assert [r.row for r in only if r.kind == "nonnfc"] == [r.row for r in whole if r.kind == "nonnfc"]
+    assert "forged" not in {r.kind for r in records(exclude=["forged"])}
+    shared = Counter(m["content"] for r in whole for m in r.row["messages"] if m["role"] == "system")
+    assert max(shared.values()) >= 10  # the same system text across many records
+    with pytest.raises(ValueError, match="unknown record kind"):
+        records(kinds=["nope"])
