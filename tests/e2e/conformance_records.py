@@ -138,6 +138,7 @@ WHITESPACE_TEXTS = (
     "mixed trail \t\n ",
     "indented code:\n    def f(x):\n        return x\n",
     "\u2003em space\u2003and\u2009thin\u2009space",
+    " \n\t ",  # whitespace only: the template's trim leaves nothing
 )
 UNICODE_TEXTS = (
     "你好，世界。请解释一下递归。",

@@ -319,6 +319,10 @@ def prefix_mask(hf: Any, row: dict[str, Any], template: str | None, ids: list[in
                 start = calls
         elif calls is not None:
             start = end = calls
+        elif len(text) > len(bare) and _common_prefix(text, bare) >= head:
+            # whitespace-only content the template keeps: it is the target (the bare render has none)
+            start = _common_prefix(text, bare)
+            end = start + len(text) - len(bare)
         else:
             start = end = head + len(text[head:]) - len(text[head:].lstrip())
         close = text.find(closing, end) if closing else -1
