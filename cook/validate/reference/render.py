@@ -160,7 +160,8 @@ class Renderer:
                 inserted = self._tool_markup(messages, tools, k, upto) if turn.tool_calls else None
                 if inserted is not None:
                     inserted = (max(inserted[0] - base, 0), max(inserted[1] - base, 0))
-                span = self._turn_span(upto[base:], turn, inserted)
+                bare = self._bare_segment(messages, tools, k, upto[:base], turn)
+                span = self._turn_span(upto[base:], turn, inserted, bare)
                 if span is None or not full.startswith(upto[: base + span[1]]):
                     return None, f"turn {k} not found in the prefix renders"
                 spans.append((base + span[0], base + span[1]))
@@ -178,6 +179,21 @@ class Renderer:
             mask.append(int(any(a < end and (b > start or (a == b and start <= a)) for start, end in spans)))
         return mask, "prefix renders"
 
+    def _bare_segment(
+        self, messages: list[dict[str, Any]], tools: Any, k: int, head: str, turn: RefMessage
+    ) -> str | None:
+        """Turn ``k``'s segment rendered with its content and reasoning stripped (None when neither has
+        edge whitespace, or when the render does not start with ``head``, the turn's header)."""
+        texts = [turn.content, turn.reasoning or ""]
+        if all(text == text.strip() for text in texts):
+            return None
+        bare = dict(messages[k])
+        for key in ("content", "reasoning_content"):
+            if isinstance(bare.get(key), str):
+                bare[key] = bare[key].strip()
+        rendered = self._render([*messages[:k], bare], tools, False)
+        return rendered[len(head) :] if rendered.startswith(head) else ""
+
     def _tool_markup(self, messages: list[dict[str, Any]], tools: Any, k: int, upto: str) -> tuple[int, int]:
         """(start, end) in ``upto`` of what turn ``k``'s tool calls add: the render of ``messages[:k+1]``
         against the same without the calls (content ``""`` where it had none)."""
@@ -189,36 +205,57 @@ class Renderer:
         return start, len(upto) - tail
 
     def _turn_span(
-        self, segment: str, turn: RefMessage, inserted: tuple[int, int] | None = None
+        self, segment: str, turn: RefMessage, inserted: tuple[int, int] | None, bare: str | None
     ) -> tuple[int, int] | None:
         """(start, end) in ``segment`` (the text turn ``k`` adds) of its target: its parts in order, the
-        whitespace the template kept of them, its tool-call markup (``inserted``), and the control token
-        that closes it."""
-        found: list[tuple[int, int, str]] = []  # (start, end, part) of each part found, in order
-        cursor = 0
-        for part, required in ((turn.reasoning or "", False), (turn.content, True)):
-            core = part.strip()
-            at = segment.find(core, cursor) if core else -1
-            if at >= 0:
-                found.append((at, at + len(core), part))
-                cursor = at + len(core)
-            elif required and core:
-                return None  # the template rewrote the content
+        whitespace the template kept of them (``bare``: the same segment rendered with the parts
+        stripped; None when they have no edge whitespace), its tool-call markup (``inserted``), and the
+        control token that closes it."""
+        found = _parts(segment, turn)
+        if found is None:
+            return None
+        kept_lead = kept_trail = 0
+        if found and bare is not None:
+            plain = _parts(bare, turn)
+            if plain is None or len(plain) != len(found):
+                return None
+            kept_lead = found[0][0] - plain[0][0]
+            kept_trail = (len(segment) - found[-1][1]) - (len(bare) - plain[-1][1])
+            lead, trail = found[0][2], found[-1][2]
+            if not (
+                0 <= kept_lead <= len(lead) - len(lead.lstrip()) and 0 <= kept_trail <= len(trail) - len(trail.rstrip())
+            ):
+                return None
+        if found:
+            found[0] = (found[0][0] - kept_lead, found[0][1], found[0][2])
+            found[-1] = (found[-1][0], found[-1][1] + kept_trail, found[-1][2])
         if inserted is not None and inserted[1] > inserted[0]:
             found = sorted([*found, (inserted[0], inserted[1], "")])
         if not found:  # an empty content (and no reasoning printed): the closing token alone
-            found.append((0, 0, ""))
-        (start, _, first), (_, end, last) = found[0], found[-1]
-        lead, trail = first[: len(first) - len(first.lstrip())], last[len(last.rstrip()) :]
-        while start > 0 and segment[start - 1].isspace() and lead.endswith(segment[start - 1 : found[0][0]]):
-            start -= 1
-        while end < len(segment) and trail.startswith(segment[found[-1][1] : end + 1]):
-            end += 1
+            blank = len(segment) - len(segment.lstrip())
+            found.append((blank, blank, ""))
+        start, end = found[0][0], found[-1][1]
         after = end
         while after < len(segment) and segment[after].isspace():
             after += 1
         token = next((t for t in self.controls if segment.startswith(t, after)), None)
         return start, (after + len(token) if token else end)
+
+
+def _parts(segment: str, turn: RefMessage) -> list[tuple[int, int, str]] | None:
+    """(start, end, part) of the turn's stripped reasoning (when printed) and content in ``segment``, in
+    order; None when a non-empty content is not there (the template rewrote it)."""
+    found: list[tuple[int, int, str]] = []
+    cursor = 0
+    for part, required in ((turn.reasoning or "", False), (turn.content, True)):
+        core = part.strip()
+        at = segment.find(core, cursor) if core else -1
+        if at >= 0:
+            found.append((at, at + len(core), part))
+            cursor = at + len(core)
+        elif required and core:
+            return None
+    return found
 
 
 def _common_prefix(a: str, b: str) -> int:

@@ -103,3 +103,32 @@ def test_whitespace_a_control_token_swallows_is_not_a_target(family_tokenizer: A
     targets = [t for t, m in zip(tokens, reference.mask or [], strict=True) if m]
     assert reference.masks_by == "prefix renders" and "<|assistant|>" not in targets
     assert targets[-1] == "<|end|>" and "".join(targets[:-1]).replace("▁", "").strip() == "ok"
+
+
+@pytest.mark.parametrize("content", ["message['content'] | trim", "message['content']"])
+def test_markup_space_before_content_is_not_a_target(tmp_path: Path, content: str) -> None:
+    """A template that writes ``' ' + content`` (trimmed or not): the space is markup, the content's own
+    whitespace the template keeps is target, and an empty reply's target is its closing token alone."""
+    import shutil
+
+    root = tmp_path / "tok"
+    shutil.copytree(TEMPLATES / "mistral", root)
+    config = json.loads((root / "tokenizer_config.json").read_text())
+    template = (
+        "{{- bos_token }}{%- for message in messages %}{%- if message['role'] == 'user' %}"
+        "{{- '[INST] ' + message['content'] + '[/INST]' }}{%- else %}{{- ' ' }}OPEN"
+        "{{- CONTENT + eos_token }}CLOSE{%- endif %}{%- endfor %}"
+    ).replace("CONTENT", content)
+    config["chat_template"] = template.replace("OPEN", "").replace("CLOSE", "")
+    (root / "tokenizer_config.json").write_text(json.dumps(config))
+    generation = template.replace("OPEN", "{%- generation %}").replace("CLOSE", "{%- endgeneration %}")
+    renderer = Renderer(str(root), "template", True)
+    for reply in ("  a b", "", "x  ", "  東京", "\n!?"):
+        row = {"messages": [{"role": "user", "content": "q"}, {"role": "assistant", "content": reply}]}
+        record = to_record(row, "x.jsonl#1", "openai", "all_assistant")
+        reference = renderer.reference(record)
+        messages, _ = hf_messages(record)
+        out = renderer.tokenizer.apply_chat_template(
+            messages, chat_template=generation, return_dict=True, return_assistant_tokens_mask=True
+        )
+        assert reference.ids == list(out["input_ids"]) and reference.mask == list(out["assistant_masks"]), reply
