@@ -13,7 +13,7 @@ belongs to one kind (``KINDS``); a test selects kinds with ``records(kinds=...)`
 - ``unicode``: CJK, Arabic/Hebrew (RTL), emoji (ZWJ sequences, skin tones, flags), combining marks.
 - ``nonnfc``: text that NFC/NFKC normalizers would change (``"cafe\\u0301"``, ``"\\u212b"``,
   ligatures, full-width letters): ids must be the tokenizer's own, normalizer included.
-- ``long``: long turns (~1-3k characters) and one-character turns.
+- ``long``: long turns (~1-3k characters), long runs of one character or emoji, one-character turns.
 - ``tools``: tool definitions (``{"type": "function", "function": {...}}``, in that key order) with a
   plain conversation.
 - ``tool_calls``: tool definitions, assistant native ``tool_calls`` (OpenAI shape, arguments as an
@@ -300,7 +300,10 @@ def _texts_kind(pool: tuple[str, ...]):
 def _long(rng: random.Random, i: int) -> dict[str, Any]:
     messages: list[dict[str, Any]] = []
     _system(rng, messages)
-    if i % 3 == 0:  # one-character turns
+    if i % 5 == 4:  # repetitive runs (BPE merges over long runs of one character or emoji)
+        runs = iter(["a" * 1000, "🙂" * 100, "ab " * 200, "\n" * 40 + "end", " " * 64 + "x", "中" * 200, "-=" * 150])
+        _turns(rng, messages, lambda: next(runs), lambda: next(runs), turns=3)
+    elif i % 3 == 0:  # one-character turns
         _turns(rng, messages, lambda: rng.choice("?xé中"), lambda: rng.choice(["a", "1", ".", "Y", "🙂"]))
     elif i % 3 == 1:
         _turns(rng, messages, lambda: _paragraph(rng, 1200), lambda: _paragraph(rng, 2400), turns=1)
