@@ -25,6 +25,7 @@ Media parts become cook's placeholders in place (SPEC §5), whatever the templat
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import json
 import re
@@ -38,6 +39,16 @@ from cook.tokenize.assemble import Layout, LayoutBuilder
 from cook.tokenize.chat_format import MediaGroups, Piece, Text, merge_text, part_pieces
 from cook.tokenize.targets import target_flags
 from cook.tokenize.template_calls import tool_call_markup
+from cook.tokenize.template_check import (
+    content_tests,
+    filters_content,
+    held_literal,
+    layout_text,
+    real_texts,
+    rebuild,
+    rewritten_parts,
+    with_real_text,
+)
 from cook.tokenize.tokenizer import ChatTokenizer
 from cook.types import Conversation, TextPart
 
@@ -91,6 +102,10 @@ class TemplateContext:
         longest_first = sorted(tokenizer.special_ids, key=len, reverse=True)
         self.control_re = re.compile("(" + "|".join(map(re.escape, longest_first)) + ")") if longest_first else None
         self._splits: dict[str, list[str | int]] = {}
+        self.names = {token_id: name for name, token_id in self.ids.items()}
+        source = "\n".join(t for t in self.templates.values() if t)
+        self.content_tests = content_tests(source)
+        self.filters_content = filters_content(source)
 
     def render(self, messages: list[dict[str, Any]], tools: list[Any] | None) -> str:
         try:
@@ -353,9 +368,22 @@ def render_template(conv: Conversation, media: MediaGroups, train_on: str, conte
         cut = tool_call_markup(render_segments, messages, slots, (order, segments), turn, context.control_re)
         if cut is not None:
             cuts.setdefault(cut[0], []).append((cut[1], cut[2], turn))
+    edges = _edges(context, messages, tools, slots, order, segments)
+    lay = _build(context, slots, order, edges, cuts)
+    return _checked(context, messages, tools, slots, (order, segments), lay, (edges, cuts), calling)
+
+
+def _build(
+    context: TemplateContext,
+    slots: list[Slot],
+    order: list[int],
+    edges: list[tuple[str, str, str]],
+    cuts: dict[int, list[tuple[int, int, int]]],
+) -> Layout:
+    """The layout from the markup between the parts (with the kept edge whitespace) and the parts."""
     present = [slots[k] for k in order]
     builder = LayoutBuilder()
-    for j, (kept_trail, markup, kept_lead) in enumerate(_edges(context, messages, tools, slots, order, segments)):
+    for j, (kept_trail, markup, kept_lead) in enumerate(edges):
         before = present[j - 1] if j else None
         after = present[j] if j < len(present) else None
         target_before = before is not None and before.target
@@ -375,3 +403,44 @@ def render_template(conv: Conversation, media: MediaGroups, train_on: str, conte
             for piece in after.core:
                 builder.piece(piece, context.ids)
     return builder.finish()
+
+
+def _checked(
+    context: TemplateContext,
+    messages: list[dict[str, Any]],
+    tools: list[Any] | None,
+    slots: list[Slot],
+    render: tuple[list[int], list[str]],
+    lay: Layout,
+    layout_parts: tuple[list[tuple[str, str, str]], dict[int, list[tuple[int, int, int]]]],
+    calling: list[int],
+) -> Layout:
+    """``lay``, unless the template may transform the content (``template_check``: it tests it with a
+    literal the record's text holds, or filters it) and the real render differs. Then, where the
+    template only rewrote each part in place (``tojson``), the same layout with each part's rewritten
+    text; otherwise the layout of the real render (``rebuild``), or ``Rejected(template_error)`` where
+    the data cannot be placed in it. Data with control-token strings keeps ``lay`` (cook's text)."""
+    texts = real_texts(slots)
+    if texts is None or not (context.filters_content or held_literal(context.content_tests, texts.values())):
+        return lay
+    real = [with_real_text(m, SENTINEL_RE, texts) for m in messages]
+    rendered = context.render(real, tools)  # type: ignore[arg-type]
+    if layout_text(lay, context.names) == rendered:
+        return lay
+    if context.control_re is not None and any(context.control_re.search(text) for text in texts.values()):
+        return lay  # data with control-token strings: cook's text, never HF's tokens (the documented class)
+    rewritten = rewritten_parts(context, messages, tools, texts, render)
+    if rewritten is not None:
+        order = render[0]
+        parts = [
+            dataclasses.replace(slot, core=(Text(rewritten[k], slot.target),) if rewritten[k] else ())
+            if k in rewritten
+            else slot
+            for k, slot in enumerate(slots)
+        ]
+        in_place = _build(context, parts, order, *layout_parts)
+        if layout_text(in_place, context.names) == rendered:
+            return in_place
+    if calling:
+        raise Rejected(RejectReason.TEMPLATE_ERROR, "the chat template rewrites the content of a turn with tool calls")
+    return rebuild(context, rendered, messages, tools, slots, texts, render)

@@ -60,6 +60,19 @@ def content_tests(template: str) -> re.Pattern[str] | None:
     return re.compile("|".join(map(re.escape, sorted(literals, key=len, reverse=True))))
 
 
+_FILTERS = re.compile(
+    r"content['\"\]]*\s*\|\s*(?:tojson|upper|lower|title|capitalize|escape|e|replace|wordwrap|truncate|indent|center"
+    r"|format|urlencode|forceescape|striptags|xmlattr)\b"
+)
+
+
+def filters_content(template: str) -> bool:
+    """True when ``template`` passes a message's content through a filter that changes it beyond
+    whitespace (Llama-3.1 prints a tool result as ``message.content | tojson``): every record is then
+    checked against a real render."""
+    return _FILTERS.search(template) is not None
+
+
 def held_literal(pattern: re.Pattern[str] | None, texts: Iterable[str]) -> str | None:
     """The first literal of ``pattern`` that one of ``texts`` holds, or None."""
     if pattern is None:
@@ -106,8 +119,10 @@ class SlotLike(Protocol):
     def trail(self) -> str: ...
 
 
-MARK_OPEN, MARK_CLOSE = "\U000f00c2", "\U000f00c3"  # the end of a target part in the marked render
+MARK_OPEN, MARK_CLOSE = "\U000f00c2", "\U000f00c3"  # the end of a part in the marked render
 MARK_RE = re.compile(f"{MARK_OPEN}(\\d+){MARK_CLOSE}")
+START_OPEN, START_CLOSE = "\U000f00c4", "\U000f00c5"  # the start of a part
+START_RE = re.compile(f"{START_OPEN}(\\d+){START_CLOSE}")
 
 
 def _reject(why: str) -> Rejected:
@@ -136,6 +151,32 @@ def real_texts(slots: Sequence[SlotLike]) -> dict[int, str] | None:
             return None
         texts[index] = "".join(piece.text for piece in slot.core if isinstance(piece, Text))
     return texts
+
+
+def rewritten_parts(
+    context: Renderer,
+    marked_messages: list[dict[str, Any]],
+    tools: list[Any] | None,
+    texts: Mapping[int, str],
+    sentinel_render: tuple[list[int], list[str]],
+) -> dict[int, str] | None:
+    """Each part's text as the template rewrote it in place (``"a\nb"`` -> ``"a\\nb"`` under ``tojson``),
+    from a render with a marker before and after each part; None unless every part the sentinel render
+    holds comes once, whole and in the same order, with exactly the same markup around it."""
+    marked = {k: f"{START_OPEN}{k}{START_CLOSE}{text}{MARK_OPEN}{k}{MARK_CLOSE}" for k, text in texts.items()}
+    out = context.render([cast(dict[str, Any], with_real_text(m, SENTINEL, marked)) for m in marked_messages], tools)
+    order, segments = sentinel_render
+    pieces = re.split(f"{START_OPEN}(\\d+){START_CLOSE}", out)
+    if [int(k) for k in pieces[1::2]] != order or pieces[0] != segments[0]:
+        return None
+    rewritten = {}
+    for j, k in enumerate(order):
+        body = pieces[2 * j + 2]
+        text, close, after = body.partition(f"{MARK_OPEN}{k}{MARK_CLOSE}")
+        if not close or MARK_RE.search(text) or MARK_RE.search(after) or after != segments[j + 1]:
+            return None
+        rewritten[k] = text
+    return rewritten
 
 
 def _control_matches(context: Renderer, text: str) -> list[tuple[int, int, int]]:

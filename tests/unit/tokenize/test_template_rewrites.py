@@ -72,3 +72,59 @@ def test_deepseek_r1_inline_thinking_gives_hf_ids_and_targets_what_is_kept(deeps
         if current:
             spans.append(hf.decode(current))
         assert spans == [text + eos for text in KEPT[k % len(ROWS)]]
+
+
+TOOLS = [
+    {
+        "type": "function",
+        "function": {
+            "name": "get_weather",
+            "description": "Weather",
+            "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
+        },
+    }
+]
+AGENT_ROWS = [
+    {
+        "messages": [
+            {"role": "user", "content": "Weather in Paris?"},
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [
+                    {
+                        "id": "call1abcd",
+                        "type": "function",
+                        "function": {"name": "get_weather", "arguments": {"city": "Paris"}},
+                    }
+                ],
+            },
+            {"role": "tool", "tool_call_id": "call1abcd", "content": '{"temp": 20, "sky": "clear"}\nline "2" \\ end'},
+            {"role": "assistant", "content": "It is 20 degrees."},
+        ],
+        "tools": TOOLS,
+    },
+    {"messages": [{"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Hello"}]},
+]
+
+
+@pytest.mark.slow
+def test_llama31_tool_results_through_tojson_give_hf_ids(real_tokenizer: Any) -> None:
+    """Llama-3.1 prints a tool result as ``message.content | tojson``: the quotes, backslashes and newlines
+    are escaped in HF's render, and so in cook's ids; the tool call stays the assistant's target."""
+    from transformers import AutoTokenizer
+
+    from cook.cookers import COOKERS
+    from cook.types import RawRecord
+
+    path = str(real_tokenizer("llama3.1"))
+    hf = AutoTokenizer.from_pretrained(path, local_files_only=True)
+    tokenizer = ChatTokenizer(path, "hf", chat_format="template")
+    convs = [COOKERS["openai"](RawRecord(f"a.jsonl#{k}", row, "a.jsonl")) for k, row in enumerate(AGENT_ROWS * 2)]
+    out = tokenize_batch(tokenizer, convs, [()] * len(convs), TokenizerConfig(path=path, chat_format="template"))
+    for row, sample in zip(AGENT_ROWS * 2, out, strict=True):
+        assert isinstance(sample, TokenizedSample)
+        ref = hf.apply_chat_template(row["messages"], tools=row.get("tools"), tokenize=True, return_dict=False)
+        assert sample.input_ids.tolist() == ref
+    targets = hf.decode([i for i, m in zip(out[0].input_ids.tolist(), out[0].loss_mask.tolist(), strict=True) if m])
+    assert targets == '{"name": "get_weather", "parameters": {"city": "Paris"}}<|eot_id|>It is 20 degrees.<|eot_id|>'
