@@ -156,15 +156,20 @@ class Renderer:
                     continue
                 before = self._render(messages[:k], tools, True) if k else ""
                 upto = self._render(messages[: k + 1], tools, False)
-                base = _common_prefix(before, upto)
+                shared = _common_prefix(full, upto)
+                anchor = min(_common_prefix(before, upto), shared)  # turn k's text starts here, in both
                 inserted = self._tool_markup(messages, tools, k, upto) if turn.tool_calls else None
                 if inserted is not None:
-                    inserted = (max(inserted[0] - base, 0), max(inserted[1] - base, 0))
-                bare = self._bare_segment(messages, tools, k, upto[:base], turn)
-                span = self._turn_span(upto[base:], turn, inserted, bare)
-                if span is None or not full.startswith(upto[: base + span[1]]):
-                    return None, f"turn {k} not found in the prefix renders"
-                spans.append((base + span[0], base + span[1]))
+                    if inserted[1] > shared:
+                        return None, f"turn {k}'s tool calls render differently in the whole conversation"
+                    inserted = (max(inserted[0] - anchor, 0), inserted[1] - anchor)
+                bare = self._bare_render(messages, tools, k, turn)
+                if bare is not None and not bare.startswith(full[:anchor]):
+                    return None, f"turn {k}'s header depends on its whitespace"
+                span = self._turn_span(full[anchor:], turn, inserted, None if bare is None else bare[anchor:])
+                if span is None:
+                    return None, f"turn {k} not found in the render"
+                spans.append((anchor + span[0], anchor + span[1]))
         except RenderFailed as err:
             return None, f"a prefix render failed ({err})"
         encoded = self.tokenizer(full, add_special_tokens=False, return_offsets_mapping=True)
@@ -179,20 +184,16 @@ class Renderer:
             mask.append(int(any(a < end and (b > start or (a == b and start <= a)) for start, end in spans)))
         return mask, "prefix renders"
 
-    def _bare_segment(
-        self, messages: list[dict[str, Any]], tools: Any, k: int, head: str, turn: RefMessage
-    ) -> str | None:
-        """Turn ``k``'s segment rendered with its content and reasoning stripped (None when neither has
-        edge whitespace, or when the render does not start with ``head``, the turn's header)."""
-        texts = [turn.content, turn.reasoning or ""]
-        if all(text == text.strip() for text in texts):
+    def _bare_render(self, messages: list[dict[str, Any]], tools: Any, k: int, turn: RefMessage) -> str | None:
+        """The conversation rendered with turn ``k``'s content and reasoning stripped (None when neither
+        has edge whitespace): where its parts move tells how much of their whitespace the template kept."""
+        if all(text == text.strip() for text in (turn.content, turn.reasoning or "")):
             return None
         bare = dict(messages[k])
         for key in ("content", "reasoning_content"):
             if isinstance(bare.get(key), str):
                 bare[key] = bare[key].strip()
-        rendered = self._render([*messages[:k], bare], tools, False)
-        return rendered[len(head) :] if rendered.startswith(head) else ""
+        return self._render([*messages[:k], bare, *messages[k + 1 :]], tools, False)
 
     def _tool_markup(self, messages: list[dict[str, Any]], tools: Any, k: int, upto: str) -> tuple[int, int]:
         """(start, end) in ``upto`` of what turn ``k``'s tool calls add: the render of ``messages[:k+1]``
@@ -243,18 +244,25 @@ class Renderer:
 
 
 def _parts(segment: str, turn: RefMessage) -> list[tuple[int, int, str]] | None:
-    """(start, end, part) of the turn's stripped reasoning (when printed) and content in ``segment``, in
-    order; None when a non-empty content is not there (the template rewrote it)."""
-    found: list[tuple[int, int, str]] = []
-    cursor = 0
-    for part, required in ((turn.reasoning or "", False), (turn.content, True)):
-        core = part.strip()
-        at = segment.find(core, cursor) if core else -1
-        if at >= 0:
-            found.append((at, at + len(core), part))
-            cursor = at + len(core)
-        elif required and core:
-            return None
+    """(start, end, part) of the turn's stripped reasoning (when printed) and content, the first time
+    they occur in ``segment`` (the text from where the turn starts), in order; None when a non-empty
+    content is not there (the template rewrote it)."""
+    reasoning, content = (turn.reasoning or "").strip(), turn.content.strip()
+    at_content = segment.find(content) if content else -1
+    if content and at_content < 0:
+        return None
+    at_reasoning = segment.find(reasoning) if reasoning else -1
+    if at_reasoning >= 0 and content:
+        after = segment.find(content, at_reasoning + len(reasoning))
+        if at_reasoning > at_content or after < 0:
+            at_reasoning = -1  # not printed for this turn (found later, in another turn)
+        else:
+            at_content = after
+    found = []
+    if at_reasoning >= 0:
+        found.append((at_reasoning, at_reasoning + len(reasoning), turn.reasoning or ""))
+    if at_content >= 0:
+        found.append((at_content, at_content + len(content), turn.content))
     return found
 
 
