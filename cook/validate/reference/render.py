@@ -17,13 +17,16 @@ Masks (a token is a target iff one of its characters lies in a target span):
   ``<|im_end|>``): ``apply_chat_template(return_assistant_tokens_mask=True)``; with a tokenizer's own
   template the runs of that mask are its assistant turns, and the runs of non-target turns are cleared;
 - otherwise prefix renders: ``messages[:k]`` (with the generation prompt) and ``messages[:k+1]`` are
-  rendered; where they part is turn ``k``: its content (and reasoning), the whitespace the template
-  kept of them, its tool-call markup (what the render adds over the same turn without its calls),
-  and the control token that closes the turn (past whitespace only) are the target span. A control
-  token's characters are its own string: whitespace an ``lstrip``/``rstrip`` token swallows is not;
-- where neither decides (a prefix render fails, or a turn does not render in the whole conversation
-  as it does last, e.g. a template that drops earlier turns' thinking) the mask is ``None`` and only
-  the ids are compared.
+  rendered; where they part (or where the whole conversation's render parts from the latter, for a
+  template that renders earlier turns without their thinking) turn ``k`` starts; from there in the
+  whole render, its content (and reasoning when printed), the whitespace the template kept of them
+  (a render with them stripped tells), its tool-call markup (what the render adds over the same turn
+  without its calls) and the control token that closes the turn (past whitespace only) are the
+  target span. A control token's characters are its own string: whitespace an ``lstrip``/``rstrip``
+  token swallows is not;
+- where neither decides (a prefix render fails, a template rewrites the content, e.g. splits an
+  inline ``</think>`` off, or renders tool calls differently in the whole conversation) the mask is
+  ``None`` and only the ids are compared.
 
 Control tokens are the tokenizer's special tokens. A record whose text holds one (a ``<|im_end|>``
 typed by a user), or starts or ends with part of one, raises ``ControlText``: cook encodes such text
