@@ -27,6 +27,7 @@ One family: ``pytest tests/e2e/test_conformance.py -k qwen``. Environment knobs:
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import io
 import json
@@ -408,8 +409,10 @@ def cook(tmp: Path, tokenizer: Path, chat_format: str, rows: list[dict[str, Any]
     )
     data["cooker"] = "openai"
     (tmp / "p.yaml").write_text(yaml.safe_dump(data))
-    code = main(["run", str(tmp / "p.yaml"), "--workers", "0", "--quiet"])
-    assert code == 0, f"cook run exited {code}"
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):  # the run's summary table: shown only when the run fails
+        code = main(["run", str(tmp / "p.yaml"), "--workers", "0", "--quiet"])
+    assert code == 0, f"cook run exited {code}:\n{printed.getvalue()}"
     return tmp / "out"
 
 
@@ -454,6 +457,7 @@ class Report:
     family: str
     commit: str = ""
     backend: str = ""
+    mask_reference: str = ""
     records_in: int = 0
     packed: int = 0
     rejected: Counter = field(default_factory=Counter)
@@ -473,7 +477,8 @@ class Report:
 
     def table(self) -> str:
         lines = [
-            f"[{self.family}] commit {self.commit} backend {self.backend}: records in {self.records_in}, "
+            f"[{self.family}] commit {self.commit}, backend {self.backend}, mask reference {self.mask_reference}\n"
+            f"  records in {self.records_in}, "
             f"packed {self.packed}, rejected {sum(self.rejected.values())} {dict(self.rejected)}; "
             f"exceptions {dict(self.exceptions)}; compared {self.compared}: ids exact {self.ids_exact}, "
             f"masks exact {self.masks_exact}/{self.mask_compared}; cross-record {len(self.cross_record)}",
@@ -557,7 +562,9 @@ def check_family(family: Family, tokenizer: Path, tmp: Path, corpus: list[Record
     out = cook(tmp, tokenizer, family.chat_format, rows)
     manifest = json.loads((out / fmt.MANIFEST_NAME).read_text())
     counts = manifest["counts"]
-    report.backend = str(manifest.get("tokenizer_backend", ""))
+    backend = manifest.get("tokenizer_backend", "")
+    report.backend = str(backend.get("name", backend) if isinstance(backend, dict) else backend)
+    report.mask_reference = "{% generation %} template" if generation is not None else "prefix renders"
     rejects = [json.loads(line) for line in (out / fmt.REJECTS_NAME).read_text().splitlines() if line.strip()]
     sequences = read_sequences(out)
 
@@ -698,6 +705,7 @@ def _write_report(report: Report) -> None:
         "family": report.family,
         "commit": report.commit,
         "backend": report.backend,
+        "mask_reference": report.mask_reference,
         "records_in": report.records_in,
         "packed": report.packed,
         "rejected": dict(report.rejected),
