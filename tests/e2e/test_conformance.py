@@ -45,6 +45,7 @@ import yaml
 
 from cook import format as fmt
 from cook.cli.main import main
+from cook.runner.worker import TOKENIZE_BATCH
 from tests.conftest import DEMO_TOKENIZER, REPO, pipeline_dict, write_jsonl
 from tests.e2e.conformance_records import KINDS, Record, records
 
@@ -557,6 +558,7 @@ def check_family(family: Family, tokenizer: Path, tmp: Path, corpus: list[Record
         gen_file = tokenizer / "generation_template.jinja"
         generation = gen_file.read_text() if gen_file.is_file() else None
     rows = [r.row for r in corpus]
+    assert len(rows) <= TOKENIZE_BATCH, "the corpus no longer fits one tokenize batch: records would not share a batch"
     refs = [reference(hf, row, template, generation, specials, family.chat_format == "chatml") for row in rows]
 
     out = cook(tmp, tokenizer, family.chat_format, rows)
