@@ -20,7 +20,7 @@ from cook.config import TokenizerConfig
 from cook.errors import Rejected, RejectReason
 from cook.tokenize.assemble import Layout, assemble_batch, layout
 from cook.tokenize.boundaries import token_byte_lengths
-from cook.tokenize.chat_format import MediaGroups, render
+from cook.tokenize.chat_format import TOOL_CALL_CLOSE, TOOL_CALL_OPEN, MediaGroups, render
 from cook.tokenize.chatml_columns import Assembled, assemble_text_only, fast_path_ready, text_only
 from cook.tokenize.tokenizer import ChatTokenizer
 from cook.types import Conversation, RejectRecord, TokenizedSample
@@ -33,7 +33,8 @@ def _layout(
         from cook.tokenize.template import render_template, template_context
 
         return render_template(conv, media, config.train_on, template_context(tokenizer))
-    return layout(render(conv, media, config.train_on, config.normalize_thinking), ids)
+    call_tokens = TOOL_CALL_OPEN in tokenizer.special_ids and TOOL_CALL_CLOSE in tokenizer.special_ids
+    return layout(render(conv, media, config.train_on, config.normalize_thinking, call_tokens), ids)
 
 
 def tokenize_batch(
@@ -53,8 +54,10 @@ def tokenize_batch(
     fast: list[int] = []
     chatml = config.chat_format == "chatml"
     ready = fast_path_ready(ids, tokenizer.lstrip_ids | tokenizer.rstrip_ids)
+    call_tokens = TOOL_CALL_OPEN in tokenizer.special_ids  # the general path makes them control tokens
     for k, conv in enumerate(conversations):
-        use_fast = ready and (chatml or conv.template_applied) and text_only(conv)
+        calls = call_tokens and any(turn.tool_calls for turn in conv.turns)
+        use_fast = ready and (chatml or conv.template_applied) and text_only(conv) and not calls
         (fast if use_fast else general).append(k)
     if fast:
         fast_convs = [conversations[k] for k in fast]

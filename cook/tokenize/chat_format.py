@@ -79,17 +79,20 @@ def split_thinking(turn: Turn) -> tuple[str, tuple[Part, ...]]:
     return reasoning.strip(), parts
 
 
+TOOL_CALL_OPEN, TOOL_CALL_CLOSE = "<tool_call>", "</tool_call>"
+
+
 def with_tool_calls(turn: Turn) -> Turn:
     """The turn with its tool calls as ``<tool_call>{json}</tool_call>`` text after its content."""
-    calls = "".join([f"<tool_call>{call}</tool_call>" for call in turn.tool_calls])
+    calls = "".join([f"{TOOL_CALL_OPEN}{call}{TOOL_CALL_CLOSE}" for call in turn.tool_calls])
     return Turn(turn.role, (*turn.content, TextPart(calls)), turn.loss, turn.reasoning)
 
 
-def chatml_turns(conv: Conversation) -> tuple[Turn, ...]:
-    """The turns ChatML renders: tool calls as text in their turns, tool definitions in the first
-    system turn (``conv.turns`` itself when there are neither)."""
+def chatml_turns(conv: Conversation, calls_as_text: bool = True) -> tuple[Turn, ...]:
+    """The turns ChatML renders: tool calls as text in their turns (unless ``calls_as_text`` is off),
+    tool definitions in the first system turn (``conv.turns`` itself when there are neither)."""
     turns = conv.turns
-    if any([turn.tool_calls for turn in turns]):
+    if calls_as_text and any([turn.tool_calls for turn in turns]):
         turns = tuple(with_tool_calls(turn) if turn.tool_calls else turn for turn in turns)
     return with_tools(turns, conv.tools) if conv.tools else turns
 
@@ -117,10 +120,14 @@ def part_pieces(parts: Sequence[Part], media: MediaGroups, target: bool, out: li
             out.append(Control(block.end, target))
 
 
-def render(conv: Conversation, media: MediaGroups, train_on: str, normalize_thinking: bool) -> list[Piece]:
+def render(
+    conv: Conversation, media: MediaGroups, train_on: str, normalize_thinking: bool, call_tokens: bool = False
+) -> list[Piece]:
     """Pieces of one conversation; ``media[i]`` holds the processed items of ``conv.media[i]`` (one, or
-    two for a video cooked with its sound track: frames, then audio, both at that media slot)."""
-    turns = chatml_turns(conv)
+    two for a video cooked with its sound track: frames, then audio, both at that media slot).
+    ``call_tokens``: the tokenizer has ``<tool_call>`` and ``</tool_call>`` as special tokens, so the
+    wrapper of each tool call is those control tokens, as a render of this format would encode."""
+    turns = chatml_turns(conv, calls_as_text=not call_tokens)
     out: list[Piece] = []
     normalize = normalize_thinking and not conv.template_applied
     for turn, target in zip(turns, target_flags(turns, train_on), strict=True):
@@ -134,6 +141,8 @@ def render(conv: Conversation, media: MediaGroups, train_on: str, normalize_thin
                 out.append(Text(reasoning, target))
             out.append(Control(THINK_END, target))
         part_pieces(parts, media, target, out)
+        for call in turn.tool_calls if call_tokens else ():
+            out += (Control(TOOL_CALL_OPEN, target), Text(call, target), Control(TOOL_CALL_CLOSE, target))
         out.append(Control(IM_END, target))
         out.append(Text("\n", False))
     return out

@@ -38,7 +38,7 @@ from cook.errors import Rejected, RejectReason
 from cook.tokenize.assemble import Layout, LayoutBuilder
 from cook.tokenize.chat_format import MediaGroups, Piece, Text, merge_text, part_pieces
 from cook.tokenize.targets import target_flags
-from cook.tokenize.template_calls import tool_call_markup
+from cook.tokenize.template_calls import common_prefix, tool_call_markup
 from cook.tokenize.template_check import (
     content_tests,
     filters_content,
@@ -229,7 +229,7 @@ def _slot(turn: int, key: str, target: bool, parts: Sequence[Any], media: MediaG
 
 
 def _messages(
-    conv: Conversation, media: MediaGroups, train_on: str, context: TemplateContext
+    conv: Conversation, media: MediaGroups, train_on: str, context: TemplateContext, blank_as_text: bool = False
 ) -> tuple[list[dict[str, Any]], list[Slot], list[int]]:
     """(the messages the template renders, the slots, the target turns that have tool calls).
 
@@ -242,15 +242,22 @@ def _messages(
     calling: list[int] = []
     for number, (turn, target) in enumerate(zip(conv.turns, target_flags(conv.turns, train_on), strict=True)):
         message: dict[str, Any] = {"role": str(turn.role)}
-        first = len(slots)
+        parts: list[Slot] = []
         if turn.reasoning:
-            slots.append(_slot(number, "reasoning_content", target, (TextPart(turn.reasoning),), media, False))
+            parts.append(_slot(number, "reasoning_content", target, (TextPart(turn.reasoning),), media, False))
         if turn.content or not turn.tool_calls:
-            slots.append(_slot(number, "content", target, turn.content, media, not turn.tool_calls))
+            parts.append(_slot(number, "content", target, turn.content, media, not turn.tool_calls))
         elif not turn.content_absent:
             message["content"] = ""
-        for index in range(first, len(slots)):
-            message[slots[index].key] = _marked(slots[index], index)
+        for slot in parts:
+            if slot.core or not blank_as_text:
+                message[slot.key] = _marked(slot, len(slots))
+                slots.append(slot)
+            elif slot.key == "reasoning_content" or not turn.content_absent:
+                # ``blank_as_text``: an empty or whitespace-only part is passed as its real text (the
+                # template tests it for truth, as Nemotron's ``content | trim | length > 0``) and printed
+                # as markup
+                message[slot.key] = slot.lead
         if turn.tool_calls:
             calls = [json.loads(call) for call in turn.tool_calls]
             _check_markup_data(calls, context, f"message {number}'s tool_calls")
@@ -354,11 +361,29 @@ def _add_gap(
     context.add_markup(builder, markup[position:], own, owner is not None and not own)
 
 
+class _BlankParts(Exception):
+    """The template renders an empty or whitespace-only part otherwise than its sentinel."""
+
+
 def render_template(conv: Conversation, media: MediaGroups, train_on: str, context: TemplateContext) -> Layout:
-    """The layout of one conversation in template mode; ``Rejected(template_error)`` if the template fails."""
-    messages, slots, calling = _messages(conv, media, train_on, context)
+    """The layout of one conversation in template mode; ``Rejected(template_error)`` if the template fails.
+
+    An empty or whitespace-only part is first passed as a sentinel like any other (its whitespace is
+    the target's where the template prints it); when the template renders it otherwise (it tests the
+    part for truth), the record is laid out again with such parts passed as their real text."""
+    try:
+        return _render(conv, media, train_on, context, False)
+    except _BlankParts:
+        return _render(conv, media, train_on, context, True)
+
+
+def _render(
+    conv: Conversation, media: MediaGroups, train_on: str, context: TemplateContext, blank_as_text: bool
+) -> Layout:
+    messages, slots, calling = _messages(conv, media, train_on, context, blank_as_text)
     tools = _tools(conv, context)
-    order, segments = _segments(context.render(messages, tools), slots)
+    rendered = context.render(messages, tools)
+    order, segments = _segments(rendered, slots)
     cuts: dict[int, list[tuple[int, int, int]]] = {}
 
     def render_segments(some: list[dict[str, Any]], last_turn: int) -> tuple[list[int], list[str]]:
@@ -368,9 +393,52 @@ def render_template(conv: Conversation, media: MediaGroups, train_on: str, conte
         cut = tool_call_markup(render_segments, messages, slots, (order, segments), turn, context.control_re)
         if cut is not None:
             cuts.setdefault(cut[0], []).append((cut[1], cut[2], turn))
+    placed = {slots[k].turn for k in order} | {turn for found in cuts.values() for _, _, turn in found}
+    for turn, target in enumerate(target_flags(conv.turns, train_on)):
+        if target and turn not in placed:
+            closing = _closing_of_empty_turn(context, messages, tools, rendered, turn)
+            if closing is not None:
+                cuts.setdefault(closing[0], []).append((closing[1], closing[1], turn))
     edges = _edges(context, messages, tools, slots, order, segments)
     lay = _build(context, slots, order, edges, cuts)
+    if not blank_as_text and any(not slot.core for slot in slots):
+        texts = real_texts(slots)
+        if texts is not None:
+            real = [with_real_text(m, SENTINEL_RE, texts) for m in messages]
+            if layout_text(lay, context.names) != context.render(real, tools):  # type: ignore[arg-type]
+                raise _BlankParts
     return _checked(context, messages, tools, slots, (order, segments), lay, (edges, cuts), calling)
+
+
+def _closing_of_empty_turn(
+    context: TemplateContext, messages: list[dict[str, Any]], tools: list[Any] | None, rendered: str, turn: int
+) -> tuple[int, int] | None:
+    """(segment, offset) just before the control token that closes a target turn with no part in the
+    render (an empty or whitespace-only reply, tool calls the template does not print): the last
+    control token of what the turn adds to the render of the turns before it (both renders cut where
+    they leave the whole one). That token is the turn's target, as
+    ``apply_chat_template(return_assistant_tokens_mask=True)`` marks it. None where that part holds no
+    control token (the turn has no target)."""
+    if context.control_re is None:
+        return None
+    try:
+        before = context.render(messages[:turn], tools) if turn else ""
+        through = context.render(messages[: turn + 1], tools)
+    except Rejected:
+        return None
+    # what the whole render shares with each (a template may end every render with an EOS)
+    start, stop = (common_prefix(part, rendered) for part in (before, through))
+    last = None
+    for match in context.control_re.finditer(rendered, start, stop):
+        last = match.start()
+    if last is None:
+        return None
+    segment, start = 0, 0
+    for match in SENTINEL_RE.finditer(rendered):
+        if match.end() > last:
+            break
+        segment, start = segment + 1, match.end()
+    return segment, last - start
 
 
 def _build(
@@ -443,4 +511,4 @@ def _checked(
             return in_place
     if calling:
         raise Rejected(RejectReason.TEMPLATE_ERROR, "the chat template rewrites the content of a turn with tool calls")
-    return rebuild(context, rendered, messages, tools, slots, texts, render)
+    return rebuild(context, rendered, messages, tools, slots, texts, render, [e[2] for e in layout_parts[0]])

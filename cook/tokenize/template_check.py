@@ -193,6 +193,7 @@ def rebuild(
     slots: Sequence[SlotLike],
     texts: Mapping[int, str],
     sentinel_render: tuple[list[int], list[str]],
+    kept_leads: Sequence[str] = (),
 ) -> Layout:
     """The layout of ``rendered`` (Hugging Face's render of the real text), for a record the template
     rewrites. Its text is split at control tokens exactly as Hugging Face splits it, so no data text may
@@ -230,14 +231,15 @@ def rebuild(
         if j < 0 or (order[j - 1] if j else None) != previous:
             raise _reject("the template renders other parts than with sentinels")
         markup = segments[j]
+        kept = len(kept_leads[j]) if j < len(kept_leads) else 0  # the part's own leading whitespace: target
         if rendered.startswith(markup, base) and base + len(markup) <= ends[k]:
-            starts[k] = base + len(markup)
+            starts[k] = base + len(markup) - kept
             continue
         before = [stop for _, stop, _ in controls if base <= stop <= ends[k]]
         header = context.control_re.split(markup)[-1] if context.control_re is not None else markup
         if not before or not rendered.startswith(header, before[-1]) or before[-1] + len(header) > ends[k]:
             raise _reject("a reply's start cannot be placed")
-        starts[k] = before[-1] + len(header)
+        starts[k] = before[-1] + len(header) - min(kept, len(header))
     ranges: list[tuple[int, int]] = []
     closing: set[int] = set()  # start offsets of the control tokens that close a target turn
     by_turn: dict[int, list[int]] = {}
