@@ -392,7 +392,9 @@ def _render(
     for turn in calling:
         cut = tool_call_markup(render_segments, messages, slots, (order, segments), turn, context.control_re)
         if cut is not None:
-            cuts.setdefault(cut[0], []).append((cut[1], cut[2], turn))
+            segment, start, stop = cut
+            calls = segments[segment][start:stop]  # from its first character past whitespace, like a header's
+            cuts.setdefault(segment, []).append((start + len(calls) - len(calls.lstrip()), stop, turn))
     placed = {slots[k].turn for k in order} | {turn for found in cuts.values() for _, _, turn in found}
     for turn, target in enumerate(target_flags(conv.turns, train_on)):
         if target and turn not in placed:

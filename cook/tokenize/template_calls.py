@@ -47,10 +47,11 @@ def common_prefix(a: str, b: str) -> int:
 
 
 def insertion(rendered: str, bare: str, controls: re.Pattern[str] | None) -> tuple[int, int] | None:
-    """Where ``rendered`` is ``bare`` with one string inserted: its (start, stop) in ``rendered``; None
-    when ``rendered`` is not ``bare`` plus one string. Of several places (the inserted string's first
-    characters repeat what follows it) the latest that cuts no control token of ``rendered`` in two, so
-    markup that both renders share stays before it (a role header, ``[/INST]``)."""
+    """Where ``rendered`` is ``bare`` with one string inserted (or put in place of whitespace only):
+    its (start, stop) in ``rendered``; None when ``rendered`` is not ``bare`` plus one string. Of several
+    places (the inserted string's first characters repeat what follows it) the latest that cuts no
+    control token of ``rendered`` in two, so markup that both renders share stays before it (a role
+    header, ``[/INST]``)."""
     extra = len(rendered) - len(bare)
     if extra < 0:
         return None
@@ -63,6 +64,11 @@ def insertion(rendered: str, bare: str, controls: re.Pattern[str] | None) -> tup
     for start in range(prefix, len(bare) - suffix - 1, -1):
         if start not in inside and start + extra not in inside:
             return start, start + extra
+    # the calls replace whitespace the template prints for a plain reply (Mistral v3: " " + content)
+    suffix = min(suffix, len(bare) - prefix, len(rendered) - prefix)
+    replaced = bare[prefix : len(bare) - suffix]
+    if replaced and not replaced.strip() and prefix not in inside and len(rendered) - suffix not in inside:
+        return prefix, len(rendered) - suffix
     return None
 
 

@@ -265,7 +265,9 @@ def prefix_mask(hf: Any, row: dict[str, Any], template: str | None, ids: list[in
       with the edge whitespace the template keeps of them (a render with message i's parts stripped
       tells how much: the same markup, fewer characters), then the family's closing token
       (``closing_token``) when only whitespace lies between; for a turn with tool calls, everything
-      from its first part (or the first character after the header) to the closing token.
+      from its first part (or the first character after the header) to the closing token; for an
+      empty or whitespace-only reply the template prints nothing of, its closing token alone (as a
+      ``{% generation %}`` template marks it).
 
     A token is a target iff one of its characters is a target character (HF offsets, as
     ``return_assistant_tokens_mask`` uses). Raises ``AssertionError`` where the render does not line
@@ -329,7 +331,8 @@ def prefix_mask(hf: Any, row: dict[str, Any], template: str | None, ids: list[in
             start = end = head + len(text[head:]) - len(text[head:].lstrip())
         close = text.find(closing, end) if closing else -1
         turn = [(start, end)]
-        if close >= 0 and (message.get("tool_calls") or not text[end:close].strip()):
+        blank = not found and calls is None and start == end  # an empty reply: its closing token alone
+        if close >= 0 and (message.get("tool_calls") or blank or not text[end:close].strip()):
             turn = (
                 [(start, close + len(closing))]
                 if message.get("tool_calls")

@@ -62,5 +62,5 @@ def test_nemotron3_nano_targets_the_tool_call_markup(loaded) -> None:
     target = hf.decode([i for i, m in zip(ids, mask, strict=True) if m])
     calls = "<tool_call>\n<function=get_weather>\n<parameter=city>\nParis\n</parameter>\n</function>\n</tool_call>\n"
     calls += "<tool_call>\n<function=get_time>\n</function>\n</tool_call>\n"
-    assert target == "\n" + calls + "<|im_end|>"
+    assert target == calls + "<|im_end|>"  # from the markup's first character past whitespace, like a header
     assert hf.decode(ids).endswith("<|im_start|>assistant\n<think></think>\n" + calls + "<|im_end|>\n")
