@@ -27,6 +27,7 @@ SUBFLAVOR: Final = {"cook": "packed_v1"}
 # ---------------------------------------------------------------- names in the output directory
 MANIFEST_NAME: Final = "cook_manifest.json"
 REJECTS_NAME: Final = "rejects.jsonl"
+RUN_RECORD_NAME: Final = ".cook-run.json"  # what a finished run was made of (pipeline, inputs): a rerun is a no-op
 NV_META_DIR: Final = ".nv-meta"
 DATASET_YAML: Final = "dataset.yaml"
 SPLIT_YAML: Final = "split.yaml"

@@ -32,8 +32,6 @@ from cook.runner.units import Unit
 from cook.writer.atomic import atomic_write
 from cook.writer.energon_index import progress_index_path
 
-# The finished run's inputs, written just before the manifest: what the manifest does not record.
-RUN_RECORD_NAME = ".cook-run.json"
 SHOWN_DIFFERENCES = 3  # a refusal names at most this many differing keys or input files
 
 
@@ -94,7 +92,7 @@ def cooked_paths(out_dir: str) -> list[str]:
     patterns = [
         f"{fmt.SHARD_PREFIX}*",
         fmt.MANIFEST_NAME,
-        RUN_RECORD_NAME,
+        fmt.RUN_RECORD_NAME,
         fmt.REJECTS_NAME + "*",
         fmt.NV_META_DIR,
         fmt.PROGRESS_DIR,
@@ -124,7 +122,7 @@ class InputFile:
 class RunIdentity:
     """What makes a rerun the same run. ``fingerprint`` (``cook.runner.resume.fingerprint``: the
     pipeline minus ``ray``, and the unit plan) also ties an interrupted run to its resume; a finished
-    run must further match each input file's size and mtime (``RUN_RECORD_NAME``) and, from its
+    run must further match each input file's size and mtime (``format.RUN_RECORD_NAME``) and, from its
     manifest, the pipeline, the tokenizer files' sha256 and the cook version."""
 
     fingerprint: str
@@ -147,16 +145,16 @@ def run_identity(config: PipelineConfig, units: list[Unit]) -> RunIdentity:
 def write_run_record(out_dir: str, identity: RunIdentity) -> None:
     """Record the run's inputs; written before the manifest, which marks the run finished."""
     record = {"fingerprint": identity.fingerprint, "inputs": [asdict(f) for f in identity.inputs]}
-    atomic_write(os.path.join(out_dir, RUN_RECORD_NAME), json.dumps(record, indent=1, sort_keys=True) + "\n")
+    atomic_write(os.path.join(out_dir, fmt.RUN_RECORD_NAME), json.dumps(record, indent=1, sort_keys=True) + "\n")
 
 
 def finished_differences(out_dir: str, identity: RunIdentity) -> list[str]:
     """How the finished run in ``out_dir`` differs from ``identity``'s run; empty when it is the same run."""
     try:
         manifest = _read_json(os.path.join(out_dir, fmt.MANIFEST_NAME))
-        record = _read_json(os.path.join(out_dir, RUN_RECORD_NAME))
+        record = _read_json(os.path.join(out_dir, fmt.RUN_RECORD_NAME))
     except FileNotFoundError:  # a run by a cook that wrote no record: its inputs are unknown
-        return [f"no {RUN_RECORD_NAME} records its input files"]
+        return [f"no {fmt.RUN_RECORD_NAME} records its input files"]
     except (OSError, ValueError) as err:
         return [f"it cannot be read: {err}"]
     differences = []

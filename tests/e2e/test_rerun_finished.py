@@ -80,7 +80,7 @@ def test_the_same_command_again_changes_nothing(
     cooked: tuple[list[str], Path], capsys: pytest.CaptureFixture[str]
 ) -> None:
     argv, out = cooked
-    assert (out / output_dir.RUN_RECORD_NAME).is_file() and (out / fmt.MANIFEST_NAME).is_file()
+    assert (out / fmt.RUN_RECORD_NAME).is_file() and (out / fmt.MANIFEST_NAME).is_file()
     before = _tree(out)
     assert main(argv) == 0
     captured = capsys.readouterr()
@@ -108,7 +108,7 @@ def test_a_fresh_run_reports_it_is_not_already_finished(
     assert main([*argv, "--overwrite", "--json"]) == 0
     body = json.loads(capsys.readouterr().out)
     assert body["already_finished"] is False and body["counts"]["packs"] > 0
-    assert (out / output_dir.RUN_RECORD_NAME).is_file()
+    assert (out / fmt.RUN_RECORD_NAME).is_file()
 
 
 def _refused(argv: list[str], capsys: pytest.CaptureFixture[str]) -> str:
@@ -184,8 +184,8 @@ def test_a_run_that_recorded_no_inputs_needs_overwrite(
     cooked: tuple[list[str], Path], capsys: pytest.CaptureFixture[str]
 ) -> None:
     argv, out = cooked
-    (out / output_dir.RUN_RECORD_NAME).unlink()  # a run by a cook that wrote no record
-    assert f"(no {output_dir.RUN_RECORD_NAME} records its input files)" in _refused(argv, capsys)
+    (out / fmt.RUN_RECORD_NAME).unlink()  # a run by a cook that wrote no record
+    assert f"(no {fmt.RUN_RECORD_NAME} records its input files)" in _refused(argv, capsys)
 
 
 def _after(original: Callable[..., Any], calls: int = 1) -> Callable[..., Any]:
