@@ -34,7 +34,8 @@ def _layout(
 
         return render_template(conv, media, config.train_on, template_context(tokenizer))
     call_tokens = TOOL_CALL_OPEN in tokenizer.special_ids and TOOL_CALL_CLOSE in tokenizer.special_ids
-    return layout(render(conv, media, config.train_on, config.normalize_thinking, call_tokens), ids)
+    pieces = render(conv, media, config.train_on, config.normalize_thinking, call_tokens)
+    return layout(pieces, ids, tokenizer.lstrip_ids, tokenizer.rstrip_ids)
 
 
 def tokenize_batch(

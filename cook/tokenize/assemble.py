@@ -28,6 +28,15 @@ CHATML_TOKENS = (IM_START, IM_END, THINK_START, THINK_END)
 CACHED_MAX_CHARS = 16  # role headers and newlines: encoded once per worker
 
 
+# What Rust's ``char::is_whitespace`` calls whitespace (Unicode White_Space): the characters Hugging
+# Face's added-token matching swallows beside an ``lstrip``/``rstrip`` token. Python's str.strip()
+# differs (it strips U+001C-U+001F, and keeps nothing else), so the set is spelled out.
+_WHITESPACE = (
+    "\t\n\x0b\x0c\r \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a"
+    "\u2028\u2029\u202f\u205f\u3000"
+)
+
+
 @dataclass(frozen=True, slots=True)
 class TextRun:
     text: str
@@ -59,9 +68,21 @@ class LayoutBuilder:
     (target text becomes character spans), adjacent control tokens of one target flag into one
     ``FixedIds``."""
 
-    __slots__ = ("_controls", "_markup_only", "_media_end", "_out", "_size", "_spans", "_target", "_text")
+    __slots__ = (
+        "_controls",
+        "_lstrip",
+        "_markup_only",
+        "_media_end",
+        "_out",
+        "_rstrip",
+        "_size",
+        "_spans",
+        "_swallow",
+        "_target",
+        "_text",
+    )
 
-    def __init__(self) -> None:
+    def __init__(self, lstrip: frozenset[int] = frozenset(), rstrip: frozenset[int] = frozenset()) -> None:
         self._out: Layout = []
         self._text: list[str] = []
         self._spans: list[tuple[int, int]] = []
@@ -69,6 +90,25 @@ class LayoutBuilder:
         self._controls: list[int] = []
         self._target = self._media_end = False
         self._markup_only = True
+        self._lstrip, self._rstrip = lstrip, rstrip  # tokens that swallow the whitespace before / after them
+        self._swallow = False  # the last token swallows the whitespace that follows it
+
+    def _strip_pending(self) -> None:
+        """Drop the pending text's trailing whitespace (an ``lstrip`` token follows); spans shrink."""
+        text = "".join(self._text)
+        kept = text.rstrip(_WHITESPACE)
+        if len(kept) == len(text):
+            return
+        size = len(kept)
+        self._spans = [(a, min(b, size)) for a, b in self._spans if a < size]
+        self._text, self._size = ([kept] if kept else []), size
+
+    def _token(self, token_id: int) -> None:
+        """Before a token is appended: the whitespace it swallows before it goes (and the pending text
+        with it when that was all); it swallows what follows when it is an ``rstrip`` token."""
+        if self._size and token_id in self._lstrip:
+            self._strip_pending()
+        self._swallow = token_id in self._rstrip
 
     def _flush_controls(self) -> None:
         self._out.append(FixedIds(self._controls, self._target, self._media_end))
@@ -80,6 +120,9 @@ class LayoutBuilder:
 
     def text(self, text: str, target: bool, markup: bool = False) -> None:
         """Append ``text`` to the current run; ``markup``: it comes from the chat format, not the data."""
+        if self._swallow:
+            text = text.lstrip(_WHITESPACE)
+            self._swallow = not text
         if not text:
             return
         self._markup_only = self._markup_only and markup
@@ -95,6 +138,7 @@ class LayoutBuilder:
         self._size += len(text)
 
     def control(self, token_id: int, target: bool, media_end: bool = False) -> None:
+        self._token(token_id)
         if self._size:
             self._flush_text()
         if self._controls and (self._target != target or self._media_end):
@@ -103,6 +147,7 @@ class LayoutBuilder:
         self._target, self._media_end = target, media_end
 
     def repeat(self, token_id: int, times: int, target: bool) -> None:
+        self._token(token_id)
         if self._size:
             self._flush_text()
         if self._controls:
@@ -125,59 +170,18 @@ class LayoutBuilder:
         return self._out
 
 
-def layout(pieces: Sequence[Piece], ids: Mapping[str, int]) -> Layout:
-    """Pieces -> layout; control and placeholder tokens resolved to ids."""
-    builder = LayoutBuilder()
+def layout(
+    pieces: Sequence[Piece],
+    ids: Mapping[str, int],
+    lstrip: frozenset[int] = frozenset(),
+    rstrip: frozenset[int] = frozenset(),
+) -> Layout:
+    """Pieces -> layout; control and placeholder tokens resolved to ids (``lstrip``/``rstrip``: the ids
+    that swallow the whitespace before / after them, as Hugging Face's added-token matching does)."""
+    builder = LayoutBuilder(lstrip, rstrip)
     for piece in pieces:
         builder.piece(piece, ids)
     return builder.finish()
-
-
-# What Rust's ``char::is_whitespace`` calls whitespace (Unicode White_Space): the characters Hugging
-# Face's added-token matching swallows beside an ``lstrip``/``rstrip`` token. Python's str.strip()
-# differs (it strips U+001C-U+001F, and keeps nothing else), so the set is spelled out.
-_WHITESPACE = (
-    "\t\n\x0b\x0c\r \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a"
-    "\u2028\u2029\u202f\u205f\u3000"
-)
-
-
-def _cut(run: TextRun, start: int, stop: int) -> TextRun | None:
-    """``run`` reduced to its characters ``[start, stop)``, spans moved along; None when empty."""
-    if start >= stop:
-        return None
-    spans = tuple((max(a, start) - start, min(b, stop) - start) for a, b in run.spans if min(b, stop) > max(a, start))
-    return TextRun(run.text[start:stop], spans, run.markup_only)
-
-
-def strip_beside_controls(lay: Layout, lstrip: frozenset[int], rstrip: frozenset[int]) -> Layout:
-    """Drop the whitespace that Hugging Face lets a control token swallow: after an ``rstrip`` token
-    (Phi-3's ``<|user|>``, ``<|assistant|>``, ``<|end|>``) and before an ``lstrip`` one, whether it is
-    the template's or the data's (targets shrink with it). A run left empty disappears::
-
-        <|user|> "\n  Hi" <|end|> "\n" <|assistant|>   ->   <|user|> "Hi" <|end|> <|assistant|>
-    """
-    if not (lstrip or rstrip):
-        return lay
-    out: Layout = []
-    for k, item in enumerate(lay):
-        if not isinstance(item, TextRun):
-            out.append(item)
-            continue
-        before = out[-1] if out else None
-        after = lay[k + 1] if k + 1 < len(lay) else None
-        start, stop = 0, len(item.text)
-        if isinstance(before, FixedIds) and before.ids and before.ids[-1] in rstrip:
-            start = stop - len(item.text.lstrip(_WHITESPACE))
-        if isinstance(after, FixedIds) and after.ids and after.ids[0] in lstrip:
-            stop = len(item.text.rstrip(_WHITESPACE))
-        if (start, stop) == (0, len(item.text)):
-            out.append(item)
-        else:
-            kept = _cut(item, start, stop)
-            if kept is not None:
-                out.append(kept)
-    return out
 
 
 _MARKUP_RUNS: weakref.WeakKeyDictionary[ChatTokenizer, dict[str, list[int]]] = weakref.WeakKeyDictionary()
@@ -252,8 +256,6 @@ def assemble_batch(
 
     The ids of the whole batch are gathered into one int32 array and the targets set on one uint8
     mask, by ranges; each sample gets views of its own slice."""
-    lstrip, rstrip = tokenizer.lstrip_ids, tokenizer.rstrip_ids
-    layouts = [lay if isinstance(lay, Rejected) else strip_beside_controls(lay, lstrip, rstrip) for lay in layouts]
     encoded = iter(_encode_runs(tokenizer, layouts))
     flat: list[int] = []
     whole: list[tuple[int, int]] = []  # target token ranges of the batch

@@ -44,6 +44,7 @@ from cook.tokenize.template_check import (
     filters_content,
     held_literal,
     layout_text,
+    marked_render,
     real_texts,
     rebuild,
     rewritten_parts,
@@ -103,6 +104,7 @@ class TemplateContext:
         self.control_re = re.compile("(" + "|".join(map(re.escape, longest_first)) + ")") if longest_first else None
         self._splits: dict[str, list[str | int]] = {}
         self.names = {token_id: name for name, token_id in self.ids.items()}
+        self.lstrip_ids, self.rstrip_ids = tokenizer.lstrip_ids, tokenizer.rstrip_ids
         source = "\n".join(t for t in self.templates.values() if t)
         self.content_tests = content_tests(source)
         self.filters_content = filters_content(source)
@@ -135,7 +137,7 @@ class TemplateContext:
         parts = self._splits.get(markup)
         if parts is not None:
             return parts
-        # (the whitespace that lstrip/rstrip tokens swallow is dropped in assemble.strip_beside_controls)
+        # (the whitespace that lstrip/rstrip tokens swallow is dropped by assemble.LayoutBuilder)
         pieces = [markup] if self.control_re is None else self.control_re.split(markup)
         parts = [self.ids[p] if i % 2 else p for i, p in enumerate(pieces) if p or i % 2]
         if len(self._splits) < SPLIT_CACHE_ENTRIES:
@@ -452,7 +454,7 @@ def _build(
 ) -> Layout:
     """The layout from the markup between the parts (with the kept edge whitespace) and the parts."""
     present = [slots[k] for k in order]
-    builder = LayoutBuilder()
+    builder = LayoutBuilder(context.lstrip_ids, context.rstrip_ids)
     for j, (kept_trail, markup, kept_lead) in enumerate(edges):
         before = present[j - 1] if j else None
         after = present[j] if j < len(present) else None
@@ -493,13 +495,14 @@ def _checked(
     texts = real_texts(slots)
     if texts is None or not (context.filters_content or held_literal(context.content_tests, texts.values())):
         return lay
+    if context.control_re is not None and any(context.control_re.search(text) for text in texts.values()):
+        return lay  # data with control-token strings: cook's text, never HF's tokens (the documented class)
     real = [with_real_text(m, SENTINEL_RE, texts) for m in messages]
     rendered = context.render(real, tools)  # type: ignore[arg-type]
     if layout_text(lay, context.names) == rendered:
         return lay
-    if context.control_re is not None and any(context.control_re.search(text) for text in texts.values()):
-        return lay  # data with control-token strings: cook's text, never HF's tokens (the documented class)
-    rewritten = rewritten_parts(context, messages, tools, texts, render)
+    marked = marked_render(context, messages, tools, texts)
+    rewritten = rewritten_parts(marked, render)
     if rewritten is not None:
         order = render[0]
         parts = [
@@ -513,4 +516,4 @@ def _checked(
             return in_place
     if calling:
         raise Rejected(RejectReason.TEMPLATE_ERROR, "the chat template rewrites the content of a turn with tool calls")
-    return rebuild(context, rendered, messages, tools, slots, texts, render, [e[2] for e in layout_parts[0]])
+    return rebuild(context, rendered, marked, slots, texts, render, [e[2] for e in layout_parts[0]])

@@ -100,6 +100,8 @@ class Renderer(Protocol):
 
     control_re: re.Pattern[str] | None
     ids: dict[str, int]
+    lstrip_ids: frozenset[int]
+    rstrip_ids: frozenset[int]
 
     def render(self, messages: list[dict[str, Any]], tools: list[Any] | None) -> str: ...
 
@@ -153,18 +155,18 @@ def real_texts(slots: Sequence[SlotLike]) -> dict[int, str] | None:
     return texts
 
 
-def rewritten_parts(
-    context: Renderer,
-    marked_messages: list[dict[str, Any]],
-    tools: list[Any] | None,
-    texts: Mapping[int, str],
-    sentinel_render: tuple[list[int], list[str]],
-) -> dict[int, str] | None:
-    """Each part's text as the template rewrote it in place (``"a\nb"`` -> ``"a\\nb"`` under ``tojson``),
-    from a render with a marker before and after each part; None unless every part the sentinel render
-    holds comes once, whole and in the same order, with exactly the same markup around it."""
+def marked_render(
+    context: Renderer, sentinel_messages: list[dict[str, Any]], tools: list[Any] | None, texts: Mapping[int, str]
+) -> str:
+    """The render of the real text with a marker before and after each part."""
     marked = {k: f"{START_OPEN}{k}{START_CLOSE}{text}{MARK_OPEN}{k}{MARK_CLOSE}" for k, text in texts.items()}
-    out = context.render([cast(dict[str, Any], with_real_text(m, SENTINEL, marked)) for m in marked_messages], tools)
+    return context.render([cast(dict[str, Any], with_real_text(m, SENTINEL, marked)) for m in sentinel_messages], tools)
+
+
+def rewritten_parts(out: str, sentinel_render: tuple[list[int], list[str]]) -> dict[int, str] | None:
+    """Each part's text as the template rewrote it in place (``"a\nb"`` -> ``"a\\nb"`` under ``tojson``),
+    from ``out`` (``marked_render``); None unless every part the sentinel render holds comes once, whole
+    and in the same order, with exactly the same markup around it."""
     order, segments = sentinel_render
     pieces = re.split(f"{START_OPEN}(\\d+){START_CLOSE}", out)
     if [int(k) for k in pieces[1::2]] != order or pieces[0] != segments[0]:
@@ -188,8 +190,7 @@ def _control_matches(context: Renderer, text: str) -> list[tuple[int, int, int]]
 def rebuild(
     context: Renderer,
     rendered: str,
-    marked_messages: list[dict[str, Any]],
-    tools: list[Any] | None,
+    marked: str,
     slots: Sequence[SlotLike],
     texts: Mapping[int, str],
     sentinel_render: tuple[list[int], list[str]],
@@ -199,16 +200,15 @@ def rebuild(
     rewrites. Its text is split at control tokens exactly as Hugging Face splits it, so no data text may
     hold a control-token string (the caller keeps the sentinel layout for such a record).
 
-    Each part's end comes from a second render with a marker after the part's text (a template keeps a
-    part's end when it drops a prefix, as ``split('</think>')[-1]`` does). A part starts after the
+    Each part's end comes from ``marked`` (``marked_render``), where a marker follows each part's text
+    (a template keeps a part's end when it drops a prefix, as ``split('</think>')[-1]`` does). A part starts after the
     markup the sentinel render (``sentinel_render``: slots in order, markup between) put between it and
     the part before; where that markup changed with the text, after the last control token before the
     part and the text the sentinel render had after its own last control token there. A target turn
     runs from its first part's start to its last part's end, and its closing control token (the first
     one past whitespace only) is a target, as in ``template.py``; anything else rejects the record."""
     assert context.control_re is None or not any(map(context.control_re.search, texts.values()))
-    marked = {k: f"{text}{MARK_OPEN}{k}{MARK_CLOSE}" for k, text in texts.items()}
-    second = context.render([cast(dict[str, Any], with_real_text(m, SENTINEL, marked)) for m in marked_messages], tools)
+    second = START_RE.sub("", marked)  # the end markers only
     if MARK_RE.sub("", second) != rendered:
         raise _reject("a marker after a part changes the render")
     ends: dict[int, int] = {}
@@ -252,7 +252,7 @@ def rebuild(
         rest = rendered[ends[last] :]
         gap = len(rest) - len(rest.lstrip())
         closing.update(a for a, _, _ in controls if a == ends[last] + gap)
-    builder = LayoutBuilder()
+    builder = LayoutBuilder(context.lstrip_ids, context.rstrip_ids)
     position = 0
     for a, b, token_id in [*controls, (len(rendered), len(rendered), -1)]:
         _add_text(builder, rendered, position, a, ranges)

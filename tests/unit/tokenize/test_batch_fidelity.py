@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 
 from cook.config import TokenizerConfig
 from cook.tokenize import tokenize_batch
-from cook.tokenize.assemble import FixedIds, TextRun, strip_beside_controls
+from cook.tokenize.assemble import LayoutBuilder, TextRun
 from cook.tokenize.tokenizer import ChatTokenizer
 from cook.types import Conversation, RejectRecord, TextPart, TokenizedSample, Turn
 from tests.conftest import REPO
@@ -165,15 +165,15 @@ def test_chatml_ids_and_masks_equal_hugging_face(variants: dict[str, str], varia
         assert mask == list(ref["assistant_masks"]), (variant, record)
 
 
-def test_strip_beside_controls_moves_the_targets() -> None:
-    lay = [
-        FixedIds([7], False),
-        TextRun("\n  Hi  ", ((1, 7),)),
-        FixedIds([8], True),
-        TextRun("\n", ()),
-        FixedIds([7], False),
-    ]
-    out = strip_beside_controls(lay, lstrip=frozenset({8}), rstrip=frozenset({7, 8}))
+def test_whitespace_beside_stripping_controls_goes_and_targets_shrink() -> None:
+    builder = LayoutBuilder(lstrip=frozenset({8}), rstrip=frozenset({7, 8}))
+    builder.control(7, False)
+    builder.text("\n ", False, markup=True)
+    builder.text(" Hi  ", True)
+    builder.control(8, True)
+    builder.text("\n", False, markup=True)
+    builder.control(7, False)
+    out = builder.finish()
     assert [(x.text, x.spans) if isinstance(x, TextRun) else x.ids for x in out] == [[7], ("Hi", ((0, 2),)), [8], [7]]
 
 
