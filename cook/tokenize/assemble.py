@@ -184,13 +184,15 @@ def layout(
     return builder.finish()
 
 
-_MARKUP_RUNS: weakref.WeakKeyDictionary[ChatTokenizer, dict[str, list[int]]] = weakref.WeakKeyDictionary()
+_MARKUP_RUNS: weakref.WeakKeyDictionary[ChatTokenizer, dict[str, np.ndarray]] = weakref.WeakKeyDictionary()
+_SHORT_RUNS: weakref.WeakKeyDictionary[ChatTokenizer, dict[str, np.ndarray]] = weakref.WeakKeyDictionary()
 MARKUP_CACHE_ENTRIES = 4096  # markup that embeds per-record text (tools JSON) stops being cached there
 
 
-def _encode_runs(tokenizer: ChatTokenizer, layouts: Sequence[Layout | Rejected]) -> list[list[int]]:
-    """The ids of every run of the batch, in order: data runs in one ``encode_texts`` call, short
-    runs and markup-only runs (a template's default system header) from caches.
+def _encode_runs(tokenizer: ChatTokenizer, layouts: Sequence[Layout | Rejected]) -> list[np.ndarray]:
+    """The int32 ids of every run of the batch, in order: data runs in one ``encode_flat`` call (one id
+    buffer: no Python int per token, which would wake the garbage collector over the whole batch),
+    short runs and markup-only runs (a template's default system header) from caches.
 
     Each run is mapped to its ids by an explicit index into the encoded list, never by the order of
     an iterator, so a markup string that recurs within one batch (and is not cached yet) is encoded
@@ -198,6 +200,7 @@ def _encode_runs(tokenizer: ChatTokenizer, layouts: Sequence[Layout | Rejected])
     encoded on its own where the tokenizer's prefix rule depends on the position
     (``ChatTokenizer.position_sensitive``), never from a cache."""
     cache = _MARKUP_RUNS.setdefault(tokenizer, {})
+    short = _SHORT_RUNS.setdefault(tokenizer, {})
     sensitive = tokenizer.position_sensitive
     fresh: list[str] = []
     firsts: list[str] = []
@@ -229,18 +232,23 @@ def _encode_runs(tokenizer: ChatTokenizer, layouts: Sequence[Layout | Rejected])
             else:
                 slot.append(len(fresh))
                 fresh.append(text)
-    encoded = tokenizer.encode_texts(fresh)
-    encoded_firsts = tokenizer.encode_first(firsts)
-    assert len(encoded) == len(fresh) and len(encoded_firsts) == len(firsts), "an encoder lost or added texts"
+    ids, offsets = tokenizer.encode_flat(fresh)  # int32 [N], int64 [len(fresh) + 1]
+    assert len(offsets) == len(fresh) + 1, "the encoder lost or added texts"
+    bounds = offsets.tolist()
+    encoded = [ids[bounds[i] : bounds[i + 1]] for i in range(len(fresh))]
+    encoded_firsts = [np.asarray(run, dtype=np.int32) for run in tokenizer.encode_first(firsts)]
     for text, index in queued.items():
         if len(cache) < MARKUP_CACHE_ENTRIES:
-            cache[text] = encoded[index]
+            cache[text] = encoded[index].copy()  # not a view that keeps the batch's buffer alive
     out = []
     for run, index in zip(runs, slot, strict=True):
         if index >= 0:
             out.append(encoded[index])
         elif index == -1:
-            out.append(tokenizer.encode_cached(run.text))
+            known = short.get(run.text)
+            if known is None:
+                known = short[run.text] = np.asarray(tokenizer.encode_cached(run.text), dtype=np.int32)
+            out.append(known)
         elif index == -2:
             out.append(cache[run.text])
         else:
@@ -257,40 +265,42 @@ def assemble_batch(
     The ids of the whole batch are gathered into one int32 array and the targets set on one uint8
     mask, by ranges; each sample gets views of its own slice."""
     encoded = iter(_encode_runs(tokenizer, layouts))
-    flat: list[int] = []
+    chunks: list[np.ndarray] = []  # int32 pieces of the batch's ids, in order
+    size = 0
     whole: list[tuple[int, int]] = []  # target token ranges of the batch
-    partial: list[tuple[int, int, TextRun, list[int], bool]] = []  # (layout, first token, run, run ids, at 0)
+    partial: list[tuple[int, int, TextRun, np.ndarray, bool]] = []  # (layout, first token, run, run ids, at 0)
     bounds: list[tuple[int, int, int] | Rejected] = []
     for number, lay in enumerate(layouts):
         if isinstance(lay, Rejected):
             bounds.append(lay)
             continue
-        start = media_end = len(flat)
+        start = media_end = size
         for item in lay:
-            position = len(flat)
+            position = size
             if isinstance(item, TextRun):
                 run_ids = next(encoded)
-                flat += run_ids
+                chunks.append(run_ids)
+                size += len(run_ids)
                 if item.spans == ((0, len(item.text)),):
-                    whole.append((position, len(flat)))
+                    whole.append((position, size))
                 elif item.spans:
                     partial.append((number, position, item, run_ids, position == start))
             else:
-                flat += item.ids
+                chunks.append(np.asarray(item.ids, dtype=np.int32))
+                size += len(item.ids)
                 if item.target:
-                    whole.append((position, len(flat)))
+                    whole.append((position, size))
                 if item.media_end:
-                    media_end = len(flat)
-        bounds.append((start, len(flat), media_end - start))
-    input_ids = np.array(flat, dtype=np.int32)  # int32 [batch tokens]
-    loss_mask = np.zeros(len(flat), dtype=np.uint8)  # uint8 [batch tokens]
+                    media_end = size
+        bounds.append((start, size, media_end - start))
+    input_ids = np.concatenate(chunks) if chunks else np.zeros(0, dtype=np.int32)  # int32 [batch tokens]
+    loss_mask = np.zeros(size, dtype=np.uint8)  # uint8 [batch tokens]
     for first, stop in whole:
         loss_mask[first:stop] = 1
     for number, first, run, run_ids, at_zero in partial:
         try:
             assert table is not None
-            ids = np.asarray(run_ids)
-            loss_mask[first : first + len(run_ids)] = run_mask(tokenizer, ids, table, run.text, run.spans, at_zero)
+            loss_mask[first : first + len(run_ids)] = run_mask(tokenizer, run_ids, table, run.text, run.spans, at_zero)
         except Rejected as rejected:
             bounds[number] = rejected
     return [
