@@ -492,6 +492,8 @@ def _checked(
     template only rewrote each part in place (``tojson``), the same layout with each part's rewritten
     text; otherwise the layout of the real render (``rebuild``), or ``Rejected(template_error)`` where
     the data cannot be placed in it. Data with control-token strings keeps ``lay`` (cook's text)."""
+    if not context.filters_content and context.content_tests is None:
+        return lay  # the template never looks inside content
     texts = real_texts(slots)
     if texts is None or not (context.filters_content or held_literal(context.content_tests, texts.values())):
         return lay
