@@ -149,12 +149,12 @@ class TemplateContext:
         (between two parts of a target turn); ``closing``: its first control token, past whitespace
         only, closes a target turn."""
         for part in self._split(markup):
-            if isinstance(part, int):
+            if type(part) is int:
                 builder.control(part, inner or closing)
                 closing = False
             else:
-                closing = closing and not part.strip()
-                builder.text(part, inner, markup=True)
+                closing = closing and part.isspace()  # type: ignore[union-attr]
+                builder.text(part, inner, markup=True)  # type: ignore[arg-type]
 
 
 _CONTEXTS: weakref.WeakKeyDictionary[ChatTokenizer, TemplateContext] = weakref.WeakKeyDictionary()
@@ -312,6 +312,21 @@ def _kept_edges(segment: str, markup: str, trail: str, lead: str) -> tuple[str, 
     return None
 
 
+def _may_keep(segments: list[str], present: list[Slot], j: int) -> bool:
+    """Whether segment ``j`` may hold a target part's own edge whitespace: a kept trail is a prefix of
+    the trailing whitespace of the target part before the segment, a kept lead a suffix of the leading
+    whitespace of the target part after it. Where neither first nor last character can be one, the
+    segment is all markup and needs no second render."""
+    segment = segments[j]
+    before = present[j - 1] if j else None
+    after = present[j] if j < len(present) else None
+    if before is not None and before.target and before.trail and segment[:1] and before.trail.startswith(segment[0]):
+        return True
+    return (
+        after is not None and after.target and bool(after.lead) and bool(segment) and after.lead.endswith(segment[-1])
+    )
+
+
 def _edges(
     context: TemplateContext,
     messages: list[dict[str, Any]],
@@ -323,7 +338,7 @@ def _edges(
     """Per segment: (kept trailing whitespace of the part before, markup, kept leading whitespace of the
     part after). Only a target's whitespace matters, so a second render runs only where a target has some."""
     present = [slots[k] for k in order]
-    if not any(s.target and (s.lead or s.trail) for s in present):
+    if not any(_may_keep(segments, present, j) for j in range(len(segments))):
         return [("", segment, "") for segment in segments]
     bare = [dict(m) for m in messages]
     for index, slot in enumerate(slots):
@@ -465,15 +480,24 @@ def _build(
             shift = len(kept_trail)
         else:
             markup = kept_trail + markup
-        gap_cuts = [(max(a - shift, 0), min(b - shift, len(markup)), t) for a, b, t in sorted(cuts.get(j, ()))]
-        if any(b > c for (_, b, _), (c, _, _) in itertools.pairwise(gap_cuts)):
-            raise Rejected(RejectReason.TEMPLATE_ERROR, "the chat template prints tool calls of two messages as one")
         owner = before.turn if before is not None and target_before else None
-        _add_gap(context, builder, markup, gap_cuts, owner, after)
+        if j in cuts:
+            gap_cuts = [(max(a - shift, 0), min(b - shift, len(markup)), t) for a, b, t in sorted(cuts[j])]
+            if any(b > c for (_, b, _), (c, _, _) in itertools.pairwise(gap_cuts)):
+                why = "the chat template prints tool calls of two messages as one"
+                raise Rejected(RejectReason.TEMPLATE_ERROR, why)
+            _add_gap(context, builder, markup, gap_cuts, owner, after)
+        else:  # the common case: no tool-call markup in this gap
+            own = owner is not None and after is not None and after.turn == owner
+            context.add_markup(builder, markup, own, owner is not None and not own)
         if after is not None:
-            builder.text(kept_lead, after.target)
+            if kept_lead:
+                builder.text(kept_lead, after.target)
             for piece in after.core:
-                builder.piece(piece, context.ids)
+                if type(piece) is Text:
+                    builder.text(piece.text, piece.target)
+                else:
+                    builder.piece(piece, context.ids)
     return builder.finish()
 
 
