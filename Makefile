@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: venv cook train-demo test test-browser lint typecheck bench fuzz clean schemas
+.PHONY: venv cook train-demo test test-slow test-browser lint typecheck bench fuzz clean schemas
 
 venv: $(STAMP)
 
@@ -25,8 +25,13 @@ cook: $(STAMP)
 train-demo: $(STAMP)
 	$(BIN)/python -m cook.train.demo --pipeline pipelines/demo.yaml --out out/demo
 
+# The suite without the `slow` tests (real 128k vocabularies, twenty random interrupts, clusters of
+# Ray nodes): a few minutes, each test under pytest-timeout. `make test-slow` runs the rest; CI runs both.
 test: $(STAMP)
-	$(BIN)/python -m pytest tests
+	$(BIN)/python -m pytest tests -m "not slow"
+
+test-slow: $(STAMP)
+	$(BIN)/python -m pytest tests -m slow
 
 # The pages of `cook inspect --html` / `cook stats --html` in headless Chromium (Debian's chromium,
 # installed when missing; needs root and the Debian mirror). `make test` skips these without a browser.

@@ -105,6 +105,8 @@ class TemplateContext:
         self._splits: dict[str, list[str | int]] = {}
         self.names = {token_id: name for name, token_id in self.ids.items()}
         self.lstrip_ids, self.rstrip_ids = tokenizer.lstrip_ids, tokenizer.rstrip_ids
+        self.lstrip_names = tuple(name for name, i in tokenizer.special_ids.items() if i in self.lstrip_ids)
+        self.rstrip_names = tuple(name for name, i in tokenizer.special_ids.items() if i in self.rstrip_ids)
         source = "\n".join(t for t in self.templates.values() if t)
         self.content_tests = content_tests(source)
         self.filters_content = filters_content(source)
@@ -312,19 +314,23 @@ def _kept_edges(segment: str, markup: str, trail: str, lead: str) -> tuple[str, 
     return None
 
 
-def _may_keep(segments: list[str], present: list[Slot], j: int) -> bool:
+def _may_keep(context: TemplateContext, segments: list[str], present: list[Slot], j: int) -> bool:
     """Whether segment ``j`` may hold a target part's own edge whitespace: a kept trail is a prefix of
     the trailing whitespace of the target part before the segment, a kept lead a suffix of the leading
-    whitespace of the target part after it. Where neither first nor last character can be one, the
-    segment is all markup and needs no second render."""
+    whitespace of the target part after it. Where neither first nor last character can be one, or the
+    whitespace there touches a control token that swallows it (Phi-3's ``rstrip`` ``<|assistant|>``),
+    the segment's edges are markup and need no second render."""
     segment = segments[j]
     before = present[j - 1] if j else None
     after = present[j] if j < len(present) else None
     if before is not None and before.target and before.trail and segment[:1] and before.trail.startswith(segment[0]):
-        return True
-    return (
-        after is not None and after.target and bool(after.lead) and bool(segment) and after.lead.endswith(segment[-1])
-    )
+        rest = segment.lstrip()
+        if not any(rest.startswith(name) for name in context.lstrip_names):
+            return True
+    if after is not None and after.target and after.lead and segment and after.lead.endswith(segment[-1]):
+        rest = segment.rstrip()
+        return not any(rest.endswith(name) for name in context.rstrip_names)
+    return False
 
 
 def _edges(
@@ -338,7 +344,7 @@ def _edges(
     """Per segment: (kept trailing whitespace of the part before, markup, kept leading whitespace of the
     part after). Only a target's whitespace matters, so a second render runs only where a target has some."""
     present = [slots[k] for k in order]
-    if not any(_may_keep(segments, present, j) for j in range(len(segments))):
+    if not any(_may_keep(context, segments, present, j) for j in range(len(segments))):
         return [("", segment, "") for segment in segments]
     bare = [dict(m) for m in messages]
     for index, slot in enumerate(slots):
