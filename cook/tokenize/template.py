@@ -116,7 +116,8 @@ class TemplateContext:
             if self.compiled is not None:
                 return str(
                     self.compiled[tools is not None].render(
-                        messages=self.alias_reasoning(messages),
+                        # HF's aliasing of reasoning fields: identity for messages without any
+                        messages=self.alias_reasoning(messages) if _reasoning(messages) else messages,
                         tools=tools,
                         documents=None,
                         add_generation_prompt=False,
@@ -232,8 +233,12 @@ def _slot(turn: int, key: str, target: bool, parts: Sequence[Any], media: MediaG
     return Slot(turn, key, target, lead, tuple(pieces), trail, required)
 
 
+def _reasoning(messages: list[dict[str, Any]]) -> bool:
+    return any(m.get(key) is not None for m in messages for key in ("reasoning_content", "thinking", "reasoning"))
+
+
 def _messages(
-    conv: Conversation, media: MediaGroups, train_on: str, context: TemplateContext, blank_as_text: bool = False
+    conv: Conversation, flags: Sequence[bool], media: MediaGroups, context: TemplateContext, blank_as_text: bool = False
 ) -> tuple[list[dict[str, Any]], list[Slot], list[int]]:
     """(the messages the template renders, the slots, the target turns that have tool calls).
 
@@ -244,7 +249,7 @@ def _messages(
     messages: list[dict[str, Any]] = []
     slots: list[Slot] = []
     calling: list[int] = []
-    for number, (turn, target) in enumerate(zip(conv.turns, target_flags(conv.turns, train_on), strict=True)):
+    for number, (turn, target) in enumerate(zip(conv.turns, flags, strict=True)):
         message: dict[str, Any] = {"role": str(turn.role)}
         parts: list[Slot] = []
         if turn.reasoning:
@@ -403,7 +408,8 @@ def render_template(conv: Conversation, media: MediaGroups, train_on: str, conte
 def _render(
     conv: Conversation, media: MediaGroups, train_on: str, context: TemplateContext, blank_as_text: bool
 ) -> Layout:
-    messages, slots, calling = _messages(conv, media, train_on, context, blank_as_text)
+    flags = target_flags(conv.turns, train_on)
+    messages, slots, calling = _messages(conv, flags, media, context, blank_as_text)
     tools = _tools(conv, context)
     rendered = context.render(messages, tools)
     order, segments = _segments(rendered, slots)
@@ -419,7 +425,7 @@ def _render(
             calls = segments[segment][start:stop]  # from its first character past whitespace, like a header's
             cuts.setdefault(segment, []).append((start + len(calls) - len(calls.lstrip()), stop, turn))
     placed = {slots[k].turn for k in order} | {turn for found in cuts.values() for _, _, turn in found}
-    for turn, target in enumerate(target_flags(conv.turns, train_on)):
+    for turn, target in enumerate(flags):
         if target and turn not in placed:
             closing = _closing_of_empty_turn(context, messages, tools, rendered, turn)
             if closing is not None:

@@ -160,7 +160,10 @@ def _warnings(rules: PackRules) -> list[str]:
     if rules.tokens.vocab_size is None:
         skipped.append("token_range (vocab size unknown)")
     if rules.tokens.image_id is None or rules.tokens.audio_id is None:
-        skipped.append("placeholder_count (placeholder token ids unknown: tokenizer not loadable)")
+        skipped.append(
+            "placeholder_count (placeholder token ids unknown: the tokenizer has no <image> or "
+            "<so_embedding> token, or could not be loaded)"
+        )
     if rules.deep and len(rules.tokens.control_ids) < len(fmt.CONTROL_TOKENS):
         skipped.append("placeholder_block and target_span (control token ids unknown)")
     return [f"not checked: {what}" for what in skipped]
