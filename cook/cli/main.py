@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import sys
 from collections.abc import Callable
 
@@ -38,7 +39,15 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     command = None
     try:
-        args = build_parser().parse_args(argv)
+        # the commands' modules import numpy and other native extensions: an interrupt inside a C
+        # extension's start-up can surface as an ImportError (exit 1); held, it arrives after, as
+        # KeyboardInterrupt (exit 130)
+        held = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+        try:
+            parser = build_parser()
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, held)
+        args = parser.parse_args(argv)
         command = args.command
         if args.version:
             print(f"cook {__version__}")
