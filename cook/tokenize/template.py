@@ -25,14 +25,12 @@ Media parts become cook's placeholders in place (SPEC §5), whatever the templat
 
 from __future__ import annotations
 
-import dataclasses
 import itertools
 import json
 import re
 import weakref
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from cook.errors import Rejected, RejectReason
 from cook.tokenize.assemble import Layout, LayoutBuilder
@@ -58,9 +56,9 @@ SENTINEL_RE = re.compile(f"{SENTINEL_OPEN}(\\d+){SENTINEL_CLOSE}")
 SPLIT_CACHE_ENTRIES = 4096  # distinct markup strings kept split (tools JSON makes some per-record ones)
 
 
-@dataclass(frozen=True, slots=True)
-class Slot:
-    """One content part as the template sees it: ``lead + sentinel + trail``; ``core`` holds its pieces."""
+class Slot(NamedTuple):
+    """One content part as the template sees it: ``lead + sentinel + trail``; ``core`` holds its pieces
+    (a named tuple: one is made per message part of every record)."""
 
     turn: int
     key: str  # the message field it fills: "content" or "reasoning_content"
@@ -544,7 +542,7 @@ def _checked(
     if rewritten is not None:
         order = render[0]
         parts = [
-            dataclasses.replace(slot, core=(Text(rewritten[k], slot.target),) if rewritten[k] else ())
+            slot._replace(core=(Text(rewritten[k], slot.target),) if rewritten[k] else ())
             if k in rewritten
             else slot
             for k, slot in enumerate(slots)
