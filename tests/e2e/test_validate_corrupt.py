@@ -76,9 +76,13 @@ def test_clean_dataset_passes(clean: Path, capsys: pytest.CaptureFixture[str]) -
 
 
 def test_parallel_and_deep_agree_on_the_clean_dataset(clean: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert validate(clean, capsys, "--jobs", "2")[0] == 0
-    code, report = validate(clean, capsys, "--deep")
-    assert code == 0, report["errors"]
+    """One process, two jobs and ``--deep`` give the same verdict and the same counts."""
+    keys = ("valid", "packs", "sources", "errors", "errors_total")
+    serial = validate(clean, capsys)
+    for flags in (("--jobs", "2"), ("--deep",)):
+        code, report = validate(clean, capsys, *flags)
+        assert code == serial[0] == 0, (flags, report["errors"])
+        assert {k: report[k] for k in keys} == {k: serial[1][k] for k in keys}, flags
 
 
 def test_not_a_dataset_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

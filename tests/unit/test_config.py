@@ -65,7 +65,9 @@ def test_a_set_typo_is_the_flags_not_the_files(tmp_path: Path) -> None:
 
 
 def test_seq_len_bound_and_connect_timeout_default(tmp_path: Path) -> None:
-    assert MAX_SEQ_LEN == 2**24 < 2**31 - 1
+    with pytest.raises(ConfigError) as info:  # one past the bound: one line naming the key
+        load_config(write(tmp_path, BASE), [f"packing.seq_len={MAX_SEQ_LEN + 1}"])
+    assert "packing.seq_len" in str(info.value) and "\n" not in str(info.value)
     cfg = load_config(write(tmp_path, BASE), [f"packing.seq_len={MAX_SEQ_LEN}"])
     assert cfg.packing.seq_len == MAX_SEQ_LEN and cfg.ray.connect_timeout_s == 30.0
     assert load_config(write(tmp_path, BASE), ["ray.connect_timeout_s=2.5"]).ray.connect_timeout_s == 2.5

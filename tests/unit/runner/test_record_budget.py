@@ -36,5 +36,15 @@ def test_runaway_record_becomes_timeout_and_others_pass() -> None:
     assert signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0)
 
 
-def test_unarmed_budget_just_runs() -> None:
-    assert RecordBudget(0.01).run(lambda raw: 7, RAW) == 7
+def test_unarmed_budget_sets_no_timer_and_stops_nothing() -> None:
+    """Outside ``armed()`` (a worker thread, or no budget in force) a record longer than the budget runs
+    to its end: no timer is set and the process's SIGALRM handler is left alone."""
+    before = signal.getsignal(signal.SIGALRM)
+    budget = RecordBudget(0.01)
+
+    def slow(raw: RawRecord) -> tuple[int, tuple[float, float]]:
+        time.sleep(0.05)  # five budgets
+        return 7, signal.getitimer(signal.ITIMER_REAL)
+
+    assert budget.run(slow, RAW) == (7, (0.0, 0.0))
+    assert signal.getsignal(signal.SIGALRM) == before
