@@ -77,7 +77,7 @@ def main(corpus: str, out: str, workers: int, unit_bytes: int) -> None:
     else:
         import ray
 
-        from cook.runner.ray import RayExecutor
+        from cook.runner.ray_executor import RayExecutor
 
         executor = RayExecutor(config, None, workers)
         ray.get([a.__ray_ready__.remote() for a in executor.actors])

@@ -63,7 +63,7 @@ def executor_factory(address: str | None, workers: int, quiet: bool = True) -> E
             from cook.runner.local import LocalExecutor
 
             return LocalExecutor(config)
-        from cook.runner.ray import RayExecutor
+        from cook.runner.ray_executor import RayExecutor
 
         actors = min(workers, config.ray.num_actors)  # run_pipeline caps it at the number of units
         if not quiet:

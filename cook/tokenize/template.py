@@ -542,9 +542,7 @@ def _checked(
     if rewritten is not None:
         order = render[0]
         parts = [
-            slot._replace(core=(Text(rewritten[k], slot.target),) if rewritten[k] else ())
-            if k in rewritten
-            else slot
+            slot._replace(core=(Text(rewritten[k], slot.target),) if rewritten[k] else ()) if k in rewritten else slot
             for k, slot in enumerate(slots)
         ]
         in_place = _build(context, parts, order, *layout_parts)

@@ -1,7 +1,7 @@
 """Fault injection for the crash-handling tests, kept out of the product: a Ray actor that dies the
 way a segfault in a decoder would, on any record whose JSON holds ``MARKER``.
 
-A test swaps it in for ``cook.runner.ray.RayWorker`` (``monkeypatch.setattr``); the actors import this
+A test swaps it in for ``cook.runner.ray_executor.RayWorker`` (``monkeypatch.setattr``); the actors import this
 module by name (Ray gives them the driver's ``sys.path``), so nothing reaches them through the environment.
 """
 
@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import os
 
-from cook.runner.ray import RayWorker
+from cook.runner.ray_executor import RayWorker
 from cook.runner.worker import Cooked
 from cook.types import RawRecord
 

@@ -25,7 +25,7 @@ import json, sys
 from dataclasses import asdict
 from cook.config import load_config
 from cook.runner.pipeline import run_pipeline
-from cook.runner.ray import RayExecutor
+from cook.runner.ray_executor import RayExecutor
 config = load_config("pipelines/demo.yaml", [f"output.dir={sys.argv[1]}", "ray.cpus_per_actor=1", *sys.argv[3:]])
 summary = run_pipeline(config, lambda c: RayExecutor(c, sys.argv[2], 2), progress=False)
 print(json.dumps(asdict(summary)))

@@ -164,7 +164,7 @@ def test_record_that_kills_actors_is_rejected_as_worker_crash(
     rows = _records(300)
     rows[150] = {"messages": [{"role": "user", "content": MARKER}, {"role": "assistant", "content": "x"}]}
     write_jsonl(data / "a.jsonl", rows)
-    monkeypatch.setattr("cook.runner.ray.RayWorker", KillingWorker)
+    monkeypatch.setattr("cook.runner.ray_executor.RayWorker", KillingWorker)
     out = tmp_path / "out"
     assert main(["run", str(_pipeline(tmp_path, data, out)), "--workers", "2", "--quiet"]) == 0
     rejects = [json.loads(line) for line in (out / fmt.REJECTS_NAME).read_text().splitlines()]

@@ -12,7 +12,7 @@ PROBE = """
 import sys
 import cook.cli.main
 cook.cli.main.build_parser()
-import cook.runner.pipeline, cook.runner.local, cook.runner.ray, cook.runner.worker, cook.media, cook.tokenize
+import cook.runner.pipeline, cook.runner.local, cook.runner.ray_executor, cook.runner.worker, cook.media, cook.tokenize
 import cook.validate, cook.validate.deep, cook.writer.energon_index, megatron.energon
 print(sorted({name.split(".")[0] + "." + name.split(".")[1] if name.startswith("megatron.") else name.split(".")[0]
               for name in sys.modules if name.startswith(("matplotlib", "megatron."))}))

@@ -11,7 +11,7 @@ from typing import ClassVar
 from cook.config import config_from_dict
 from cook.runner.local import LocalExecutor
 from cook.runner.pipeline import run_pipeline
-from cook.runner.ray import IN_FLIGHT_PER_ACTOR, RayExecutor
+from cook.runner.ray_executor import IN_FLIGHT_PER_ACTOR, RayExecutor
 from cook.runner.stage_place import SHM_MIN_FREE, SHM_ROOT, free_bytes
 from tests.conftest import pipeline_dict, write_jsonl
 
