@@ -27,13 +27,17 @@ from cook.types import Conversation, RejectRecord, TokenizedSample
 
 
 def _layout(
-    tokenizer: ChatTokenizer, conv: Conversation, media: MediaGroups, config: TokenizerConfig, ids: dict[str, int]
+    tokenizer: ChatTokenizer,
+    conv: Conversation,
+    media: MediaGroups,
+    config: TokenizerConfig,
+    ids: dict[str, int],
+    call_tokens: bool,
 ) -> Layout:
     if config.chat_format == "template" and not conv.template_applied:
         from cook.tokenize.template import render_template, template_context
 
         return render_template(conv, media, config.train_on, template_context(tokenizer))
-    call_tokens = TOOL_CALL_OPEN in tokenizer.special_ids and TOOL_CALL_CLOSE in tokenizer.special_ids
     pieces = render(conv, media, config.train_on, config.normalize_thinking, call_tokens)
     return layout(pieces, ids, tokenizer.lstrip_ids, tokenizer.rstrip_ids)
 
@@ -55,7 +59,9 @@ def tokenize_batch(
     fast: list[int] = []
     chatml = config.chat_format == "chatml"
     ready = fast_path_ready(ids, tokenizer.lstrip_ids | tokenizer.rstrip_ids)
-    call_tokens = TOOL_CALL_OPEN in tokenizer.special_ids  # the general path makes them control tokens
+    # ChatML tool-call wrappers are control tokens where the tokenizer has both as special tokens (the
+    # general path renders them so)
+    call_tokens = TOOL_CALL_OPEN in tokenizer.special_ids and TOOL_CALL_CLOSE in tokenizer.special_ids
     for k, conv in enumerate(conversations):
         calls = call_tokens and any(turn.tool_calls for turn in conv.turns)
         use_fast = ready and (chatml or conv.template_applied) and text_only(conv) and not calls
@@ -72,7 +78,7 @@ def tokenize_batch(
         try:
             for k in general:
                 try:
-                    layouts.append(_layout(tokenizer, conversations[k], media[k], config, ids))
+                    layouts.append(_layout(tokenizer, conversations[k], media[k], config, ids, call_tokens))
                 except Rejected as rejected:
                     layouts.append(rejected)
         finally:

@@ -185,7 +185,6 @@ def layout(
 
 
 _MARKUP_RUNS: weakref.WeakKeyDictionary[ChatTokenizer, dict[str, np.ndarray]] = weakref.WeakKeyDictionary()
-_SHORT_RUNS: weakref.WeakKeyDictionary[ChatTokenizer, dict[str, np.ndarray]] = weakref.WeakKeyDictionary()
 MARKUP_CACHE_ENTRIES = 4096  # markup that embeds per-record text (tools JSON) stops being cached there
 
 
@@ -200,7 +199,6 @@ def _encode_runs(tokenizer: ChatTokenizer, layouts: Sequence[Layout | Rejected])
     encoded on its own where the tokenizer's prefix rule depends on the position
     (``ChatTokenizer.position_sensitive``), never from a cache."""
     cache = _MARKUP_RUNS.setdefault(tokenizer, {})
-    short = _SHORT_RUNS.setdefault(tokenizer, {})
     sensitive = tokenizer.position_sensitive
     fresh: list[str] = []
     firsts: list[str] = []
@@ -245,10 +243,7 @@ def _encode_runs(tokenizer: ChatTokenizer, layouts: Sequence[Layout | Rejected])
         if index >= 0:
             out.append(encoded[index])
         elif index == -1:
-            known = short.get(run.text)
-            if known is None:
-                known = short[run.text] = np.asarray(tokenizer.encode_cached(run.text), dtype=np.int32)
-            out.append(known)
+            out.append(tokenizer.encode_cached(run.text))
         elif index == -2:
             out.append(cache[run.text])
         else:

@@ -47,11 +47,11 @@ class _Pool:
         self.codes: dict[str | int, int] = {}
         self._arrays: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
 
-    def add(self, key: str | int, ids: list[int]) -> int:
+    def add(self, key: str | int, ids: Sequence[int] | np.ndarray) -> int:
         code = self.codes[key] = -len(self.starts) - 1
         self.starts.append(len(self.ids))
         self.lengths.append(len(ids))
-        self.ids += ids
+        self.ids += [int(i) for i in ids]
         self._arrays = None
         return code
 

@@ -38,6 +38,9 @@ from cook.tokenize.chat_format import MediaGroups, Piece, Text, merge_text, part
 from cook.tokenize.targets import target_flags
 from cook.tokenize.template_calls import common_prefix, tool_call_markup
 from cook.tokenize.template_check import (
+    SENTINEL_CLOSE,
+    SENTINEL_OPEN,
+    SENTINEL_RE,
     content_tests,
     filters_content,
     held_literal,
@@ -51,8 +54,6 @@ from cook.tokenize.template_check import (
 from cook.tokenize.tokenizer import ChatTokenizer
 from cook.types import Conversation, TextPart
 
-SENTINEL_OPEN, SENTINEL_CLOSE = "\U000f00c0", "\U000f00c1"
-SENTINEL_RE = re.compile(f"{SENTINEL_OPEN}(\\d+){SENTINEL_CLOSE}")
 SPLIT_CACHE_ENTRIES = 4096  # distinct markup strings kept split (tools JSON makes some per-record ones)
 
 
@@ -433,7 +434,7 @@ def _render(
     if not blank_as_text and any(not slot.core for slot in slots):
         texts = real_texts(slots)
         if texts is not None:
-            real = [with_real_text(m, SENTINEL_RE, texts) for m in messages]
+            real = [with_real_text(m, texts) for m in messages]
             if layout_text(lay, context.names) != context.render(real, tools):  # type: ignore[arg-type]
                 raise _BlankParts
     return _checked(context, messages, tools, slots, (order, segments), lay, (edges, cuts), calling)
@@ -533,7 +534,7 @@ def _checked(
         return lay
     if context.control_re is not None and any(context.control_re.search(text) for text in texts.values()):
         return lay  # data with control-token strings: cook's text, never HF's tokens (the documented class)
-    real = [with_real_text(m, SENTINEL_RE, texts) for m in messages]
+    real = [with_real_text(m, texts) for m in messages]
     rendered = context.render(real, tools)  # type: ignore[arg-type]
     if layout_text(lay, context.names) == rendered:
         return lay

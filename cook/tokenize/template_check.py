@@ -28,7 +28,9 @@ from cook.errors import Rejected, RejectReason
 from cook.tokenize.assemble import Layout, LayoutBuilder, TextRun
 from cook.tokenize.chat_format import Piece, Text
 
-SENTINEL = re.compile("\U000f00c0(\\d+)\U000f00c1")  # template.SENTINEL_RE (template.py imports this module)
+# The sentinel that stands for part k in a render (``template.py``): ``\U000f00c0<k>\U000f00c1``.
+SENTINEL_OPEN, SENTINEL_CLOSE = "\U000f00c0", "\U000f00c1"
+SENTINEL_RE = re.compile(f"{SENTINEL_OPEN}(\\d+){SENTINEL_CLOSE}")
 
 _QUOTED = r"""('(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*")"""
 _TESTS = re.compile(
@@ -84,14 +86,14 @@ def held_literal(pattern: re.Pattern[str] | None, texts: Iterable[str]) -> str |
     return None
 
 
-def with_real_text(value: object, sentinel: re.Pattern[str], texts: Mapping[int, str]) -> object:
+def with_real_text(value: object, texts: Mapping[int, str]) -> object:
     """``value`` (a message, or any JSON value in it) with each sentinel replaced by its part's text."""
     if isinstance(value, str):
-        return sentinel.sub(lambda m: texts[int(m.group(1))], value)
+        return SENTINEL_RE.sub(lambda m: texts[int(m.group(1))], value)
     if isinstance(value, dict):
-        return {key: with_real_text(item, sentinel, texts) for key, item in value.items()}
+        return {key: with_real_text(item, texts) for key, item in value.items()}
     if isinstance(value, list):
-        return [with_real_text(item, sentinel, texts) for item in value]
+        return [with_real_text(item, texts) for item in value]
     return value
 
 
@@ -160,7 +162,7 @@ def marked_render(
 ) -> str:
     """The render of the real text with a marker before and after each part."""
     marked = {k: f"{START_OPEN}{k}{START_CLOSE}{text}{MARK_OPEN}{k}{MARK_CLOSE}" for k, text in texts.items()}
-    return context.render([cast(dict[str, Any], with_real_text(m, SENTINEL, marked)) for m in sentinel_messages], tools)
+    return context.render([cast(dict[str, Any], with_real_text(m, marked)) for m in sentinel_messages], tools)
 
 
 def rewritten_parts(out: str, sentinel_render: tuple[list[int], list[str]]) -> dict[int, str] | None:

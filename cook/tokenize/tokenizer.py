@@ -13,6 +13,8 @@ import os
 from functools import cached_property
 from typing import Any, Final
 
+import numpy as np
+
 from cook.errors import ConfigError
 from cook.format import CONTROL_TOKENS, IM_END, IM_START, THINK_END, THINK_START
 from cook.tokenize.backends import BackendChoice, Encoder, FlatIds, HFEncoder, check_sample, choose_encoder
@@ -131,7 +133,7 @@ class ChatTokenizer:
         self._offsets: dict[bool, Any] = {}  # built on first use
         self._reference = HFEncoder(reference)
         self._encoder: Encoder = self._reference
-        self._cache: dict[str, list[int]] = {}
+        self._cache: dict[str, np.ndarray] = {}
         self._probe_injection(chat_format)
         self.backend: BackendChoice
         self._encoder, self.backend = choose_encoder(backend, run_json, self._reference)
@@ -187,11 +189,12 @@ class ChatTokenizer:
         encoding = backend.encode(text, add_special_tokens=False)
         return list(encoding.ids), list(encoding.offsets)
 
-    def encode_cached(self, text: str) -> list[int]:
-        """For the few fixed strings of the chat format (``'user\\n'``, ``'\\n'``)."""
+    def encode_cached(self, text: str) -> np.ndarray:
+        """int32 ids of one of the few fixed strings of the chat format (``'user\\n'``, ``'\\n'``),
+        encoded once per tokenizer."""
         ids = self._cache.get(text)
         if ids is None:
-            ids = self._cache[text] = self._encode_raw([text])[0]
+            ids = self._cache[text] = np.asarray(self._encode_raw([text])[0], dtype=np.int32)
         return ids
 
     @cached_property
