@@ -26,10 +26,11 @@ import sys
 from typing import IO, Any
 
 from cook.cli.paths import check_output_file
+from cook.dataset_stats import Distribution, Histogram, StatsSummary
 from cook.errors import ConfigError
 from cook.manifest import ManifestError
 from cook.validate import NotADataset, check_is_dataset
-from cook.validate.stats import Distribution, Histogram, StatsSummary, compute_stats, summarize
+from cook.validate.stats import compute_stats, summarize
 from cook.view.stats_page import render_stats_page
 from cook.writer.atomic import atomic_write
 

@@ -4,6 +4,9 @@ batch size) steps per epoch.
 
     compute_stats(DIR) -> DatasetStats -summarize(stats, global_batch_size)-> StatsSummary -.to_dict()-> --json
 
+``StatsSummary`` and its parts live in ``cook.dataset_stats`` (L0), so that the HTML page
+(``cook.view.stats_page``) reads them without importing ``cook.validate``.
+
 Only the small members are read (cu_seqlens*, meta.json, media_sizes, audio_lengths); the large ones
 are seeked over. Media tokens are the embeddings that ``media_sizes``/``audio_lengths`` imply, which
 ``cook validate`` proves equal to the ``<image>``/``<so_embedding>`` placeholders, so no tokenizer is needed.
@@ -19,13 +22,13 @@ from __future__ import annotations
 import json
 import os
 from collections import Counter
-from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field
-from typing import Any, Final
+from dataclasses import dataclass, field
+from typing import Final
 
 import numpy as np
 
 from cook import format as fmt
+from cook.dataset_stats import Distribution, Histogram, MediaTokens, StatsSummary, StepsPerEpoch
 from cook.manifest import load_manifest
 from cook.validate.media import VISUAL_KINDS, clip_tokens, visual_embeddings
 from cook.validate.npy import read_npy
@@ -50,70 +53,6 @@ class DatasetStats:
     image_tokens: int = 0
     audio_tokens: int = 0
     rejects: Counter[str] = field(default_factory=Counter)
-
-
-@dataclass(frozen=True)
-class Histogram:
-    edges: tuple[float, ...]  # len(counts) + 1 bin edges
-    counts: tuple[int, ...]
-
-
-@dataclass(frozen=True)
-class Distribution:
-    """Summary figures of some values (all 0 for none) and their histogram."""
-
-    min: float
-    median: float
-    p90: float
-    max: float
-    mean: float
-    histogram: Histogram
-
-
-@dataclass(frozen=True)
-class MediaTokens:
-    image: int
-    audio: int
-    image_share: float  # of the true tokens
-    audio_share: float
-
-
-@dataclass(frozen=True)
-class StepsPerEpoch:
-    """``--global-batch-size N``: full global batches of N packs in one pass, and the mean supervised
-    tokens in one (the manifest's ``target_tokens`` per pack times N)."""
-
-    global_batch_size: int
-    steps_per_epoch: int
-    target_tokens_per_step: int
-
-
-@dataclass(frozen=True)
-class StatsSummary:
-    """The ``cook stats`` figures; ``to_dict`` is the ``--json`` object (keys in field order, ``steps``
-    flattened into it when given)."""
-
-    packs: int
-    sources: int
-    seq_len: int
-    records_in: int
-    tokens: int
-    padded_tokens: int
-    padding_tokens: int
-    packing_efficiency: float
-    fill: Distribution  # T / seq_len of each pack
-    sequence_length: Distribution
-    sources_per_pack: Distribution
-    media_tokens: MediaTokens
-    rejects: Mapping[str, int]  # most frequent first
-    truncated_sequences: int
-    truncated_tokens: int
-    steps: StepsPerEpoch | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        data = asdict(self)
-        steps = data.pop("steps")
-        return {**data, **(steps or {})}
 
 
 def _pack_media_tokens(members: dict[str, MemberData], media: list[str]) -> tuple[int, int]:

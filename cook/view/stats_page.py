@@ -1,6 +1,6 @@
 """A dataset's stats -> one self-contained HTML page (``cook stats DIR --html FILE``).
 
-    StatsSummary (validate.stats.summarize) + the --plot PNG bytes + per-input-file rows + rejects.jsonl
+    StatsSummary (cook.dataset_stats) + the --plot PNG bytes + per-input-file rows + rejects.jsonl
     -> headline table, the 2x2 plot, a table per input file (the part of a source before its last ``#``),
     reject reasons with up to ``EXAMPLES`` example sources and details each
 
@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from cook import format as fmt
+from cook.dataset_stats import StatsSummary
 from cook.validate.packs import ONLY_META, iter_packs
-from cook.validate.stats import StatsSummary
 from cook.view.media_images import data_uri
 from cook.view.page import page, text
 

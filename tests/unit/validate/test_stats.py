@@ -9,7 +9,8 @@ import json
 from collections import Counter
 
 from cook import format as fmt
-from cook.validate.stats import DatasetStats, Histogram, MediaTokens, StepsPerEpoch, summarize
+from cook.dataset_stats import Histogram, MediaTokens, StepsPerEpoch
+from cook.validate.stats import DatasetStats, summarize
 
 STATS = DatasetStats(
     seq_len=1024,
