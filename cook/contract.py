@@ -256,16 +256,9 @@ def check_blend(contracts: Sequence[tuple[str, Contract]]) -> None:
             raise ContractMismatch(f"blended datasets {first_name} and {name} have different contracts", problems)
 
 
-def manifest_contract(manifest: Mapping[str, Any]) -> Contract | None:
-    """The manifest's ``contract`` (None for a dataset cooked before it existed)."""
-    data = manifest.get(CONTRACT_KEY)
-    return None if data is None else Contract.from_dict(data)
-
-
-def expected_tokenizer_problems(dataset_dir: str, tokenizer_dir: str) -> list[str]:
-    """``cook validate DIR --expect-tokenizer DIR2``: the contract fields in which DIR2 differs."""
-    with open(os.path.join(dataset_dir, fmt.MANIFEST_NAME), encoding="utf-8") as handle:
-        contract = manifest_contract(json.load(handle))
+def expected_tokenizer_problems(contract: Contract | None, tokenizer_dir: str) -> list[str]:
+    """``cook validate DIR --expect-tokenizer DIR2``: the fields of DIR's contract (None: its manifest
+    has none) in which DIR2 differs."""
     if contract is None:
         return ["the manifest has no contract (cooked by an older cook); re-cook to check the tokenizer"]
     return contract_problems(contract, Expectation(tokenizer_dir=tokenizer_dir))

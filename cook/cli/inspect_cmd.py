@@ -15,8 +15,8 @@ reassembled from the stored patches at its placeholders, targets highlighted; no
 are shown as small JPEG previews, marked as such.
 
 Exit 0; 2 for a directory that is not a dataset, a pack index out of range, an ambiguous suffix or a
-source no pack holds (a rejected one included); 1 for a pack too broken to show (``cook validate``
-says why).
+source no pack holds (a rejected one included); 1 for a manifest that cannot be read or a pack too
+broken to show (one line; ``cook validate`` says why).
 """
 
 from __future__ import annotations
@@ -34,6 +34,7 @@ import numpy as np
 from cook import format as fmt
 from cook.cli.paths import check_output_file
 from cook.errors import ConfigError
+from cook.manifest import Manifest, ManifestError, load_manifest
 from cook.types import Pack
 from cook.validate import NotADataset, check_is_dataset
 from cook.validate.media import VISUAL_KINDS, clip_tokens, visual_embeddings
@@ -77,6 +78,11 @@ def handle(args: argparse.Namespace) -> int:
         check_is_dataset(args.dir)
     except NotADataset as err:
         return _fail(str(err))
+    try:
+        manifest = load_manifest(args.dir)
+    except ManifestError as err:
+        print(f"cook: error: {err}; run cook validate", file=sys.stderr)
+        return 1
     if args.html:
         check_output_file("--html", args.html, "pack.html")
     if not args.html_max_mb >= 0:
@@ -103,7 +109,7 @@ def handle(args: argparse.Namespace) -> int:
         print(f"cook inspect: warning: {warning}; showing token ids", file=sys.stderr)
     if args.html:
         budget = round(args.html_max_mb * 1e6) or None
-        write_html(args.html, args.dir, pack, raw.key, shard, tokenizer, budget, args.source)
+        write_html(args.html, manifest, pack, raw.key, shard, tokenizer, budget, args.source)
         return 0
     try:
         print(render(pack, raw.key, shard, args.source, tokenizer, sys.stdout.isatty()))
@@ -114,18 +120,21 @@ def handle(args: argparse.Namespace) -> int:
 
 
 def write_html(
-    path: str, root: str, pack: Pack, key: str, shard: str, tokenizer: Any, budget: int | None, source: str | None
+    path: str,
+    manifest: Manifest,
+    pack: Pack,
+    key: str,
+    shard: str,
+    tokenizer: Any,
+    budget: int | None,
+    source: str | None,
 ) -> None:
     """The pack page; without a tokenizer, text as token ids and control tokens from the manifest."""
-    with open(os.path.join(root, fmt.MANIFEST_NAME), encoding="utf-8") as handle:
-        manifest = json.load(handle)
     if tokenizer is not None:
         view = view_tokens.from_tokenizer(tokenizer)
     else:
-        recorded = manifest.get("tokenizer", {})
-        view = view_tokens.from_ids(recorded.get("control_ids") or {}, recorded.get("pad_id"))
-    seq_len = manifest.get("pipeline", {}).get("packing", {}).get("seq_len")
-    page = render_pack_page(pack, key, shard, seq_len if isinstance(seq_len, int) else None, view, budget, source)
+        view = view_tokens.from_ids(manifest.tokenizer.control_ids, manifest.tokenizer.pad_id)
+    page = render_pack_page(pack, key, shard, manifest.seq_len, view, budget, source)
     atomic_write(path, page)
     print(f"cook inspect: wrote {path}", file=sys.stderr)
 

@@ -1,14 +1,14 @@
 """``cook stats DIR [--plot FILE.png] [--json] [--global-batch-size N]``: packing efficiency, pack fill
 and sequence-length histograms, sources per pack, media-token share, truncation and reject reasons.
 
-A text table on stdout, or one JSON object with ``--json`` (``cook.validate.stats.summarize``).
-``--plot`` writes a 2x2 PNG (matplotlib, Agg): fill histogram, sequence lengths, sources per pack,
-reject reasons. Truncation (``truncated_sequences``, ``truncated_tokens``) comes from the manifest's
-counts (0 for a manifest written before they were counted). ``--global-batch-size N`` adds
-``steps_per_epoch`` = packs // N (full global batches of N packs in one pass) and
-``target_tokens_per_step`` (the manifest's target tokens per pack times N, a mean). Exit 0; 2 for a
-directory that is not a dataset or a ``--plot`` path that cannot be written (checked before the
-dataset is read).
+A text table on stdout, or one JSON object with ``--json`` (``StatsSummary.to_dict``, from
+``cook.validate.stats.summarize``). ``--plot`` writes a 2x2 PNG (matplotlib, Agg): fill histogram,
+sequence lengths, sources per pack, reject reasons. Truncation (``truncated_sequences``,
+``truncated_tokens``) comes from the manifest's counts (0 for a manifest written before they were
+counted). ``--global-batch-size N`` adds ``steps_per_epoch`` = packs // N (full global batches of N
+packs in one pass) and ``target_tokens_per_step`` (the manifest's target tokens per pack times N, a
+mean). Exit 0; 2 for a directory that is not a dataset or a ``--plot`` path that cannot be written
+(checked before the dataset is read); 1 for a manifest that cannot be read (one line).
 
 ``--html FILE`` writes one self-contained page (``cook.view.stats_page``): the same plots, a table per
 input file and the reject reasons with examples; a path that cannot be written exits 2 before any work.
@@ -25,9 +25,10 @@ import os
 import sys
 from typing import IO, Any
 
-from cook import format as fmt
 from cook.cli.paths import check_output_file
+from cook.dataset_stats import Distribution, Histogram, StatsSummary
 from cook.errors import ConfigError
+from cook.manifest import ManifestError
 from cook.validate import NotADataset, check_is_dataset
 from cook.validate.stats import compute_stats, summarize
 from cook.view.stats_page import render_stats_page
@@ -56,11 +57,11 @@ def handle(args: argparse.Namespace) -> int:
         check_output_file("--html", args.html, "stats.html")
     if args.global_batch_size is not None and args.global_batch_size < 1:
         raise ConfigError(f"--global-batch-size: must be >= 1, got {args.global_batch_size}")
-    summary = {**summarize(compute_stats(args.dir)), **truncation(args.dir)}
-    if args.global_batch_size is not None:
-        summary["global_batch_size"] = args.global_batch_size
-        summary["steps_per_epoch"] = summary["packs"] // args.global_batch_size
-        summary["target_tokens_per_step"] = target_tokens_per_step(args.dir, summary["packs"], args.global_batch_size)
+    try:
+        summary = summarize(compute_stats(args.dir), args.global_batch_size)
+    except ManifestError as err:
+        print(f"cook: error: {err}; run cook validate", file=sys.stderr)
+        return 1
     if args.plot:
         try:
             plot(summary, args.plot, args.dir)
@@ -70,14 +71,14 @@ def handle(args: argparse.Namespace) -> int:
     if args.html:
         write_html(summary, args.html, args.dir)
     try:
-        print(json.dumps(summary) if args.json else table(summary))
+        print(json.dumps(summary.to_dict()) if args.json else table(summary))
         sys.stdout.flush()
     except BrokenPipeError:  # a pager or `head` closed stdout
         sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - keeps the interpreter's final flush quiet
     return 0
 
 
-def write_html(summary: dict[str, Any], path: str, root: str) -> None:
+def write_html(summary: StatsSummary, path: str, root: str) -> None:
     """``--html FILE``: the plot drawn in memory, embedded in the stats page."""
     buffer = io.BytesIO()
     plot(summary, buffer, root)
@@ -93,27 +94,13 @@ def check_plot_path(path: str) -> None:
     check_output_file("--plot", path, "stats.png")
 
 
-def truncation(root: str) -> dict[str, int]:
-    """``truncated_sequences`` and ``truncated_tokens`` from the manifest's counts (0 when absent)."""
-    with open(os.path.join(root, fmt.MANIFEST_NAME), encoding="utf-8") as handle:
-        counts = json.load(handle).get("counts", {})
-    return {key: int(counts.get(key, 0)) for key in ("truncated_sequences", "truncated_tokens")}
-
-
-def target_tokens_per_step(root: str, packs: int, global_batch_size: int) -> int:
-    """Mean supervised tokens in a step of ``global_batch_size`` packs (the manifest's ``target_tokens``)."""
-    with open(os.path.join(root, fmt.MANIFEST_NAME), encoding="utf-8") as handle:
-        targets = int(json.load(handle).get("counts", {}).get("target_tokens", 0))
-    return round(targets * global_batch_size / packs) if packs else 0
-
-
 def _bar(count: int, most: int, width: int = 30) -> str:
     return "█" * round(width * count / most) if most else ""
 
 
-def _histogram_rows(histogram: dict[str, list[Any]], label: str, whole: bool = False) -> list[str]:
+def _histogram_rows(histogram: Histogram, label: str, whole: bool = False) -> list[str]:
     """One row per bin; ``whole``: bins of whole numbers (edges at .5), labelled by their first and last."""
-    edges, counts = histogram["edges"], histogram["counts"]
+    edges, counts = histogram.edges, histogram.counts
     most = max(counts, default=0)
     rows = []
     for lo, hi, n in zip(edges[:-1], edges[1:], counts, strict=True):
@@ -125,55 +112,56 @@ def _histogram_rows(histogram: dict[str, list[Any]], label: str, whole: bool = F
     return rows
 
 
-def _distribution(d: dict[str, float], fmt_value: str = "{:,.0f}") -> str:
-    return "  ".join(f"{key} {fmt_value.format(d[key])}" for key in ("min", "median", "p90", "max"))
+def _distribution(d: Distribution, fmt_value: str = "{:,.0f}") -> str:
+    return "  ".join(f"{key} {fmt_value.format(getattr(d, key))}" for key in ("min", "median", "p90", "max"))
 
 
-def table(s: dict[str, Any]) -> str:
-    media = s["media_tokens"]
+def table(s: StatsSummary) -> str:
+    media = s.media_tokens
     lines = [
-        f"packs               {s['packs']:,}  (seq_len {s['seq_len']})",
-        f"sources             {s['sources']:,}" + (f" of {s['records_in']:,} records" if s["records_in"] else ""),
-        f"tokens              {s['tokens']:,} + {s['padding_tokens']:,} padding",
-        f"truncated           {s.get('truncated_sequences', 0):,} sequences, "
-        f"{s.get('truncated_tokens', 0):,} tokens cut{_truncated_share(s)}",
-        f"packing efficiency  {s['packing_efficiency']:.2%}  (tokens / (packs * seq_len))",
+        f"packs               {s.packs:,}  (seq_len {s.seq_len})",
+        f"sources             {s.sources:,}" + (f" of {s.records_in:,} records" if s.records_in else ""),
+        f"tokens              {s.tokens:,} + {s.padding_tokens:,} padding",
+        f"truncated           {s.truncated_sequences:,} sequences, "
+        f"{s.truncated_tokens:,} tokens cut{_truncated_share(s)}",
+        f"packing efficiency  {s.packing_efficiency:.2%}  (tokens / (packs * seq_len))",
         *_steps(s),
-        f"media tokens        image {media['image']:,} ({media['image_share']:.1%}), "
-        f"audio {media['audio']:,} ({media['audio_share']:.1%})",
+        f"media tokens        image {media.image:,} ({media.image_share:.1%}), "
+        f"audio {media.audio:,} ({media.audio_share:.1%})",
         "",
-        f"pack fill (T / seq_len)      {_distribution(s['fill'], '{:.2f}')}",
-        *_histogram_rows(s["fill"]["histogram"], "{lo:.1f}-{hi:.1f}"),
+        f"pack fill (T / seq_len)      {_distribution(s.fill, '{:.2f}')}",
+        *_histogram_rows(s.fill.histogram, "{lo:.1f}-{hi:.1f}"),
         "",
-        f"sequence length (tokens)     {_distribution(s['sequence_length'])}",
-        *_histogram_rows(s["sequence_length"]["histogram"], "{lo:,.0f}-{hi:,.0f}"),
+        f"sequence length (tokens)     {_distribution(s.sequence_length)}",
+        *_histogram_rows(s.sequence_length.histogram, "{lo:,.0f}-{hi:,.0f}"),
         "",
-        f"sources per pack             {_distribution(s['sources_per_pack'])}",
-        *_histogram_rows(s["sources_per_pack"]["histogram"], "", whole=True),
+        f"sources per pack             {_distribution(s.sources_per_pack)}",
+        *_histogram_rows(s.sources_per_pack.histogram, "", whole=True),
         "",
-        "rejects" + ("" if s["rejects"] else "             none"),
-        *(f"  {reason:<16}  {n:>8,}" for reason, n in s["rejects"].items()),
+        "rejects" + ("" if s.rejects else "             none"),
+        *(f"  {reason:<16}  {n:>8,}" for reason, n in s.rejects.items()),
     ]
     return "\n".join(lines)
 
 
-def _steps(s: dict[str, Any]) -> list[str]:
-    if "steps_per_epoch" not in s:
+def _steps(s: StatsSummary) -> list[str]:
+    if s.steps is None:
         return []
-    left = s["packs"] - s["steps_per_epoch"] * s["global_batch_size"]
+    steps = s.steps
+    left = s.packs - steps.steps_per_epoch * steps.global_batch_size
     return [
-        f"steps per epoch     {s['steps_per_epoch']:,} at global batch size {s['global_batch_size']:,}"
+        f"steps per epoch     {steps.steps_per_epoch:,} at global batch size {steps.global_batch_size:,}"
         + (f" (+ {left:,} packs left over)" if left else ""),
-        f"target tokens/step  {s['target_tokens_per_step']:,} (mean)",
+        f"target tokens/step  {steps.target_tokens_per_step:,} (mean)",
     ]
 
 
-def _truncated_share(s: dict[str, Any]) -> str:
-    truncated, sources = s.get("truncated_sequences", 0), s.get("sources", 0)
+def _truncated_share(s: StatsSummary) -> str:
+    truncated, sources = s.truncated_sequences, s.sources
     return f" ({truncated / sources:.1%} of the sources)" if truncated and sources else ""
 
 
-def plot(s: dict[str, Any], path: str | IO[bytes], title: str) -> None:
+def plot(s: StatsSummary, path: str | IO[bytes], title: str) -> None:
     """The 2x2 PNG: fill, sequence lengths, sources per pack, reject reasons."""
     import matplotlib
 
@@ -181,21 +169,21 @@ def plot(s: dict[str, Any], path: str | IO[bytes], title: str) -> None:
     import matplotlib.pyplot as plt
     from matplotlib.ticker import MaxNLocator
 
-    media = s["media_tokens"]
+    media = s.media_tokens
     fig, axes = plt.subplots(2, 2, figsize=(12, 8.5), constrained_layout=True)
     fig.suptitle(
-        f"cook stats: {title}\n{s['packs']:,} packs, {s['sources']:,} sources, packing efficiency "
-        f"{s['packing_efficiency']:.1%}, media tokens: image {media['image_share']:.1%}, "
-        f"audio {media['audio_share']:.1%}",
+        f"cook stats: {title}\n{s.packs:,} packs, {s.sources:,} sources, packing efficiency "
+        f"{s.packing_efficiency:.1%}, media tokens: image {media.image_share:.1%}, "
+        f"audio {media.audio_share:.1%}",
         fontsize=13,
     )
     panels = [
-        (axes[0, 0], s["fill"]["histogram"], "Pack fill (T / seq_len)", "fill", "packs"),
-        (axes[0, 1], s["sequence_length"]["histogram"], "Sequence length", "tokens", "sequences"),
-        (axes[1, 0], s["sources_per_pack"]["histogram"], "Sources per pack", "sources in the pack", "packs"),
+        (axes[0, 0], s.fill.histogram, "Pack fill (T / seq_len)", "fill", "packs"),
+        (axes[0, 1], s.sequence_length.histogram, "Sequence length", "tokens", "sequences"),
+        (axes[1, 0], s.sources_per_pack.histogram, "Sources per pack", "sources in the pack", "packs"),
     ]
     for ax, histogram, name, xlabel, ylabel in panels:
-        edges, counts = histogram["edges"], histogram["counts"]
+        edges, counts = histogram.edges, histogram.counts
         ax.bar(
             edges[:-1],
             counts,
@@ -208,17 +196,17 @@ def plot(s: dict[str, Any], path: str | IO[bytes], title: str) -> None:
         ax.yaxis.set_major_locator(MaxNLocator(integer=True))
         ax.grid(axis="y", alpha=0.3)
     axes[1, 0].xaxis.set_major_locator(MaxNLocator(integer=True))
-    axes[0, 0].axvline(s["fill"]["median"], color="#c44e52", linestyle="--", label=f"median {s['fill']['median']:.2f}")
+    axes[0, 0].axvline(s.fill.median, color="#c44e52", linestyle="--", label=f"median {s.fill.median:.2f}")
     axes[0, 0].legend(loc="upper left")
     axes[0, 1].axvline(
-        s["sequence_length"]["median"],
+        s.sequence_length.median,
         color="#c44e52",
         linestyle="--",
-        label=f"median {s['sequence_length']['median']:,.0f}",
+        label=f"median {s.sequence_length.median:,.0f}",
     )
     axes[0, 1].legend(loc="upper right")
     ax = axes[1, 1]
-    reasons = list(s["rejects"].items())
+    reasons = list(s.rejects.items())
     if reasons:
         ax.barh([r for r, _ in reasons][::-1], [n for _, n in reasons][::-1], color="#dd8452")
     else:

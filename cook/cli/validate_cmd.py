@@ -25,6 +25,7 @@ from typing import Any
 
 from cook.contract import expected_tokenizer_problems
 from cook.errors import ConfigError
+from cook.manifest import ManifestError, load_manifest
 from cook.runner.progress import Progress
 from cook.validate import NotADataset, Report, ValidateOptions, check_is_dataset, validate_dataset
 from cook.validate.problems import Problem
@@ -159,10 +160,11 @@ def handle(args: argparse.Namespace) -> int:
     )
     report = validate_dataset(args.dir, options)
     if args.expect_tokenizer:  # the data contract (cook.contract), one problem per differing field
-        mismatches = [
-            Problem("contract_mismatch", "", "", d)
-            for d in expected_tokenizer_problems(args.dir, args.expect_tokenizer)
-        ]
+        try:
+            details = expected_tokenizer_problems(load_manifest(args.dir).contract, args.expect_tokenizer)
+        except ManifestError as err:  # the manifest check above reports what is wrong with it
+            details = [f"cannot check the contract: {err}"]
+        mismatches = [Problem("contract_mismatch", "", "", d) for d in details]
         report.problems += mismatches
         report.problems_total += len(mismatches)
     ref = _reference(args, report) if args.reference is not None else None

@@ -10,14 +10,14 @@ else's data in the blend, read by its own cooker) carry no contract and are not 
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 import yaml
 
 from cook import format as fmt
-from cook.contract import Contract, ContractMismatch, Expectation, check_blend, check_contract, manifest_contract
+from cook.contract import Contract, ContractMismatch, Expectation, check_blend, check_contract
+from cook.manifest import Manifest, load_manifest
 
 
 def _yaml_paths(node: Any) -> list[str]:
@@ -43,13 +43,11 @@ def dataset_dirs(path: str | Path) -> list[Path]:
     return out
 
 
-def read_manifest(dataset: Path) -> dict[str, Any] | None:
-    file = dataset / fmt.MANIFEST_NAME
-    if not file.is_file():
+def read_manifest(dataset: Path) -> Manifest | None:
+    """``dataset``'s manifest, None without one; ``ManifestError`` for one that cannot be read."""
+    if not (dataset / fmt.MANIFEST_NAME).is_file():
         return None
-    with open(file, encoding="utf-8") as handle:
-        manifest: dict[str, Any] = json.load(handle)
-    return manifest
+    return load_manifest(str(dataset))
 
 
 def dataset_contracts(path: str | Path) -> list[tuple[str, Contract | None]]:
@@ -58,7 +56,7 @@ def dataset_contracts(path: str | Path) -> list[tuple[str, Contract | None]]:
     for dataset in dataset_dirs(path):
         manifest = read_manifest(dataset)
         if manifest is not None:
-            out.append((str(dataset), manifest_contract(manifest)))
+            out.append((str(dataset), manifest.contract))
     return out
 
 

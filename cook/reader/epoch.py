@@ -22,7 +22,7 @@ def total_packs(path: str | Path) -> int:
     manifest = read_manifest(Path(path))
     if manifest is None:
         raise FileNotFoundError(f"{path}: no cook manifest (not a cooked dataset directory)")
-    return int(manifest["counts"]["packs"])
+    return manifest.counts.packs
 
 
 def packs_per_epoch(path: str | Path, rank: int = 0, world_size: int = 1, num_workers: int = 0) -> int:

@@ -20,7 +20,6 @@ reports it (``RunSummary.already_finished``), and an interrupt that lands after 
 
 from __future__ import annotations
 
-import json
 import os
 import threading
 import time
@@ -30,7 +29,7 @@ from dataclasses import asdict, dataclass, field, replace
 from cook import format as fmt
 from cook.config import PipelineConfig
 from cook.contract import Contract, MediaSettings, cooked_contract, tokenizer_files_sha256
-from cook.manifest import Manifest, PackingEntry, TokenizerEntry
+from cook.manifest import Manifest, PackingEntry, TokenizerEntry, load_manifest
 from cook.packing.metrics import PackingStats
 from cook.runner.driver import Driver, Executor
 from cook.runner.output_dir import (
@@ -140,14 +139,13 @@ def _discard_if_nothing_done(out_dir: str, state: RunState) -> None:
 
 def _finished_summary(out_dir: str, started: float, already_finished: bool) -> RunSummary:
     """The summary of the finished run in ``out_dir``, from its manifest."""
-    with open(os.path.join(out_dir, fmt.MANIFEST_NAME), encoding="utf-8") as handle:
-        manifest = json.load(handle)
+    manifest = load_manifest(out_dir)
     return RunSummary(
         out_dir=out_dir,
-        counts=manifest["counts"],
-        packing_efficiency=manifest["packing_efficiency"],
-        rejects_by_reason=manifest["rejects_by_reason"],
-        shards=len(manifest["shards"]),
+        counts=manifest.counts.to_dict(),
+        packing_efficiency=manifest.packing_efficiency,
+        rejects_by_reason=dict(manifest.rejects_by_reason),
+        shards=len(manifest.shards),
         seconds=time.monotonic() - started,
         resumed=not already_finished,
         already_finished=already_finished,

@@ -68,7 +68,8 @@ class RunState:
         return sum(s.packs for s in self.shards)
 
 
-# state.json keeps the counters of the unmet pack count multiple inside its "packing" object
+# windows that packed short of packing.pack_count_multiple: a top-level key of state.json; an older
+# state.json (cook 0.1.0) keeps it inside "packing", where state_from_json still finds it
 _UNMET = "windows_short_of_pack_count_multiple"
 
 
@@ -86,15 +87,15 @@ def state_json(state: RunState) -> dict[str, Any]:
         "shards": [asdict(s) for s in state.shards],
         "counts": state.counts.to_dict() if checkpointed else {},
         "rejects_by_reason": state.rejects_by_reason,
-        "packing": {**asdict(state.packing), _UNMET: state.windows_short_of_pack_count_multiple}
-        if state.packing is not None
-        else {},
+        "packing": asdict(state.packing) if state.packing is not None else {},
+        _UNMET: state.windows_short_of_pack_count_multiple,
     }
 
 
 def state_from_json(data: dict[str, Any]) -> RunState:
     packing = dict(data["packing"])
-    unmet = int(packing.pop(_UNMET, 0))
+    inside = int(packing.pop(_UNMET, 0))  # an older state.json
+    unmet = int(data[_UNMET]) if _UNMET in data else inside
     stats = None
     if packing:
         packing["sequences_per_pack"] = tuple(tuple(pair) for pair in packing["sequences_per_pack"])

@@ -39,6 +39,7 @@ from megatron.energon import WorkerConfig
 from cook import __version__
 from cook import format as fmt
 from cook.contract import Expectation
+from cook.manifest import load_manifest
 from cook.reader import make_loader, to_device
 from cook.train.config import AUX_LOSS_SCALINGS, LOSS_NORMALIZATIONS, ModelConfig, TrainConfig
 from cook.train.model import MoEDecoder
@@ -123,16 +124,15 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> int:
     args = _parse(argv)
     ensure_cooked(args.out, args.pipeline)
-    with open(os.path.join(args.out, fmt.MANIFEST_NAME), encoding="utf-8") as handle:
-        contract = json.load(handle)["contract"]
+    manifest = load_manifest(args.out)
     with open(args.pipeline, encoding="utf-8") as handle:
         tokenizer_dir = str(yaml.safe_load(handle)["tokenizer"]["path"])
-    expect = Expectation(tokenizer_dir=tokenizer_dir, seq_len=int(contract["seq_len"]))
+    expect = Expectation(tokenizer_dir=tokenizer_dir, seq_len=manifest.seq_len)
     torch.manual_seed(0)
     heads = max(args.hidden // 32, 1)
     model = MoEDecoder(
-        ModelConfig(vocab_size=int(contract["vocab_size"]), hidden_size=args.hidden, num_heads=heads,
-                    ffn_hidden_size=2 * args.hidden, max_positions=int(contract["seq_len"]))
+        ModelConfig(vocab_size=manifest.tokenizer.vocab_size, hidden_size=args.hidden, num_heads=heads,
+                    ffn_hidden_size=2 * args.hidden, max_positions=manifest.seq_len)
     )  # fmt: skip
     config = TrainConfig(moe_aux_loss_scaling=args.scaling, loss_normalization=args.loss_normalization)
     optimizer = torch.optim.AdamW(model.parameters(), lr=config.lr)

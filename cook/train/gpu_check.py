@@ -27,7 +27,7 @@ from pathlib import Path
 import torch
 from megatron.energon import WorkerConfig
 
-from cook import format as fmt
+from cook.manifest import load_manifest
 from cook.reader import PackedBatch, make_loader, to_device
 from cook.train.attention import PackedAttention, sequence_attention, uses_varlen
 from cook.train.config import AUX_LOSS_SCALINGS, ModelConfig, TrainConfig
@@ -57,14 +57,14 @@ def _synchronize(device: torch.device) -> None:
 
 
 def _model_config(dataset: Path, hidden: int, layers: int) -> ModelConfig:
-    manifest = json.loads((dataset / fmt.MANIFEST_NAME).read_text())
+    manifest = load_manifest(str(dataset))
     return ModelConfig(
-        vocab_size=int(manifest["tokenizer"]["vocab_size"]),
+        vocab_size=manifest.tokenizer.vocab_size,
         hidden_size=hidden,
         num_layers=layers,
         num_heads=max(hidden // 64, 1),
         ffn_hidden_size=2 * hidden,
-        max_positions=int(manifest["pipeline"]["packing"]["seq_len"]),
+        max_positions=manifest.seq_len,
     )
 
 

@@ -1,6 +1,6 @@
 """A dataset's stats -> one self-contained HTML page (``cook stats DIR --html FILE``).
 
-    summary (validate.stats.summarize) + the --plot PNG bytes + per-input-file rows + rejects.jsonl
+    StatsSummary (cook.dataset_stats) + the --plot PNG bytes + per-input-file rows + rejects.jsonl
     -> headline table, the 2x2 plot, a table per input file (the part of a source before its last ``#``),
     reject reasons with up to ``EXAMPLES`` example sources and details each
 
@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from cook import format as fmt
+from cook.dataset_stats import StatsSummary
 from cook.validate.packs import ONLY_META, iter_packs
 from cook.view.media_images import data_uri
 from cook.view.page import page, text
@@ -65,22 +66,22 @@ def read_rejects(root: str) -> list[dict[str, Any]]:
         return [row for row in map(json.loads, filter(str.strip, handle)) if isinstance(row, dict)]
 
 
-def _headline(s: dict[str, Any]) -> str:
-    media = s["media_tokens"]
+def _headline(s: StatsSummary) -> str:
+    media = s.media_tokens
     rows = [
-        ("packs", f"{s['packs']:,} (seq_len {s['seq_len']})"),
-        ("sources", f"{s['sources']:,}" + (f" of {s['records_in']:,} records" if s.get("records_in") else "")),
-        ("tokens", f"{s['tokens']:,} + {s['padding_tokens']:,} padding"),
-        ("packing efficiency", f"{s['packing_efficiency']:.2%} (tokens / (packs × seq_len))"),
-        ("truncated", f"{s.get('truncated_sequences', 0):,} sequences, {s.get('truncated_tokens', 0):,} tokens cut"),
+        ("packs", f"{s.packs:,} (seq_len {s.seq_len})"),
+        ("sources", f"{s.sources:,}" + (f" of {s.records_in:,} records" if s.records_in else "")),
+        ("tokens", f"{s.tokens:,} + {s.padding_tokens:,} padding"),
+        ("packing efficiency", f"{s.packing_efficiency:.2%} (tokens / (packs × seq_len))"),
+        ("truncated", f"{s.truncated_sequences:,} sequences, {s.truncated_tokens:,} tokens cut"),
         (
             "media tokens",
-            f"image {media['image']:,} ({media['image_share']:.1%}), "
-            f"audio {media['audio']:,} ({media['audio_share']:.1%})",
+            f"image {media.image:,} ({media.image_share:.1%}), audio {media.audio:,} ({media.audio_share:.1%})",
         ),
     ]
-    if "steps_per_epoch" in s:
-        rows.append(("steps per epoch", f"{s['steps_per_epoch']:,} at global batch size {s['global_batch_size']:,}"))
+    if s.steps is not None:
+        steps = s.steps
+        rows.append(("steps per epoch", f"{steps.steps_per_epoch:,} at global batch size {steps.global_batch_size:,}"))
     return "<table>" + "".join(f"<tr><th>{name}</th><td>{text(value)}</td></tr>" for name, value in rows) + "</table>"
 
 
@@ -98,8 +99,8 @@ def _source_table(rows: dict[str, SourceRow]) -> str:
     return f'<table class="sources">{head}{body}</table>'
 
 
-def _reject_table(summary: dict[str, Any], rejects: list[dict[str, Any]]) -> str:
-    if not summary["rejects"]:
+def _reject_table(summary: StatsSummary, rejects: list[dict[str, Any]]) -> str:
+    if not summary.rejects:
         return "<p>no rejects</p>"
     examples: defaultdict[str, list[dict[str, Any]]] = defaultdict(list)
     for row in rejects:
@@ -111,12 +112,12 @@ def _reject_table(summary: dict[str, Any], rejects: list[dict[str, Any]]) -> str
             f"{text(r.get('source', ''))}: {text(str(r.get('detail', ''))[:DETAIL_CHARS])}" for r in examples[reason]
         )
         + "</td></tr>"
-        for reason, n in summary["rejects"].items()
+        for reason, n in summary.rejects.items()
     )
     return f'<table class="rejects"><tr><th>reason</th><th class="n">records</th><th>examples</th></tr>{body}</table>'
 
 
-def render_stats_page(root: str, summary: dict[str, Any], plot_png: bytes) -> str:
+def render_stats_page(root: str, summary: StatsSummary, plot_png: bytes) -> str:
     """The page: headline numbers, the plot, the per-file table and the reject reasons."""
     body = (
         f'<header class="top" id="top"><h1>cook stats <small>{text(root)}</small></h1>{_headline(summary)}</header>'

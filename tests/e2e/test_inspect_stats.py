@@ -1,5 +1,5 @@
 """`cook inspect` and `cook stats` on a small cooked dataset (one pack given crafted media): what they show,
-their exit codes, --json, and the --plot PNG."""
+their exit codes (an unreadable manifest included), --json and its keys in order, and the --plot PNG."""
 
 from __future__ import annotations
 
@@ -73,6 +73,11 @@ def with_media(cooked: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     return out
 
 
+SUMMARY_KEYS = ["packs", "sources", "seq_len", "records_in", "tokens", "padded_tokens", "padding_tokens",
+                "packing_efficiency", "fill", "sequence_length", "sources_per_pack", "media_tokens", "rejects"]  # fmt: skip
+STEPS_KEYS = ["global_batch_size", "steps_per_epoch", "target_tokens_per_step"]
+
+
 def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
     code = main(list(argv))
     captured = capsys.readouterr()
@@ -139,6 +144,27 @@ def test_stats_json_matches_the_manifest(cooked: Path, capsys: pytest.CaptureFix
     lengths = stats["sequence_length"]
     assert lengths["min"] <= lengths["median"] <= lengths["p90"] <= lengths["max"] <= 1024
     assert stats["media_tokens"] == {"image": 0, "audio": 0, "image_share": 0.0, "audio_share": 0.0}
+    assert list(stats) == [*SUMMARY_KEYS, "truncated_sequences", "truncated_tokens"]
+    assert list(stats["fill"]) == ["min", "median", "p90", "max", "mean", "histogram"]
+    code, out, _ = _run(capsys, "stats", str(cooked), "--json", "--global-batch-size", "4")
+    steps = json.loads(out)
+    assert list(steps) == [*SUMMARY_KEYS, "truncated_sequences", "truncated_tokens", *STEPS_KEYS]
+    assert {k: v for k, v in steps.items() if k not in STEPS_KEYS} == stats
+
+
+@pytest.mark.parametrize("command", ["stats", "inspect"])
+def test_an_unreadable_manifest_is_one_line(
+    cooked: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], command: str
+) -> None:
+    broken = tmp_path / "broken"
+    shutil.copytree(cooked, broken)
+    manifest = json.loads((broken / fmt.MANIFEST_NAME).read_text())
+    del manifest["counts"]["packs"]
+    (broken / fmt.MANIFEST_NAME).write_text(json.dumps(manifest))
+    code, out, err = _run(capsys, command, str(broken))
+    path = broken / fmt.MANIFEST_NAME
+    assert (code, out) == (1, "")
+    assert err == f"cook: error: {path}: counts.packs is missing or not an integer; run cook validate\n"
 
 
 def test_stats_media_share_table_and_plot(with_media: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -1,5 +1,6 @@
 """``cook_manifest.json`` against ``schemas/manifest.v1.schema.json``: a written manifest validates, the
-typed ``Manifest`` writes exactly the schema's sections, and a damaged manifest does not validate."""
+typed ``Manifest`` writes exactly the schema's sections and reads back what it wrote, and a damaged
+manifest does not validate."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ import yaml
 
 from cook import format as fmt
 from cook.cli.main import main
+from cook.manifest import Manifest
 from tests.conftest import REPO, pipeline_dict, write_jsonl
 
 SCHEMA = json.loads((REPO / "schemas" / "manifest.v1.schema.json").read_text())
@@ -37,6 +39,13 @@ def test_written_manifest_validates(manifest: dict[str, Any]) -> None:
     jsonschema.validate(manifest, SCHEMA)
     assert manifest["rejects_by_reason"] == {"bad_json": 1, "no_target": 1}
     assert manifest["counts"]["records_in"] == len(ROWS)
+    assert manifest["seq_len"] == manifest["pipeline"]["packing"]["seq_len"] == manifest["contract"]["seq_len"]
+
+
+def test_written_manifest_reads_back_typed(manifest: dict[str, Any]) -> None:
+    typed = Manifest.from_dict(manifest)
+    assert typed.to_dict() == manifest
+    assert typed.seq_len == manifest["seq_len"] and typed.counts.records_in == len(ROWS)
 
 
 def test_typed_manifest_writes_the_schema_sections(manifest: dict[str, Any]) -> None:

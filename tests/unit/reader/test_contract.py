@@ -168,3 +168,18 @@ def test_validate_expect_tokenizer(cooked: Path, other_tokenizer: Path, capsys: 
         f"tokenizer sha256 differs (cooked with {DEMO_TOKENIZER}, training with {other_tokenizer}; files tokenizer.json)",
         "vocab_size 8192 != 8193",
     ]
+
+
+def test_validate_expect_tokenizer_on_an_unreadable_contract(
+    cooked: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    broken = tmp_path / "broken"
+    shutil.copytree(cooked, broken)
+    manifest = json.loads((broken / fmt.MANIFEST_NAME).read_text())
+    del manifest[CONTRACT_KEY]["seq_len"]
+    (broken / fmt.MANIFEST_NAME).write_text(json.dumps(manifest))
+    assert main(["validate", str(broken), "--quiet", "--json", "--expect-tokenizer", str(DEMO_TOKENIZER)]) == 1
+    report = json.loads(capsys.readouterr().out)
+    assert [e["detail"] for e in report["errors"]] == [
+        f"cannot check the contract: {broken / fmt.MANIFEST_NAME}: contract.seq_len is missing or not an integer"
+    ]

@@ -1,11 +1,14 @@
-"""``state.json`` keeps the JSON the untyped state wrote: read back, the typed ``RunState`` writes it again."""
+"""``state.json``: read back, the typed ``RunState`` writes the same JSON again; a state.json of the
+previous layout (the pack-count shortfall inside ``packing``) reads the same and is written in this one."""
 
 import json
 from pathlib import Path
 
 from cook.format import Counts
 from cook.packing.metrics import PackingStats
-from cook.runner.resume import STATE_NAME, RunState, load_state, progress_dir, save_state, state_json
+from cook.runner.resume import STATE_NAME, RunState, load_state, progress_dir, save_state, state_from_json, state_json
+
+UNMET = "windows_short_of_pack_count_multiple"
 
 SHARD = {"name": "shard-000000.tar", "packs": 2, "first_pack": 0, "bytes": 10240, "sha256": "ab" * 32}
 CHECKPOINTED = {
@@ -39,8 +42,8 @@ CHECKPOINTED = {
         "tail_padding": 104,
         "sequences_per_pack": [[5, 1], [6, 1]],
         "fill_histogram": [0, 0, 0, 0, 0, 0, 0, 0, 1, 1],
-        "windows_short_of_pack_count_multiple": 3,
     },
+    "windows_short_of_pack_count_multiple": 3,
 }
 
 
@@ -62,8 +65,21 @@ def test_checkpointed_state_reads_typed_and_writes_the_same_json(tmp_path: Path)
     assert state.packing.efficiency == 900 / (2 * 512)
 
 
+def test_previous_layout_reads_the_same_and_is_written_in_this_one(tmp_path: Path) -> None:
+    previous = {k: v for k, v in CHECKPOINTED.items() if k != UNMET}
+    previous["packing"] = {**CHECKPOINTED["packing"], UNMET: 3}
+    (tmp_path / progress_dir("")).mkdir(parents=True)
+    (Path(progress_dir(str(tmp_path))) / STATE_NAME).write_text(json.dumps(previous))
+    state = load_state(str(tmp_path))
+    assert state is not None and state.windows_short_of_pack_count_multiple == 3
+    assert json.loads(json.dumps(state_json(state))) == CHECKPOINTED
+    fresh = {**state_json(RunState("f" * 64)), "packing": {}}
+    del fresh[UNMET]  # a fresh state of the previous layout: no shortfall anywhere
+    assert state_from_json(fresh).windows_short_of_pack_count_multiple == 0
+
+
 def test_fresh_state_has_no_counts_and_no_stats(tmp_path: Path) -> None:
     fresh = state_json(RunState("f" * 64))
-    assert fresh["counts"] == {} and fresh["packing"] == {} and fresh["shards"] == []
+    assert fresh["counts"] == {} and fresh["packing"] == {} and fresh["shards"] == [] and fresh[UNMET] == 0
     state = _round_trip(tmp_path, fresh)
     assert state.packing is None and state.counts == Counts() and state.windows_short_of_pack_count_multiple == 0

@@ -1,0 +1,72 @@
+"""A run interrupted under the previous ``state.json`` layout (the pack-count shortfall inside its
+``packing`` object) resumes with the shortfall it had counted: the finished dataset equals an
+uninterrupted run's, shortfall included."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from cook import format as fmt
+from cook.cli.main import main
+from cook.runner import driver
+from cook.runner.resume import STATE_NAME, RunState, load_state
+from tests.conftest import pipeline_dict, write_jsonl
+
+UNMET = "windows_short_of_pack_count_multiple"
+ROWS = [
+    {"messages": [{"role": "user", "content": f"q{i} " + "why " * (i % 40)}, {"role": "assistant", "content": f"a{i}"}]}
+    for i in range(200)
+]
+
+
+def _pipeline(tmp_path: Path, name: str) -> Path:
+    data = pipeline_dict(
+        str(tmp_path / "in.jsonl"),
+        str(tmp_path / name),
+        # 20 samples a window can never make 64 packs: every window is short of the multiple
+        packing={"seq_len": 256, "buffer_size": 20, "pack_count_multiple": 64},
+        output={"shard_size": 4},
+    )
+    path = tmp_path / f"{name}.yaml"
+    path.write_text(yaml.safe_dump(data))
+    return path
+
+
+def _finished(out: Path) -> dict[str, Any]:
+    manifest = json.loads((out / fmt.MANIFEST_NAME).read_text())
+    return {key: value for key, value in manifest.items() if key != "pipeline"}  # pipeline: the output dir differs
+
+
+def test_resume_from_the_previous_state_layout(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    write_jsonl(tmp_path / "in.jsonl", ROWS)
+    assert main(["run", str(_pipeline(tmp_path, "reference")), "--workers", "0", "--quiet"]) == 0
+    reference = _finished(tmp_path / "reference")
+    assert reference["packing"][UNMET] == reference["packing"]["windows"] == 10
+
+    real_save = driver.save_state
+
+    def save_then_stop(out_dir: str, state: RunState) -> None:
+        real_save(out_dir, state)
+        if state.windows == 3:
+            raise KeyboardInterrupt
+
+    monkeypatch.setattr(driver, "save_state", save_then_stop)
+    pipeline = _pipeline(tmp_path, "out")
+    assert main(["run", str(pipeline), "--workers", "0", "--quiet"]) == 130
+    monkeypatch.undo()
+    path = tmp_path / "out" / fmt.PROGRESS_DIR / STATE_NAME
+    state = json.loads(path.read_text())
+    assert state[UNMET] == 3 and UNMET not in state["packing"]  # this layout: its own key
+
+    state["packing"][UNMET] = state.pop(UNMET)  # the previous layout
+    path.write_text(json.dumps(state))
+    loaded = load_state(str(tmp_path / "out"))
+    assert loaded is not None and loaded.windows_short_of_pack_count_multiple == 3
+
+    assert main(["run", str(pipeline), "--workers", "0", "--quiet"]) == 0
+    assert _finished(tmp_path / "out") == reference
