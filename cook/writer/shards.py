@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from cook import format as fmt
 from cook.manifest import ShardInfo
 from cook.types import Pack
-from cook.writer.atomic import atomic_fd, atomic_write, start_writeback
+from cook.writer.atomic import atomic_fd, atomic_write
 from cook.writer.direct import is_direct, write_direct
 from cook.writer.members import member_pieces
 
@@ -110,7 +110,6 @@ def shard_pieces(first_pack: int, packs: list[Pack]) -> tuple[list[memoryview], 
     return [piece for piece in pieces if piece.nbytes], layout
 
 
-WRITEBACK_BYTES = 16 * 2**20  # a shard's bytes head for the disk in chunks of this size (buffered path)
 DIRECT_IO = True  # shards go to the disk with O_DIRECT where the filesystem takes it (cook.writer.direct)
 
 
@@ -134,20 +133,15 @@ def write_pieces(fd: int, pieces: list[memoryview]) -> tuple[int, str]:
     """The buffered path: ``pieces`` to ``fd`` in ``writev`` batches of at most ``IOV_MAX``; -> (bytes, sha256).
 
     The digest is updated with each piece as its batch is written, so the bytes are never joined.
-    Every ``WRITEBACK_BYTES`` written, their write-back to the disk starts (``start_writeback``), so
-    the shard's closing ``fsync`` waits for its last chunk only, not for the whole shard.
     """
     digest = hashlib.sha256()
-    size = flushed = 0
+    size = 0
     for start in range(0, len(pieces), IOV_MAX):
         batch = pieces[start : start + IOV_MAX]
         _writev_all(fd, batch)
         for piece in batch:
             digest.update(piece)
             size += piece.nbytes
-        if size - flushed >= WRITEBACK_BYTES:
-            start_writeback(fd, flushed, size - flushed)
-            flushed = size
     return size, digest.hexdigest()
 
 
@@ -162,7 +156,7 @@ def write_shard(out_dir: str, shard_index: int, first_pack: int, packs: list[Pac
     name = fmt.shard_name(shard_index)
     pieces, layout = shard_pieces(first_pack, packs)
     path = os.path.join(out_dir, name)
-    with atomic_fd(path, drop_cache=True, direct=DIRECT_IO) as fd:
+    with atomic_fd(path, direct=DIRECT_IO) as fd:
         size, sha256 = write_direct(fd, pieces) if is_direct(fd) else write_pieces(fd, pieces)
     atomic_write(path + fmt.INDEX_SUFFIX, struct.pack(f"<{len(layout.offsets)}Q", *layout.offsets))
     return ShardInfo(name, len(packs), first_pack, size, sha256), layout

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import hashlib
 import io
-import itertools
 import os
 import struct
 import tarfile
@@ -216,26 +215,6 @@ def test_short_writes_resume_mid_piece(
     assert (data, idx) == _oracle(11, packs)
     assert info.sha256 == hashlib.sha256(data).hexdigest()
     assert len(calls) >= len(data) // max_bytes and all(len(call) <= iov_max for call in calls)
-
-
-def test_write_back_starts_in_chunks_that_cover_the_shard_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Each chunk's write-back starts once it is written: contiguous ranges from 0, each at least
-    ``WRITEBACK_BYTES``, none past what was written when it started; the bytes are unchanged."""
-    monkeypatch.setattr(shards, "DIRECT_IO", False)
-    monkeypatch.setattr(shards, "IOV_MAX", 4)
-    monkeypatch.setattr(shards, "WRITEBACK_BYTES", 5000)
-    started: list[tuple[int, int, int]] = []  # offset, length, file size at the call
-
-    def record(fd: int, offset: int, length: int) -> None:
-        started.append((offset, length, os.fstat(fd).st_size))
-
-    monkeypatch.setattr(shards, "start_writeback", record)
-    packs = [_visual([30], 2), _pack([400, 7]), _audio([3], 4)]
-    data, idx, _, _ = _write(tmp_path, 5, packs)
-    assert (data, idx) == _oracle(5, packs)
-    assert len(started) >= 2
-    assert [offset for offset, _, _ in started] == [0, *itertools.accumulate(length for _, length, _ in started[:-1])]
-    assert all(length >= 5000 and offset + length <= size for offset, length, size in started)
 
 
 @pytest.mark.parametrize("direct", [True, False])
