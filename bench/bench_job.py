@@ -464,7 +464,7 @@ start-up (imports, Ray start, tokenizer load, manifest) cancels; the small run h
 units as the most actors, so both runs start the same actors (cook starts one per unit at most);
 median of {repeats["images"]} repeats for images and {repeats["text"]} for text, the runs interleaved; each ratio is
 of the medians. Ray runs use cook's defaults: an embedded local Ray, `--workers N` actors, staged
-samples in `/dev/shm` (`ray.stage: auto`; every run here packs in windows).
+samples under the output directory (every run here packs in windows).
 
 - **Images**: {SMALL_IMAGES + image_fig.records:,} vs {SMALL_IMAGES} photo-like JPEGs ({mb["images"]:.1f} MB marginal),
   640x480 .. 1600x1184 with sides multiples of 32 px (native patch grid: decode + patchify, no
