@@ -120,8 +120,7 @@ class DiskStore:
 
     def take(self, refs: np.ndarray) -> list[TokenizedSample]:
         """The samples at ``refs`` (int64 [N, 2]: unit, position), in order: each unit is looked up
-        once and builds its samples in one call (a shard takes thousands of text samples; one
-        ``get(unit)[position]`` each cost ~6 us, a sixth of a text actor's CPU)."""
+        once and builds its samples in one call (a shard takes thousands of text samples)."""
         out: list[TokenizedSample | None] = [None] * len(refs)
         units, positions = refs[:, 0], refs[:, 1]
         for unit in np.unique(units).tolist():  # int64 [U], sorted
@@ -189,9 +188,8 @@ def _stage_buffers(samples: Sequence[TokenizedSample]) -> list[Any]:
 
 
 def _dump_header(header: dict[str, Any]) -> bytes:
-    """The header as JSON: orjson (a text unit's header of ~2,700 sources, lengths and media lists
-    took ~6% of a text actor's CPU through ``json``), or ``json`` with escapes for what orjson
-    refuses (a source that holds a lone surrogate, from an undecodable file name)."""
+    """The header as JSON: orjson, or ``json`` with escapes for what orjson refuses (a source that
+    holds a lone surrogate, from an undecodable file name)."""
     try:
         return orjson.dumps(header)
     except TypeError:  # orjson.JSONEncodeError
@@ -235,8 +233,8 @@ def _write_atomic(path: str, buffers: list[Any]) -> None:
 
 class StagedUnit(Sequence[TokenizedSample]):
     """A stage file's samples, each built when it is asked for: a shard writer takes a few samples
-    from each of many units, so building every sample of a unit on each read (thousands, for text)
-    cost more than the writing. The header is parsed once; arrays are views of the mapping."""
+    from each of many units, so no read builds every sample of a unit (thousands, for text). The
+    header is parsed once; arrays are views of the mapping."""
 
     def __init__(self, path: str) -> None:
         with open(path, "rb") as handle:
