@@ -15,8 +15,8 @@ machine hits them alike.
   sides even; checked): cook's media work is decode + patchify, no resize. ``pipelines/omni_sft.yaml``
   with ``input.format=wds``, ``cooker=llava``, ``packing.seq_len=16384``; the json's ``"image"`` names
   the sample's own ``.jpg`` member, which the media store resolves first. Baseline: Pillow decode to
-  RGB + the uint8 [P, 768] patch copy, in this process; again, in forked processes with cook's
-  allocator settings, in one process and split over two (``bare_scaling``: the speed-up the
+  RGB + the uint8 [P, 768] patch copy, in this process; again, in forked processes, in one process
+  and split over two (``bare_scaling``: the speed-up the
   machine allows two processes in this run). Big run ``BENCH_IMAGES`` images (default 768),
   small run 16; no record may be rejected.
 - **Text**: ``common.text_corpus`` copies with ``pipelines/text_sft.yaml`` (4 MiB work units, so the
@@ -163,11 +163,8 @@ def bare_images(n_big: int, repeats: int) -> float:
 
 
 def _bare_child(seeds: Sequence[int], small: int) -> tuple[float, float]:
-    """In a forked child with cook's allocator settings: marginal (CPU s, wall s) of the bare loop
-    over ``seeds``, the loop over their first ``small`` subtracted."""
-    from cook.runner.worker import keep_freed_memory
-
-    keep_freed_memory()
+    """In a forked child: marginal (CPU s, wall s) of the bare loop over ``seeds``, the loop over
+    their first ``small`` subtracted."""
     photos = [photo(seed) for seed in seeds]
     cpu0, wall0 = time.process_time(), time.perf_counter()
     _decode_all(photos)
@@ -179,11 +176,11 @@ def _bare_child(seeds: Sequence[int], small: int) -> tuple[float, float]:
 
 @dataclass(frozen=True)
 class BareScaling:
-    """The bare loop with cook's allocator settings (``keep_freed_memory``), in forked processes:
-    its marginal CPU in one process, and its wall speed-up on two processes (each half the photos)
-    against one: the most two actors could gain on this machine, in this run."""
+    """The bare loop in forked processes: its marginal CPU in one process, and its wall speed-up on
+    two processes (each half the photos) against one: the most two actors could gain on this
+    machine, in this run."""
 
-    kept_cpu_s: float
+    forked_cpu_s: float
     two_process_speedup: float
     speedup_range: tuple[float, float]
 
@@ -394,13 +391,13 @@ def _verdict(ok: bool) -> str:
 
 
 def scaling_rows(fig: Figures, scaling: BareScaling | None) -> list[str]:
-    """Images only: the bare loop with cook's allocator settings, and its own 2-process speed-up."""
+    """Images only: the bare loop in a forked process, and its own 2-process speed-up."""
     if scaling is None:
         return []
     low, high = scaling.speedup_range
     return [
-        f"| CPU: bare with cook's allocator settings / in-process job ({scaling.kept_cpu_s:.2f} s / "
-        f"{fig.tree_cpu_s[0]:.2f} s) | {scaling.kept_cpu_s / fig.tree_cpu_s[0]:.2f} | — | |",
+        f"| CPU: bare in a forked process / in-process job ({scaling.forked_cpu_s:.2f} s / "
+        f"{fig.tree_cpu_s[0]:.2f} s) | {scaling.forked_cpu_s / fig.tree_cpu_s[0]:.2f} | — | |",
         f"| wall speed-up of the bare loop itself, 2 processes vs 1 (min .. max) | "
         f"{scaling.two_process_speedup:.2f}x ({low:.2f} .. {high:.2f}) | — | |",
     ]
@@ -467,16 +464,15 @@ start-up (imports, Ray start, tokenizer load, manifest) cancels; the small run h
 units as the most actors, so both runs start the same actors (cook starts one per unit at most);
 median of {repeats["images"]} repeats for images and {repeats["text"]} for text, the runs interleaved; each ratio is
 of the medians. Ray runs use cook's defaults: an embedded local Ray, `--workers N` actors, staged
-samples in `/dev/shm` (`ray.stage: auto`; every run here packs in windows).
+samples under the output directory (every run here packs in windows).
 
 - **Images**: {SMALL_IMAGES + image_fig.records:,} vs {SMALL_IMAGES} photo-like JPEGs ({mb["images"]:.1f} MB marginal),
   640x480 .. 1600x1184 with sides multiples of 32 px (native patch grid: decode + patchify, no
   resize), as a LLaVA WebDataset of {IMAGES_PER_TAR} samples per tar (one work unit each):
   `cook run pipelines/omni_sft.yaml --set input.format=wds --set cooker=llava --set packing.seq_len=16384`;
   0 records rejected. Baseline: Pillow `Image.open(BytesIO).convert("RGB")`, `np.asarray` and the
-  uint8 [P, 768] 16x16 patch copy, in one process. The same loop runs again in forked processes
-  with cook's allocator settings (`keep_freed_memory`: glibc keeps freed memory for reuse, as every
-  cook worker does), once in one process and once split over two, which gives the speed-up the
+  uint8 [P, 768] 16x16 patch copy, in one process. The same loop runs again in forked processes,
+  once in one process and once split over two, which gives the speed-up the
   machine itself allows two processes in this run.
 - **Text**: {copies} vs {SMALL_TEXT_COPIES} copies of the {n_chats} demo chats ({text_fig.records:,} marginal records,
   {mb["text"]:.1f} MB of JSONL; one chat per copy has a bad role and is rejected: {text_fig.rejected:,} of them):
@@ -517,8 +513,8 @@ How each figure is measured (bench/job_run.py):
   polled every 0.2 s with the last value kept; not `RUSAGE_CHILDREN`, which misses the actors' CPU
   (they are not reaped through `wait` along the chain to the benchmark).
 - *Bare CPU*: `time.process_time` of the benchmark process around the baseline loop, big set minus
-  small set, each output dropped at once. With cook's allocator settings: the same, in a forked
-  process that called `keep_freed_memory` first. The bare loop's 2-process speed-up: that process's
+  small set, each output dropped at once. In a forked process: the same, in a process forked from
+  the benchmark. The bare loop's 2-process speed-up: that process's
   marginal wall over the larger marginal wall of two forked processes, each with every other photo
   (and half the small set), started together; median over the repeats.
 - *Wall*: `time.perf_counter` from starting the driver to its exit (Ray's shutdown included).

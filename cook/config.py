@@ -154,12 +154,6 @@ class RayConfig:
     connect_timeout_s: float = _key(
         30.0, "Joining a cluster (ray.address) fails with one line after this many seconds.", exclusiveMinimum=0
     )
-    stage: Literal["auto", "output"] = _key(
-        "auto",
-        "Where actors stage cooked samples until their shards are written: auto = node-local shared memory "
-        "(/dev/shm) for an embedded local Ray with windowed packing, else under output.dir; output = always "
-        "under output.dir.",
-    )
 
 
 @dataclass(frozen=True)
@@ -228,6 +222,26 @@ def pipeline_schema() -> dict[str, Any]:
 
 
 # ---------------------------------------------------------------- loading
+# Keys a pipeline may still carry from an older cook: each is a config error that says what happens now.
+REMOVED_KEYS: dict[str, str] = {
+    "ray.stage": "removed; cooked samples are always staged under output.dir (.cook-progress/stage), delete the key",
+}
+
+
+def _pop_removed(data: dict[str, Any]) -> list[str]:
+    """Take the ``REMOVED_KEYS`` out of ``data`` (a copy's nested mappings are copied); -> their errors."""
+    found = []
+    for key, why in REMOVED_KEYS.items():
+        *parents, name = key.split(".")
+        node: Any = data
+        for part in parents:
+            node = node.get(part) if isinstance(node, dict) else None
+        if isinstance(node, dict) and name in node:
+            del node[name]
+            found.append(f"{key}: {why}")
+    return found
+
+
 def _build(cls: type, data: dict[str, Any]) -> Any:
     hints = typing.get_type_hints(cls)
     kwargs = {}
@@ -249,10 +263,12 @@ def config_from_dict(data: Any, origin: str = "pipeline") -> PipelineConfig:
 
     if not isinstance(data, dict):
         raise ConfigError(f"{origin}: the pipeline file must be a YAML mapping")
+    data = copy.deepcopy(data)
+    removed = _pop_removed(data)
     validator = jsonschema.Draft202012Validator(pipeline_schema())
     errors = sorted(validator.iter_errors(data), key=lambda e: (list(map(str, e.absolute_path)), e.message))
-    if errors:
-        raise ConfigError(f"{origin}: " + "; ".join(f"{_error_path(e)}: {_one_line(e)}" for e in errors))
+    if removed or errors:
+        raise ConfigError(f"{origin}: " + "; ".join([*removed, *(f"{_error_path(e)}: {_one_line(e)}" for e in errors)]))
     config: PipelineConfig = _build(PipelineConfig, data)
     _check_relations(config, origin)
     return config
@@ -298,6 +314,8 @@ def _did_you_mean(name: str, valid: list[str]) -> str:
 
 def _check_key_path(key: str) -> None:
     """``--set`` names a key of the dataclasses: a typo is reported as the flag's, with the closest key."""
+    if key in REMOVED_KEYS:
+        raise ConfigError(f"--set {key}: {REMOVED_KEYS[key]}")
     cls: Any = PipelineConfig
     parts = key.split(".")
     for depth, part in enumerate(parts):

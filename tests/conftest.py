@@ -24,25 +24,6 @@ if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
     signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
-@pytest.fixture(scope="session", autouse=True)
-def _no_stages_left_in_shared_memory(tmp_path_factory: pytest.TempPathFactory):
-    """Tests that interrupt a Ray run and never resume it leave its stage in /dev/shm; at the end of
-    the session remove the stages of this session's output directories (and only those)."""
-    yield
-    import shutil
-
-    from cook.runner.stage_place import OWNER_FILE, SHM_PREFIX, SHM_ROOT
-
-    base = str(tmp_path_factory.getbasetemp())
-    for stage in Path(SHM_ROOT).glob(SHM_PREFIX + "*") if os.path.isdir(SHM_ROOT) else []:
-        try:
-            owner = (stage / OWNER_FILE).read_text(encoding="utf-8")
-        except OSError:
-            continue
-        if owner.startswith(base + os.sep):
-            shutil.rmtree(stage, ignore_errors=True)
-
-
 @pytest.fixture(scope="session")
 def tokenizer_path() -> str:
     return str(DEMO_TOKENIZER)

@@ -27,7 +27,6 @@ from cook.config import PipelineConfig
 from cook.contract import tokenizer_files_sha256
 from cook.errors import ConfigError
 from cook.runner.resume import RunState, fingerprint, load_state, roll_back
-from cook.runner.stage_place import remove_stage
 from cook.runner.units import Unit
 from cook.writer.atomic import atomic_write
 from cook.writer.energon_index import progress_index_path
@@ -101,7 +100,6 @@ def cooked_paths(out_dir: str) -> list[str]:
 
 
 def _clear(out_dir: str) -> None:
-    remove_stage(out_dir)
     for path in cooked_paths(out_dir):
         if os.path.isdir(path):
             shutil.rmtree(path)

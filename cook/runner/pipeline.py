@@ -43,7 +43,7 @@ from cook.runner.output_dir import (
 from cook.runner.plan import plan_units
 from cook.runner.progress import Progress
 from cook.runner.resume import RunState, remove_progress, save_state
-from cook.runner.stage_place import has_staged, remove_staged
+from cook.runner.staging import has_staged, remove_staged
 from cook.runner.units import Unit
 from cook.runner.worker import first_unit_texts
 from cook.tokenize.tokenizer import ChatTokenizer

@@ -8,55 +8,41 @@ file's metadata); a WebDataset tar is one unit. The plan depends only on the fil
 
 from __future__ import annotations
 
-import mmap
 import os
-
-import numpy as np
 
 from cook.config import InputConfig
 from cook.runner.units import Unit
 from cook.sources import list_inputs
 
-READ_BLOCK = 4 * 2**20  # bytes whose newlines are counted at once
-NEWLINE = ord("\n")
+READ_BLOCK = 4 * 2**20  # bytes read (and whose newlines are counted) at once
 
 
 def jsonl_spans(path: str, unit_bytes: int) -> list[tuple[tuple[int, int], int]]:
     """``[((start, stop), first_line)]`` covering the file; each cut is just after the first newline
-    at or past ``start + unit_bytes``. The file is mapped, not read, and its newlines are counted
-    with NumPy in blocks (a third of ``bytes.count`` after ``read`` here: 0.04 vs 0.09 s per 231 MB);
-    each counted block's pages are unmapped again (``_release``), so the driver's resident memory
-    does not grow with the file (mapped pages count in its RSS: +96 MiB for a 468 MB file)."""
+    at or past ``start + unit_bytes``. The file is read once, ``READ_BLOCK`` bytes at a time, so the
+    driver's memory does not grow with the file."""
     size = os.path.getsize(path)
     if size <= unit_bytes:
         return [((0, size), 1)]
     spans = []
-    start, line = 0, 1
-    with open(path, "rb") as handle, mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as mapped:
-        data = np.frombuffer(mapped, np.uint8)  # uint8 [size]
-        try:
-            while start < size:
-                target = start + unit_bytes
-                newline = mapped.find(b"\n", target) if target < size else -1
-                stop = size if newline < 0 else newline + 1
-                spans.append(((start, stop), line))
-                for a in range(start, stop, READ_BLOCK):
-                    b = min(a + READ_BLOCK, stop)
-                    line += int(np.count_nonzero(data[a:b] == NEWLINE))
-                    _release(mapped, a, b)
-                start = stop
-        finally:
-            del data  # the mapping closes only once no array views it
+    start, first_line, lines = 0, 1, 0  # lines: newlines read since ``start``
+    offset = 0  # the file offset of ``block``
+    with open(path, "rb") as handle:
+        while block := handle.read(READ_BLOCK):
+            at = 0  # newlines before ``at`` in this block are counted
+            while (mark := start + unit_bytes - offset) < len(block):
+                newline = block.find(b"\n", max(mark, at))
+                if newline < 0:
+                    break
+                lines += block.count(b"\n", at, newline + 1)
+                stop = offset + newline + 1
+                spans.append(((start, stop), first_line))
+                start, first_line, lines, at = stop, first_line + lines, 0, newline + 1
+            lines += block.count(b"\n", at)
+            offset += len(block)
+    if start < size:
+        spans.append(((start, size), first_line))
     return spans
-
-
-def _release(mapped: mmap.mmap, start: int, stop: int) -> None:
-    """Drop the whole pages of ``[start, stop)`` from the mapping (they stay in the page cache; a
-    later read of them faults them in again). Without ``madvise`` (not every platform) they stay."""
-    page = mmap.PAGESIZE
-    first, last = start // page * page, stop // page * page
-    if last > first and hasattr(mapped, "madvise"):
-        mapped.madvise(mmap.MADV_DONTNEED, first, last - first)
 
 
 def parquet_spans(path: str, unit_bytes: int) -> list[tuple[tuple[int, int], int]]:

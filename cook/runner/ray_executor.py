@@ -5,7 +5,7 @@ job (cook a unit, write a shard), ``IN_FLIGHT_PER_ACTOR`` jobs per actor at a ti
 handling. An actor returns its result as JSON bytes (``units.encode_result``, never pickle), so
 the driver counts exactly what crosses to it (``received_bytes``): summaries and shard entries,
 never samples, which the actors stage under the output directory (``cook.runner.staging.DiskStore``;
-shared storage on a cluster), or in shared memory when Ray is local (``cook.runner.stage_place``).
+shared storage on a cluster).
 Starting or joining Ray (bounded connect, token-auth hints) is ``cook.runner.ray_connect``.
 
 When an actor dies on a unit, Ray restarts the actor and the unit is cooked again with a trace
@@ -25,7 +25,6 @@ from typing import Any
 from cook import format as fmt
 from cook.config import PipelineConfig
 from cook.runner.ray_connect import start_ray, worker_env
-from cook.runner.stage_place import place_stage
 from cook.runner.staging import DiskStore, SampleStore
 from cook.runner.units import Attempt, ShardDone, ShardTask, Unit, UnitSummary, decode_result, encode_result
 from cook.runner.worker import CookWorker
@@ -65,9 +64,6 @@ class RayExecutor:
         actor_class = ray.remote(num_cpus=config.ray.cpus_per_actor, max_restarts=-1, max_task_retries=0)(RayWorker)
         options = actor_class.options(runtime_env={"env_vars": worker_env()})
         self.actors: list[Any] = [options.remote(config) for _ in range(num_actors)]
-        embedded = address in (None, "local")  # every actor on this machine
-        node_local = embedded and config.ray.stage == "auto" and config.packing.buffer_size != "all"
-        self.staged_in = place_stage(config.output.dir, node_local)  # before any actor stages a unit
         self.store: SampleStore = DiskStore(config.output.dir)
         self.slots = IN_FLIGHT_PER_ACTOR * num_actors
         self.lookahead = LOOKAHEAD_PER_ACTOR * num_actors

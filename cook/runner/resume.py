@@ -29,7 +29,6 @@ from cook import format as fmt
 from cook.config import PipelineConfig
 from cook.manifest import ShardInfo
 from cook.packing.metrics import PackingStats
-from cook.runner.stage_place import remove_stage
 from cook.runner.units import Unit
 from cook.writer.atomic import atomic_write
 from cook.writer.dataset import recover_rejects
@@ -127,7 +126,6 @@ def remove_progress(out_dir: str) -> None:
     root = progress_dir(out_dir)
     if not os.path.isdir(root):
         return
-    remove_stage(out_dir)  # a stage in shared memory first: the rest removes only the symlink's place
     _remove_all_but_state(root)
     with contextlib.suppress(FileNotFoundError):
         os.unlink(os.path.join(root, STATE_NAME))

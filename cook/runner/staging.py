@@ -5,15 +5,9 @@
 ``MemoryStore`` keeps them in the process (in-process runs with windows). ``DiskStore`` writes one
 file per unit under ``<output>/.cook-progress/stage/`` (Ray runs, where the shard writer may be
 another process or node, and ``buffer_size: all``, where pass 1 stages the whole dataset): the
-arrays go to the file beside their own buffers (``os.writev``, no concatenation of media) and come
-back as views of a read-only ``mmap``, so a shard writer copies each byte once, into the tar.
-A reader builds a sample only when a shard asks for it (``StagedUnit``). A dropped unit's file is
-not deleted but moved to ``stage/free/`` and written over by a later ``put``: rewriting warm
-page-cache pages costs a copy, while fresh ones cost more than the copy on a virtual machine.
-
-The stage is under the output directory or, for an embedded local Ray with windowed packing, in
-node-local shared memory (``cook.runner.stage_place``). A unit that does not fit there
-(``ENOSPC``) goes to the overflow directory under the output directory instead; reads look in both.
+arrays are written beside their own buffers (no concatenation of media) and come back as views of
+a read-only ``mmap``, so a shard writer copies each byte once, into the tar. A reader builds a
+sample only when a shard asks for it (``StagedUnit``).
 
 A stage file is written under a temporary name and renamed; its small summary sidecar (the
 ``UnitSummary``: lengths, patch counts, rejects) is renamed after it, so a present sidecar means a
@@ -24,11 +18,11 @@ not fsynced (a process kill keeps it; a lost machine loses only work that is red
 from __future__ import annotations
 
 import contextlib
-import errno
 import itertools
 import json
 import mmap
 import os
+import shutil
 import struct
 from collections.abc import Sequence
 from typing import Any, Protocol, overload
@@ -37,16 +31,31 @@ import numpy as np
 import orjson
 
 from cook import format as fmt
-from cook.runner.stage_place import overflow_dir, stage_dir
 from cook.runner.units import UnitSummary, decode_result, encode_result
 from cook.types import MediaItem, TokenizedSample
 
-FREE_DIR = "free"  # dropped stage files, recycled by the next puts
+STAGE_DIR = "stage"  # under the output directory's progress directory
 CACHE_UNITS = 64  # open stage files per reader: a shard takes samples from all of a window's units
 CACHE_BYTES = 512 * 2**20  # ... and at most this many bytes of them mapped
 MAGIC = b"COOKSTG1"
 ALIGN = 64
-IOV_BATCH = 512  # buffers per writev call (below Linux's IOV_MAX of 1024)
+
+
+def stage_dir(out_dir: str) -> str:
+    return os.path.join(out_dir, fmt.PROGRESS_DIR, STAGE_DIR)
+
+
+def has_staged(out_dir: str) -> bool:
+    """Whether the run's stage holds anything a resumed run could reuse."""
+    try:
+        return bool(os.listdir(stage_dir(out_dir)))
+    except OSError:
+        return False
+
+
+def remove_staged(out_dir: str) -> None:
+    """Remove every staged unit of a run whose samples are all in shards."""
+    shutil.rmtree(stage_dir(out_dir), ignore_errors=True)
 
 
 class SampleStore(Protocol):
@@ -80,51 +89,22 @@ class MemoryStore:
 
 
 class DiskStore:
-    """One ``unit-NNNNNN.stage`` (+ ``.json`` summary) per unit, in the stage directory or, when it
-    is full, the overflow directory; reads are cached per unit; dropped stage files are recycled."""
+    """One ``unit-NNNNNN.stage`` (+ ``.json`` summary) per unit in the stage directory; reads are
+    cached per unit."""
 
     def __init__(self, out_dir: str, cache_units: int = CACHE_UNITS) -> None:
         self.dir = stage_dir(out_dir)
-        self.dirs = (self.dir, overflow_dir(out_dir))  # where put writes, in order; where reads look
         self._cache: dict[int, StagedUnit] = {}
         self._cache_units = cache_units
         self._mapped = 0  # bytes of the open stage files
 
-    @property
-    def free_dir(self) -> str:
-        return os.path.join(self.dir, FREE_DIR)
-
-    @staticmethod
-    def _name(unit: int, suffix: str) -> str:
-        return f"unit-{unit:06d}{suffix}"
-
     def _path(self, unit: int, suffix: str) -> str:
-        """The unit's file in the first directory that has its summary (the stage dir when none does)."""
-        for root in self.dirs:
-            if os.path.exists(os.path.join(root, self._name(unit, ".json"))):
-                return os.path.join(root, self._name(unit, suffix))
-        return os.path.join(self.dir, self._name(unit, suffix))
+        return os.path.join(self.dir, f"unit-{unit:06d}{suffix}")
 
     def put(self, summary: UnitSummary, samples: Sequence[TokenizedSample]) -> None:
-        buffers = _stage_buffers(samples)
-        for root in self.dirs:
-            try:
-                self._put_in(root, summary, buffers)
-                return
-            except OSError as err:
-                if err.errno not in (errno.ENOSPC, errno.EDQUOT) or root == self.dirs[-1]:
-                    raise
-                self._remove_in(root, summary.unit)  # full: the next directory takes the unit
-
-    def _put_in(self, root: str, summary: UnitSummary, buffers: list[Any]) -> None:
-        os.makedirs(root, exist_ok=True)
-        _write_atomic(os.path.join(root, self._name(summary.unit, ".stage")), buffers, os.path.join(root, FREE_DIR))
-        _write_atomic(os.path.join(root, self._name(summary.unit, ".json")), [encode_result(summary)])
-
-    def _remove_in(self, root: str, unit: int) -> None:
-        for suffix in (".json", ".stage"):
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(os.path.join(root, self._name(unit, suffix)))
+        os.makedirs(self.dir, exist_ok=True)
+        _write_atomic(self._path(summary.unit, ".stage"), _stage_buffers(samples))
+        _write_atomic(self._path(summary.unit, ".json"), [encode_result(summary)])
 
     def get(self, unit: int) -> StagedUnit:
         """The unit's samples; the least recently read units are closed past ``cache_units`` open
@@ -140,8 +120,7 @@ class DiskStore:
 
     def take(self, refs: np.ndarray) -> list[TokenizedSample]:
         """The samples at ``refs`` (int64 [N, 2]: unit, position), in order: each unit is looked up
-        once and builds its samples in one call (a shard takes thousands of text samples; one
-        ``get(unit)[position]`` each cost ~6 us, a sixth of a text actor's CPU)."""
+        once and builds its samples in one call (a shard takes thousands of text samples)."""
         out: list[TokenizedSample | None] = [None] * len(refs)
         units, positions = refs[:, 0], refs[:, 1]
         for unit in np.unique(units).tolist():  # int64 [U], sorted
@@ -162,17 +141,12 @@ class DiskStore:
         return summary
 
     def drop(self, unit: int) -> None:
-        """Forget ``unit``: its summary is removed (it is no longer complete), its stage file moves
-        to its directory's ``free/`` for the next ``put`` there to write over."""
+        """Forget ``unit``: its summary goes first (it is no longer complete), then its stage file."""
         staged = self._cache.pop(unit, None)
         self._mapped -= staged.nbytes if staged is not None else 0
-        stage = self._path(unit, ".stage")
-        root = os.path.dirname(stage)
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(os.path.join(root, self._name(unit, ".json")))
-        os.makedirs(os.path.join(root, FREE_DIR), exist_ok=True)
-        with contextlib.suppress(FileNotFoundError):
-            os.rename(stage, os.path.join(root, FREE_DIR, self._name(unit, ".stage")))
+        for suffix in (".json", ".stage"):
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(self._path(unit, suffix))
 
 
 # ------------------------------------------------------------------ the stage file
@@ -214,9 +188,8 @@ def _stage_buffers(samples: Sequence[TokenizedSample]) -> list[Any]:
 
 
 def _dump_header(header: dict[str, Any]) -> bytes:
-    """The header as JSON: orjson (a text unit's header of ~2,700 sources, lengths and media lists
-    took ~6% of a text actor's CPU through ``json``), or ``json`` with escapes for what orjson
-    refuses (a source that holds a lone surrogate, from an undecodable file name)."""
+    """The header as JSON: orjson, or ``json`` with escapes for what orjson refuses (a source that
+    holds a lone surrogate, from an undecodable file name)."""
     try:
         return orjson.dumps(header)
     except TypeError:  # orjson.JSONEncodeError
@@ -244,51 +217,24 @@ def _place_item(item: MediaItem, place: Any) -> list[Any]:
     return [item.kind, item.visual_kind, size, patches, audio, lengths]
 
 
-def _claim(free_dir: str, tmp: str) -> bool:
-    """Move any one recycled stage file to ``tmp`` (a rename: two claimers never get the same file)."""
-    try:
-        entries = list(os.scandir(free_dir))
-    except FileNotFoundError:
-        return False
-    for entry in entries:
-        try:
-            os.rename(entry.path, tmp)
-            return True
-        except FileNotFoundError:
-            continue  # another worker claimed it first
-    return False
-
-
-def _write_atomic(path: str, buffers: list[Any], free_dir: str | None = None) -> None:
-    """Write ``buffers`` to ``path`` through a temp file and a rename; with ``free_dir``, over a
-    recycled stage file when there is one (its page-cache pages are rewritten in place: on a
-    virtual machine a fresh page costs more than copying into it)."""
+def _write_atomic(path: str, buffers: list[Any]) -> None:
+    """Write ``buffers`` in order to ``path`` through a temp file and a rename."""
     tmp = f"{path}.tmp-{os.getpid()}"
-    reused = free_dir is not None and _claim(free_dir, tmp)
-    fd = os.open(tmp, os.O_WRONLY | (0 if reused else os.O_CREAT | os.O_TRUNC), 0o644)
     try:
-        views = [memoryview(b).cast("B") for b in buffers if memoryview(b).nbytes]
-        while views:
-            written = os.writev(fd, views[:IOV_BATCH])
-            while views and written >= views[0].nbytes:
-                written -= views[0].nbytes
-                views.pop(0)
-            if written:
-                views[0] = views[0][written:]
-        if reused:
-            os.ftruncate(fd, os.lseek(fd, 0, os.SEEK_CUR))  # a longer recycled file keeps no tail
+        with open(tmp, "wb") as handle:
+            for buffer in buffers:
+                handle.write(memoryview(buffer).cast("B"))
     except BaseException:
-        os.close(fd)
-        os.unlink(tmp)
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
         raise
-    os.close(fd)
     os.replace(tmp, path)
 
 
 class StagedUnit(Sequence[TokenizedSample]):
     """A stage file's samples, each built when it is asked for: a shard writer takes a few samples
-    from each of many units, so building every sample of a unit on each read (thousands, for text)
-    cost more than the writing. The header is parsed once; arrays are views of the mapping."""
+    from each of many units, so no read builds every sample of a unit (thousands, for text). The
+    header is parsed once; arrays are views of the mapping."""
 
     def __init__(self, path: str) -> None:
         with open(path, "rb") as handle:

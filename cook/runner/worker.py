@@ -19,8 +19,6 @@ executor can name the record that kills a worker and reject it as ``worker_crash
 from __future__ import annotations
 
 import contextlib
-import ctypes
-import gc
 import itertools
 import os
 import signal
@@ -97,44 +95,8 @@ class RecordBudget:
             signal.setitimer(signal.ITIMER_REAL, 0)
 
 
-@contextlib.contextmanager
-def _no_cyclic_gc() -> Iterator[None]:
-    """Pause the cyclic garbage collector for one unit. Cooking allocates many small acyclic objects
-    that reference counting frees at once; the collector's passes over them cost ~20% of the time."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
-
-
-M_TRIM_THRESHOLD, M_MMAP_THRESHOLD = -1, -3  # glibc mallopt parameters
-KEEP_ARRAYS_BYTES = 64 * 2**20  # arrays up to this size come from (and return to) the heap
-
-
-def keep_freed_memory() -> None:
-    """Make glibc keep freed memory for reuse instead of returning it to the system.
-
-    A worker allocates the same large arrays over and over (decoded images, patches: a few MB each,
-    a window of them alive at once). By default glibc maps each such array fresh and unmaps it when
-    freed, and trims the heap's free top, so every window faults in new pages; on a virtual machine
-    a fresh page costs ~9 us, more than decoding it. With a high mmap threshold and no trimming the
-    next window reuses the last window's pages. The worker's resident memory then stays at its peak
-    (about one window of samples), which it would reach again anyway. No-op off glibc.
-    """
-    try:
-        libc = ctypes.CDLL("libc.so.6")
-        libc.mallopt(M_MMAP_THRESHOLD, KEEP_ARRAYS_BYTES)
-        libc.mallopt(M_TRIM_THRESHOLD, 2**31 - 1)
-    except (OSError, AttributeError):
-        pass
-
-
 class CookWorker:
     def __init__(self, config: PipelineConfig, store: SampleStore | None = None) -> None:
-        keep_freed_memory()
         self.config = config
         self.store: SampleStore = store if store is not None else DiskStore(config.output.dir)
         self.tokenizer = ChatTokenizer(
@@ -201,7 +163,7 @@ class CookWorker:
 
     def cook_samples(self, unit: Unit, attempt: Attempt | None = None) -> tuple[UnitSummary, list[TokenizedSample]]:
         try:
-            with _no_cyclic_gc(), self._budget.armed():
+            with self._budget.armed():
                 return self._cook_unit(unit, attempt or Attempt())
         finally:
             self.tokenizer.reset_backend_cache()  # a long job must not grow the encoder's caches

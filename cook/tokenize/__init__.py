@@ -13,7 +13,6 @@ in one ``encode_texts`` call. Worked example with the demo tokenizer (ids of ``<
 
 from __future__ import annotations
 
-import gc
 from collections.abc import Sequence
 
 from cook.config import TokenizerConfig
@@ -73,17 +72,11 @@ def tokenize_batch(
             results[k] = fast_result
     if general:
         layouts: list[Layout | Rejected] = []
-        collecting = gc.isenabled()
-        gc.disable()  # a batch makes ~100 small acyclic objects per record: one collection after it, not dozens
-        try:
-            for k in general:
-                try:
-                    layouts.append(_layout(tokenizer, conversations[k], media[k], config, ids, call_tokens))
-                except Rejected as rejected:
-                    layouts.append(rejected)
-        finally:
-            if collecting:
-                gc.enable()
+        for k in general:
+            try:
+                layouts.append(_layout(tokenizer, conversations[k], media[k], config, ids, call_tokens))
+            except Rejected as rejected:
+                layouts.append(rejected)
         for k, general_result in zip(general, assemble_batch(tokenizer, layouts, table), strict=True):
             results[k] = general_result
     out: list[TokenizedSample | RejectRecord] = []

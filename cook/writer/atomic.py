@@ -6,13 +6,10 @@ A crash never leaves a half-written file under its final name.
 from __future__ import annotations
 
 import contextlib
-import errno
 import os
 import shutil
 from collections.abc import Iterator
 from typing import BinaryIO
-
-from cook.writer.direct import O_DIRECT
 
 
 @contextlib.contextmanager
@@ -31,57 +28,6 @@ def atomic_open(path: str) -> Iterator[BinaryIO]:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
         raise
-
-
-@contextlib.contextmanager
-def atomic_fd(path: str, drop_cache: bool = False, direct: bool = False) -> Iterator[int]:
-    """``atomic_open`` for unbuffered ``os.write``/``os.writev``: yields the temp file's descriptor.
-
-    The same promise: on success the data is fsynced and renamed onto ``path``; on an exception the
-    temp file is removed and ``path`` untouched. The descriptor is closed on every path.
-    ``drop_cache`` hands the file's page-cache pages back once it is durable: a writer of many
-    large files that it never reads again then reuses warm pages instead of taking fresh ones.
-    ``direct`` opens the file with ``O_DIRECT`` where the platform and the filesystem take it
-    (``cook.writer.direct``); where they refuse it, the file is opened for buffered writes.
-    """
-    tmp = f"{path}.tmp-{os.getpid()}"
-    fd = _open_for_write(tmp, direct)
-    closed = False
-    try:
-        yield fd
-        os.fsync(fd)
-        if drop_cache:
-            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)  # written and durable: free its pages now
-        closed = True
-        os.close(fd)
-        os.replace(tmp, path)
-    except BaseException:
-        if not closed:
-            os.close(fd)
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-        raise
-
-
-def _open_for_write(path: str, direct: bool) -> int:
-    flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC
-    if direct and O_DIRECT:
-        try:
-            return os.open(path, flags | O_DIRECT, 0o666)  # umask applies, as for open()
-        except OSError as err:
-            if err.errno != errno.EINVAL:  # EINVAL: this filesystem takes no O_DIRECT
-                raise
-    return os.open(path, flags, 0o666)
-
-
-def start_writeback(fd: int, offset: int, length: int) -> None:
-    """Start writing ``length`` bytes of ``fd`` at ``offset`` to the disk, without waiting for it.
-
-    ``POSIX_FADV_DONTNEED`` on dirty pages starts their write-back (and drops the pages already
-    clean). A large file's final ``fsync`` then waits for its tail instead of for all of it: a shard
-    writer that fsyncs 400 MB at once sat idle for ~0.1 s per shard here, a core left unused.
-    """
-    os.posix_fadvise(fd, offset, length, os.POSIX_FADV_DONTNEED)
 
 
 def atomic_write(path: str, data: bytes | str) -> None:

@@ -1,10 +1,8 @@
 """Packs -> deterministic WebDataset tar shards, each with its ``.tar.idx``, written atomically.
 
-Members are streamed as pieces: tar header, ``.npy`` header, a view of the array's own buffer and
-padding; the shard is never joined into one ``bytes``. With ``O_DIRECT`` (``cook.writer.direct``)
-each piece is copied once, into a bounce buffer that is hashed and written; where the filesystem
-refuses ``O_DIRECT`` the pieces go to the kernel in ``os.writev`` batches with no copy, the sha256
-updated piece by piece.
+Members are streamed as pieces: tar header (``tarfile.TarInfo``), ``.npy`` header, a view of the
+array's own buffer and padding; the shard is never joined into one ``bytes``. The pieces go to the
+file through an ordinary buffered write, and the sha256 is updated with each piece as it is written.
 
 Tar headers carry no time, owner or host information (mtime 0, uid/gid 0, mode 0644), so the same
 packs always give byte-identical shards. ``.tar.idx`` is Energon's index: one little-endian uint64
@@ -24,41 +22,22 @@ from dataclasses import dataclass
 from cook import format as fmt
 from cook.manifest import ShardInfo
 from cook.types import Pack
-from cook.writer.atomic import atomic_fd, atomic_write, start_writeback
-from cook.writer.direct import is_direct, write_direct
+from cook.writer.atomic import atomic_open, atomic_write
 from cook.writer.members import member_pieces
 
+BLOCK = tarfile.BLOCKSIZE  # 512
+RECORD = tarfile.RECORDSIZE  # 10240: the archive is padded to a multiple of this, as tarfile does
 
-def _tar_info(name: str, size: int) -> tarfile.TarInfo:
+
+def member_header(name: str, size: int) -> bytes:
+    """The USTAR header of member ``name`` (``size`` bytes), with no time, owner or host in it."""
     info = tarfile.TarInfo(name)
     info.size = size
     info.mtime = 0
     info.mode = 0o644
     info.uid = info.gid = 0
     info.uname = info.gname = ""
-    return info
-
-
-BLOCK = tarfile.BLOCKSIZE  # 512
-RECORD = tarfile.RECORDSIZE  # 10240: the archive is padded to a multiple of this, as tarfile does
-_TEMPLATE = bytearray(_tar_info("", 0).tobuf(tarfile.USTAR_FORMAT, "utf-8", "surrogateescape"))
-_TEMPLATE[148:156] = b" " * 8  # the checksum is computed over the header with this field as spaces
-
-
-def member_header(name: str, size: int) -> bytes:
-    """The USTAR header ``tarfile`` writes for ``_tar_info(name, size)``, built from a template.
-
-    Byte-identical to ``_tar_info(name, size).tobuf(USTAR_FORMAT)`` (a unit test checks it); only the
-    name, size and checksum fields vary, so this skips tarfile's per-member bookkeeping.
-    """
-    encoded = name.encode("utf-8")
-    if len(encoded) > 100 or size >= 8**11:
-        return _tar_info(name, size).tobuf(tarfile.USTAR_FORMAT, "utf-8", "surrogateescape")
-    header = _TEMPLATE.copy()
-    header[: len(encoded)] = encoded
-    header[124:136] = b"%011o\x00" % size
-    header[148:155] = b"%06o\x00" % sum(header)
-    return bytes(header)
+    return info.tobuf(tarfile.USTAR_FORMAT, "utf-8", "surrogateescape")
 
 
 @dataclass(frozen=True)
@@ -71,15 +50,6 @@ class ShardLayout:
 
 
 _ZEROS = memoryview(bytes(2 * BLOCK + RECORD))  # padding and the end-of-archive trailer are slices of this
-
-
-def _iov_max() -> int:
-    """The most buffers one ``writev`` takes (``IOV_MAX``, 1024 on Linux); 1024 where sysconf cannot say."""
-    limit = os.sysconf("SC_IOV_MAX") if "SC_IOV_MAX" in os.sysconf_names else -1
-    return limit if limit > 0 else 1024
-
-
-IOV_MAX = _iov_max()
 
 
 def shard_pieces(first_pack: int, packs: list[Pack]) -> tuple[list[memoryview], ShardLayout]:
@@ -110,59 +80,20 @@ def shard_pieces(first_pack: int, packs: list[Pack]) -> tuple[list[memoryview], 
     return [piece for piece in pieces if piece.nbytes], layout
 
 
-WRITEBACK_BYTES = 16 * 2**20  # a shard's bytes head for the disk in chunks of this size (buffered path)
-DIRECT_IO = True  # shards go to the disk with O_DIRECT where the filesystem takes it (cook.writer.direct)
-
-
-def _writev_all(fd: int, pieces: list[memoryview]) -> None:
-    """Write all of ``pieces`` (non-empty, at most ``IOV_MAX``) in order; a short write resumes mid-piece."""
-    pending = list(pieces)  # the caller's list stays whole: it hashes the pieces afterwards
-    while pending:
-        written = os.writev(fd, pending)
-        if written <= 0:
-            raise OSError(f"writev wrote {written} of {sum(p.nbytes for p in pending)} bytes")
-        done = 0
-        while done < len(pending) and written >= pending[done].nbytes:
-            written -= pending[done].nbytes
-            done += 1
-        pending = pending[done:]
-        if written:
-            pending[0] = pending[0][written:]
-
-
-def write_pieces(fd: int, pieces: list[memoryview]) -> tuple[int, str]:
-    """The buffered path: ``pieces`` to ``fd`` in ``writev`` batches of at most ``IOV_MAX``; -> (bytes, sha256).
-
-    The digest is updated with each piece as its batch is written, so the bytes are never joined.
-    Every ``WRITEBACK_BYTES`` written, their write-back to the disk starts (``start_writeback``), so
-    the shard's closing ``fsync`` waits for its last chunk only, not for the whole shard.
-    """
-    digest = hashlib.sha256()
-    size = flushed = 0
-    for start in range(0, len(pieces), IOV_MAX):
-        batch = pieces[start : start + IOV_MAX]
-        _writev_all(fd, batch)
-        for piece in batch:
-            digest.update(piece)
-            size += piece.nbytes
-        if size - flushed >= WRITEBACK_BYTES:
-            start_writeback(fd, flushed, size - flushed)
-            flushed = size
-    return size, digest.hexdigest()
-
-
 def write_shard(out_dir: str, shard_index: int, first_pack: int, packs: list[Pack]) -> tuple[ShardInfo, ShardLayout]:
     """Write ``packs`` as one shard and its ``.tar.idx``, atomically; keys are ``pack_key(first_pack + i)``.
 
-    Each member goes from its pack's array to the file with one copy: into the direct writer's
-    bounce buffer (``write_direct``), or, where the filesystem takes no ``O_DIRECT``, into the page
-    cache (``write_pieces``: no copy in cook when the array is C-contiguous in the member dtype).
-    ``ShardInfo.sha256`` is the digest of the file.
+    ``ShardInfo.sha256`` is the digest of the file, computed from the pieces as they are written.
     """
     name = fmt.shard_name(shard_index)
     pieces, layout = shard_pieces(first_pack, packs)
     path = os.path.join(out_dir, name)
-    with atomic_fd(path, drop_cache=True, direct=DIRECT_IO) as fd:
-        size, sha256 = write_direct(fd, pieces) if is_direct(fd) else write_pieces(fd, pieces)
+    digest = hashlib.sha256()
+    size = 0
+    with atomic_open(path) as handle:
+        for piece in pieces:
+            handle.write(piece)
+            digest.update(piece)
+            size += piece.nbytes
     atomic_write(path + fmt.INDEX_SUFFIX, struct.pack(f"<{len(layout.offsets)}Q", *layout.offsets))
-    return ShardInfo(name, len(packs), first_pack, size, sha256), layout
+    return ShardInfo(name, len(packs), first_pack, size, digest.hexdigest()), layout

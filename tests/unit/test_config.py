@@ -64,6 +64,24 @@ def test_a_set_typo_is_the_flags_not_the_files(tmp_path: Path) -> None:
     assert str(info.value) == "--set packing.seqlen: unknown key (did you mean seq_len?)"
 
 
+REMOVED_STAGE = (
+    "ray.stage: removed; cooked samples are always staged under output.dir (.cook-progress/stage), delete the key"
+)
+
+
+def test_a_removed_key_is_one_line_that_says_what_happens_now(tmp_path: Path) -> None:
+    path = write(tmp_path, {**BASE, "ray": {"stage": "auto", "num_actors": 3}})
+    with pytest.raises(ConfigError) as info:
+        load_config(path)
+    assert str(info.value) == f"{path}: {REMOVED_STAGE}"
+    with pytest.raises(ConfigError) as info:  # reported with the file's other errors, in one line
+        load_config(write(tmp_path, {**BASE, "ray": {"stage": "output", "num_actors": 0}}))
+    assert str(info.value) == f"{path}: {REMOVED_STAGE}; ray.num_actors: 0 is less than the minimum of 1"
+    with pytest.raises(ConfigError) as info:
+        load_config(write(tmp_path, BASE), ["ray.stage=output"])
+    assert str(info.value) == f"--set {REMOVED_STAGE}"
+
+
 def test_seq_len_bound_and_connect_timeout_default(tmp_path: Path) -> None:
     with pytest.raises(ConfigError) as info:  # one past the bound: one line naming the key
         load_config(write(tmp_path, BASE), [f"packing.seq_len={MAX_SEQ_LEN + 1}"])

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import io
-import itertools
-import mmap
 from pathlib import Path
 
 import pytest
@@ -51,23 +49,3 @@ def test_a_cut_lands_after_the_newline_at_the_mark(tmp_path: Path) -> None:
     path.write_bytes(b"aaa\nbbb\nccc\n")  # newlines at 3, 7, 11
     assert jsonl_spans(str(path), 4) == [((0, 8), 1), ((8, 12), 3)]  # byte 4 is in line 2: cut after it
     assert jsonl_spans(str(path), 3) == [((0, 4), 1), ((4, 8), 2), ((8, 12), 3)]
-
-
-def test_counted_pages_leave_the_mapping(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Every whole page the count read is released again (the driver's RSS stays flat however big
-    the file), and counting over released pages (blocks and cuts off page boundaries) stays exact."""
-    data = b"".join(b"y" * (i * 37 % 301) + b"\n" for i in range(1500))  # ~225 KB, 55 pages
-    path = tmp_path / "in.jsonl"
-    path.write_bytes(data)
-    released: list[tuple[int, int]] = []
-    keep = plan._release
-
-    def record(mapped: mmap.mmap, start: int, stop: int) -> None:
-        released.append((start, stop))
-        keep(mapped, start, stop)
-
-    monkeypatch.setattr(plan, "READ_BLOCK", 10_001)
-    monkeypatch.setattr(plan, "_release", record)
-    assert jsonl_spans(str(path), 30_000) == _reference(data, 30_000)
-    assert released[0][0] == 0 and released[-1][1] == len(data)
-    assert all(a[1] == b[0] for a, b in itertools.pairwise(released))  # contiguous: every byte counted once

@@ -4,15 +4,12 @@ small things (summaries, shard entries) cross to the driver."""
 from __future__ import annotations
 
 import hashlib
-import os
 from pathlib import Path
-from typing import ClassVar
 
 from cook.config import config_from_dict
 from cook.runner.local import LocalExecutor
 from cook.runner.pipeline import run_pipeline
 from cook.runner.ray_executor import IN_FLIGHT_PER_ACTOR, RayExecutor
-from cook.runner.stage_place import SHM_MIN_FREE, SHM_ROOT, free_bytes
 from tests.conftest import pipeline_dict, write_jsonl
 
 
@@ -26,14 +23,9 @@ def _chat(i: int, words: int) -> dict:
 
 
 class CountingRayExecutor(RayExecutor):
-    """Records the most jobs outstanding at any submission, and where each run staged."""
+    """Records the most jobs outstanding at any submission."""
 
     peak = 0
-    staged: ClassVar[list[str | None]] = []
-
-    def __init__(self, config, address, num_actors):
-        super().__init__(config, address, num_actors)
-        CountingRayExecutor.staged.append(self.staged_in)
 
     def _submit(self, job, attempt, tries):
         super()._submit(job, attempt, tries)
@@ -63,14 +55,4 @@ def test_uneven_units_bounded_and_identical_to_in_process(tmp_path: Path, ray_se
     shard_bytes = sum(p.stat().st_size for p in (tmp_path / "ray").glob("shard-*.tar"))
     assert 0 < summary.driver_received_bytes < shard_bytes / 4  # ids and masks never cross
     assert sum(summary.shards_by_writer.values()) == summary.shards
-
-    # the embedded Ray staged in shared memory (where there is room), removed when the run finished;
-    # ray.stage=output stages under the output directory, with the same shards
-    (staged,) = CountingRayExecutor.staged
-    assert (staged is not None) == (free_bytes(SHM_ROOT) >= SHM_MIN_FREE)
-    assert staged is None or (staged.startswith(SHM_ROOT) and not os.path.exists(staged))
-    extra["ray"] = {"stage": "output"}
-    output_config = config_from_dict(pipeline_dict(str(raw), str(tmp_path / "ray_output"), **extra))
-    run_pipeline(output_config, lambda c: CountingRayExecutor(c, None, 2), progress=False)
-    assert CountingRayExecutor.staged[1] is None
-    assert _shards(tmp_path / "ray_output") == _shards(tmp_path / "local")
+    assert not (tmp_path / "ray" / ".cook-progress").exists()  # the stage went with the finished run

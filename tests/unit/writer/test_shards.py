@@ -1,4 +1,4 @@
-"""The shard writer: byte-identical to ``tarfile`` + ``np.save``, streamed with ``os.writev``, no member copied.
+"""The shard writer: byte-identical to ``tarfile`` + ``np.save``, streamed to the file, no member copied.
 
 The oracle below builds each shard independently of the writer (``tarfile`` with the same TarInfo
 settings, ``np.save`` of each array in its member dtype, C order), so a writer bug cannot make a
@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import hashlib
 import io
-import itertools
 import os
 import struct
 import tarfile
@@ -28,25 +27,9 @@ from cook import format as fmt
 from cook.manifest import ShardInfo
 from cook.packing.packer import build_pack
 from cook.types import Pack, TokenizedSample
-from cook.writer import shards
 from cook.writer.members import member_pieces, meta_json, pack_members
-from cook.writer.shards import ShardLayout, _tar_info, member_header, write_shard
+from cook.writer.shards import ShardLayout, write_shard
 from tests.unit.validate.packs_data import multimodal
-
-
-@pytest.mark.parametrize(
-    ("name", "size"),
-    [
-        ("pack-000000000.input_ids.npy", 0),
-        ("a.b", 1),
-        ("pack-123456789.cu_seqlens_padded.npy", 8**11 - 1),
-        ("x" * 100, 512),
-        ("ü.npy", 1023),
-        ("d/" + "y" * 99, 7),
-    ],
-)
-def test_member_header_is_tarfiles(name: str, size: int) -> None:
-    assert member_header(name, size) == _tar_info(name, size).tobuf(tarfile.USTAR_FORMAT, "utf-8", "surrogateescape")
 
 
 # ---------------------------------------------------------------- packs and the oracle
@@ -171,113 +154,18 @@ def test_member_pieces_join_to_np_save_bytes() -> None:
         assert joined == _oracle_members(pack) == pack_members(pack)
 
 
-def _recording_writev(monkeypatch: pytest.MonkeyPatch, max_bytes: int | None = None) -> list[list[memoryview]]:
-    """Patch ``os.writev`` to record each call's buffers; with ``max_bytes``, write at most that per call.
-    Shards take the buffered path (``writev``), as on a filesystem without ``O_DIRECT``."""
-    monkeypatch.setattr(shards, "DIRECT_IO", False)
-    calls: list[list[memoryview]] = []
-    real = os.writev
-
-    def writev(fd: int, buffers: list[memoryview]) -> int:
-        calls.append(list(buffers))
-        if max_bytes is None:
-            return real(fd, buffers)
-        taken, budget = [], max_bytes
-        for buffer in buffers:
-            taken.append(memoryview(buffer)[:budget])
-            budget -= taken[-1].nbytes
-            if not budget:
-                break
-        return real(fd, taken)
-
-    monkeypatch.setattr(os, "writev", writev)
-    return calls
-
-
-def test_more_pieces_than_iov_max_go_out_in_batches(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    packs = [_pack([i % 50 + 1, 3]) for i in range(120)]  # 5 members x (header, npy header, data, padding)
-    calls = _recording_writev(monkeypatch)
-    data, idx, info, _ = _write(tmp_path, 0, packs)
-    assert sum(len(call) for call in calls) > shards.IOV_MAX >= 16
-    assert len(calls) >= 2 and all(len(call) <= shards.IOV_MAX for call in calls)
-    assert (data, idx) == _oracle(0, packs)
-    assert info.sha256 == hashlib.sha256(data).hexdigest()
-
-
-@pytest.mark.parametrize(("max_bytes", "iov_max"), [(777, 1024), (1, 3), (5000, 2)])
-def test_short_writes_resume_mid_piece(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, max_bytes: int, iov_max: int
-) -> None:
-    """A ``writev`` that writes less than asked (here: at most ``max_bytes``) loses and repeats nothing."""
-    packs = [_visual([30], 2), _audio([3], 4)] if max_bytes > 1 else [_pack([3])]
-    monkeypatch.setattr(shards, "IOV_MAX", iov_max)
-    calls = _recording_writev(monkeypatch, max_bytes)
-    data, idx, info, _ = _write(tmp_path, 11, packs)
-    assert (data, idx) == _oracle(11, packs)
-    assert info.sha256 == hashlib.sha256(data).hexdigest()
-    assert len(calls) >= len(data) // max_bytes and all(len(call) <= iov_max for call in calls)
-
-
-def test_write_back_starts_in_chunks_that_cover_the_shard_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Each chunk's write-back starts once it is written: contiguous ranges from 0, each at least
-    ``WRITEBACK_BYTES``, none past what was written when it started; the bytes are unchanged."""
-    monkeypatch.setattr(shards, "DIRECT_IO", False)
-    monkeypatch.setattr(shards, "IOV_MAX", 4)
-    monkeypatch.setattr(shards, "WRITEBACK_BYTES", 5000)
-    started: list[tuple[int, int, int]] = []  # offset, length, file size at the call
-
-    def record(fd: int, offset: int, length: int) -> None:
-        started.append((offset, length, os.fstat(fd).st_size))
-
-    monkeypatch.setattr(shards, "start_writeback", record)
-    packs = [_visual([30], 2), _pack([400, 7]), _audio([3], 4)]
-    data, idx, _, _ = _write(tmp_path, 5, packs)
-    assert (data, idx) == _oracle(5, packs)
-    assert len(started) >= 2
-    assert [offset for offset, _, _ in started] == [0, *itertools.accumulate(length for _, length, _ in started[:-1])]
-    assert all(length >= 5000 and offset + length <= size for offset, length, size in started)
-
-
-@pytest.mark.parametrize("direct", [True, False])
-def test_a_failed_write_leaves_no_shard_and_no_temp(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, direct: bool
-) -> None:
-    def full(*args: object) -> int:
+def test_a_failed_write_leaves_no_shard_and_no_temp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    def full(fd: int) -> None:
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(shards, "DIRECT_IO", direct)
-    monkeypatch.setattr(os, "writev", full)
-    monkeypatch.setattr(os, "pwrite", full)
+    monkeypatch.setattr(os, "fsync", full)
     with pytest.raises(OSError, match="No space"):
         write_shard(str(tmp_path), 0, 0, [_pack([4])])
     assert list(tmp_path.iterdir()) == []
 
 
 # ---------------------------------------------------------------- no copy
-def test_members_reach_writev_as_views_of_the_packs_arrays(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The bytes handed to the kernel are the pack's own memory: a copy anywhere on the way fails this."""
-    pack = replace(
-        _visual([64], 5000),
-        audio_features=np.ones((1, 3000, 128), np.float16),
-        audio_lengths=np.array([3000], np.int32),
-    )
-    calls = _recording_writev(monkeypatch)
-    write_shard(str(tmp_path), 0, 0, [pack])
-    buffers = [buffer for call in calls for buffer in call]
-    arrays = (pack.pixel_patches, pack.audio_features, pack.input_ids, pack.cu_seqlens)
-    for array in arrays:
-        assert array is not None
-        views = [b for b in buffers if np.shares_memory(np.frombuffer(b, np.uint8), array)]
-        assert len(views) == 1 and views[0].nbytes == array.nbytes, array.shape
-    others = [b for b in buffers if not any(np.shares_memory(np.frombuffer(b, np.uint8), a) for a in arrays)]
-    assert max(b.nbytes for b in others) < 2 * tarfile.RECORDSIZE  # headers, padding: nothing array-sized
-
-
-@pytest.mark.parametrize("direct", [True, False])
-def test_writing_allocates_nothing_the_size_of_a_member(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, direct: bool
-) -> None:
-    monkeypatch.setattr(shards, "DIRECT_IO", direct)
+def test_writing_allocates_nothing_the_size_of_a_member(tmp_path: Path) -> None:
     pack = _visual([64], 8000)  # uint8 [8000, 768]: 6 MB of patches
     write_shard(str(tmp_path), 0, 0, [pack])  # warm up imports and caches
     tracemalloc.start()
