@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from cook import format as fmt
-from cook.validate.packs import ONLY_META, iter_packs
+from cook.packfiles import ONLY_META, iter_packs
 from cook.view.media_images import data_uri
 from cook.view.page import page, text
 
