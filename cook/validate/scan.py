@@ -79,27 +79,31 @@ def pack_digest(members: Mapping[str, MemberData]) -> str:
     return hasher.hexdigest()
 
 
+def check_packs(packs: list[Pack], rules: PackRules) -> Findings:
+    """All per-pack invariants of parsed packs, as one batch: the findings of each."""
+    members = [PackMembers("", _arrays(pack), [seq.to_meta() for seq in pack.sequences]) for pack in packs]
+    columns = sequence_columns(list(chain.from_iterable(m.entries for m in members)))
+    assert not isinstance(columns, str), columns  # a Pack's sequences are well-formed
+    return check_batch(PackBatch.of(members, columns), list(packs), rules)[0]
+
+
 def check_pack(pack: Pack, rules: PackRules) -> list[Finding]:
-    """All per-pack invariants of one parsed pack (a batch of one)."""
-    entries = [seq.to_meta() for seq in pack.sequences]
-    arrays = {
-        name: array
-        for name, array in (
-            (fmt.INPUT_IDS, pack.input_ids),
-            (fmt.LOSS_MASK, pack.loss_mask),
-            (fmt.CU_SEQLENS, pack.cu_seqlens),
-            (fmt.CU_SEQLENS_PADDED, pack.cu_seqlens_padded),
-            (fmt.PIXEL_PATCHES, pack.pixel_patches),
-            (fmt.MEDIA_SIZES, pack.media_sizes),
-            (fmt.AUDIO_FEATURES, pack.audio_features),
-            (fmt.AUDIO_LENGTHS, pack.audio_lengths),
-        )
-        if array is not None
-    }
-    columns = sequence_columns(entries)
-    assert not isinstance(columns, str), columns
-    findings, _ = check_batch(PackBatch.of([PackMembers("", arrays, entries)], columns), [pack], rules)
-    return findings[0]
+    """All per-pack invariants of one parsed pack."""
+    return check_packs([pack], rules)[0]
+
+
+def _arrays(pack: Pack) -> dict[str, np.ndarray]:
+    named = (
+        (fmt.INPUT_IDS, pack.input_ids),
+        (fmt.LOSS_MASK, pack.loss_mask),
+        (fmt.CU_SEQLENS, pack.cu_seqlens),
+        (fmt.CU_SEQLENS_PADDED, pack.cu_seqlens_padded),
+        (fmt.PIXEL_PATCHES, pack.pixel_patches),
+        (fmt.MEDIA_SIZES, pack.media_sizes),
+        (fmt.AUDIO_FEATURES, pack.audio_features),
+        (fmt.AUDIO_LENGTHS, pack.audio_lengths),
+    )
+    return {name: array for name, array in named if array is not None}
 
 
 def check_batch(batch: PackBatch, packs: list[Pack | None], rules: PackRules) -> tuple[Findings, np.ndarray]:
