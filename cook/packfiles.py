@@ -309,8 +309,8 @@ def _parse_header(header: bytes, offset: int) -> tuple[str, int] | str:
 # ---- .npy members
 
 _MAGIC_V1: Final = b"\x93NUMPY\x01\x00"
-_HEADER_CACHE: Final = 4096  # header dicts seen (one per dtype and shape: a dataset has a few hundred)
-_headers: dict[bytes, tuple[np.dtype, tuple[int, ...]]] = {}  # canonical header dict -> its dtype and shape
+_LAYOUT_CACHE: Final = 4096  # header dicts seen (one per dtype and shape: a dataset has a few hundred)
+_layouts: dict[bytes, tuple[np.dtype, tuple[int, ...], int]] = {}  # canonical header -> dtype, shape, count
 _HEADER: Final = re.compile(rb"\{'descr': '([<>|][a-zA-Z]\d+)', 'fortran_order': False, 'shape': \(([\d, ]*)\), \} *\n")
 
 
@@ -325,26 +325,29 @@ def read_npy(data: MemberData) -> np.ndarray:
     ignores, are refused.
     """
     view = memoryview(data)
-    if bytes(view[:8]) == _MAGIC_V1 and len(view) >= 10:
-        end = 10 + int.from_bytes(view[8:10], "little")
+    prefix = bytes(view[:10])
+    if prefix[:8] == _MAGIC_V1 and len(prefix) == 10:
+        end = 10 + prefix[8] + (prefix[9] << 8)
         header = bytes(view[10:end])
-        parsed = _headers.get(header)
-        if parsed is None and (parsed := _canonical_header(header)) is not None:
-            if len(_headers) >= _HEADER_CACHE:
-                _headers.clear()
-            _headers[header] = parsed
-        if parsed is not None:
-            dtype, shape = parsed
-            count = math.prod(shape)
-            if len(view) - end > count * dtype.itemsize:
-                raise ValueError(f"{len(view) - end - count * dtype.itemsize} bytes after the array data")
-            if len(view) - end == count * dtype.itemsize:
-                return np.frombuffer(view, dtype=dtype, count=count, offset=end).reshape(shape)
+        layout = _layouts.get(header)
+        if layout is None and (layout := _canonical_layout(header)) is not None:
+            if len(_layouts) >= _LAYOUT_CACHE:
+                _layouts.clear()
+            _layouts[header] = layout
+        if layout is not None:
+            dtype, shape, count = layout
+            extra = len(view) - end - count * dtype.itemsize
+            if extra > 0:
+                raise ValueError(f"{extra} bytes after the array data")
+            if extra == 0:
+                array = np.frombuffer(view, dtype=dtype, count=count, offset=end)
+                return array if len(shape) == 1 else array.reshape(shape)
     return fmt.load_npy(bytes(view))  # a short payload or any other header: np.load says what is wrong
 
 
-def _canonical_header(text: bytes) -> tuple[np.dtype, tuple[int, ...]] | None:
-    """The dtype and shape of a header dict in ``np.save``'s own form; None for any other or an object dtype."""
+def _canonical_layout(text: bytes) -> tuple[np.dtype, tuple[int, ...], int] | None:
+    """The dtype, shape and element count of a header dict in ``np.save``'s own form; None for any other
+    or an object dtype."""
     match = _HEADER.fullmatch(text)
     if match is None:
         return None
@@ -353,7 +356,7 @@ def _canonical_header(text: bytes) -> tuple[np.dtype, tuple[int, ...]] | None:
         shape = tuple(int(part) for part in match.group(2).split(b",") if part.strip())
     except (TypeError, ValueError):
         return None
-    return None if dtype.hasobject else (dtype, shape)
+    return None if dtype.hasobject else (dtype, shape, math.prod(shape))
 
 
 # ---- what media rows imply (SPEC §6)

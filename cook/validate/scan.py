@@ -32,7 +32,7 @@ from cook.validate.members import PackMembers, entry_problem, parse_members, seq
 from cook.validate.problems import Code, Finding, PackRules, Problem
 
 MAX_PROBLEMS: Final = 1000
-BATCH_BYTES: Final = 16 << 20  # member bytes checked together (a text shard of cook's defaults is one batch)
+BATCH_BYTES: Final = 4 << 20  # member bytes checked together (a few hundred text packs); bounds memory on media shards
 FAULT_CODES: Final = {
     TarFault.TRUNCATED: Code.TAR_TRUNCATED,
     TarFault.CORRUPT: Code.TAR_CORRUPT,
