@@ -244,7 +244,7 @@ class ShardWalk:
         if wrong.size:
             i = int(wrong[0])
             at, stored = pending.at[i], pending.stored[i]
-            ends = [pack.offset for pack in packs[1:]] + [end]
+            ends = [*(pack.offset for pack in packs[1:]), end][: len(packs)]
             packs = [pack for pack, pack_end in zip(packs, ends, strict=True) if pack_end <= at]
             kept = [k for k, fault_at in enumerate(self._fault_at) if fault_at < at]
             self.faults, self._fault_at = [self.faults[k] for k in kept], [self._fault_at[k] for k in kept]

@@ -15,9 +15,10 @@ clip or more). A clip of ``L`` frames came from ``L * 160 + r`` samples (``0 <= 
 ``format.audio_clip_tokens`` only looks at ``samples // 160``, so its tokens are exactly
 ``audio_clip_tokens(L * 160)``: 3000 frames (30 s) -> 375, 100 frames (1 s) -> 13.
 
-Counts are checked over the whole pack and, when the boundaries are usable, per sequence. The tokens
-and media helpers (``visual_embeddings``, ``clip_tokens``) live in ``cook.packfiles``: ``cook stats`` and
-the HTML views count media tokens the same way.
+Counts are checked over the whole pack and, when the boundaries are usable, per sequence; the token
+counts come from ``cook.packfiles`` (``visual_embeddings``, ``clip_tokens``), where ``cook stats`` and the
+HTML views take them too. A pack without media may hold no placeholder at all (``check_no_media``, over
+a whole batch).
 """
 
 from __future__ import annotations

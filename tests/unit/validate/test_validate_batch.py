@@ -1,5 +1,6 @@
 """Checking packs as one batch is checking each on its own: the same findings, detail for detail, whatever
-pack of the batch is damaged and wherever it sits; the source digests; and parallel shard scans."""
+pack of the batch is damaged and wherever it sits; a damaged shard is reported, never raised; the source
+digests; and parallel shard scans."""
 
 from __future__ import annotations
 
@@ -8,14 +9,14 @@ import io
 from pathlib import Path
 
 import numpy as np
-from hypothesis import assume, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from cook import format as fmt
 from cook.types import Pack
 from cook.validate import digests
 from cook.validate.digests import source_digests, span_digests
-from cook.validate.scan import ShardScan, check_pack, check_packs
+from cook.validate.scan import ShardScan, check_pack, check_packs, scan_shard
 from cook.writer.shards import write_shard
 from tests.unit.validate.packs_data import RULES, build, multimodal, sequence
 
@@ -68,6 +69,24 @@ def test_a_batch_finds_what_each_pack_alone_finds(
     assume(all(s.length >= 1 for p in packs for s in p.sequences))
     rules = DEEP if deep else RULES
     assert check_packs(packs, rules) == [check_pack(pack, rules) for pack in packs]
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(damage=st.lists(st.tuples(st.integers(0, 10**9), st.integers(1, 255)), min_size=1, max_size=3))
+def test_a_flipped_byte_is_reported_never_raised(tmp_path: Path, damage: list[tuple[int, int]]) -> None:
+    """Any damage: the scan returns (no exception) with a problem, or with another sha256 (which the
+    manifest check then reports)."""
+    write_shard(str(tmp_path), 0, 0, [*_text_packs(2), multimodal(), *_text_packs(1)])
+    path = tmp_path / fmt.shard_name(0)
+    clean = scan_shard(str(tmp_path), path.name, 0, RULES)
+    assert clean.problems_total == 0 and clean.complete
+    data = bytearray(path.read_bytes())
+    for where, xor in damage:
+        data[where % len(data)] ^= xor
+    assume(bytes(data) != path.read_bytes())  # two flips of one byte may cancel
+    path.write_bytes(bytes(data))
+    damaged = scan_shard(str(tmp_path), path.name, 0, RULES)
+    assert damaged.problems_total > 0 or damaged.sha256 != clean.sha256
 
 
 def test_clean_packs_in_a_batch_have_no_findings() -> None:
