@@ -109,7 +109,9 @@ class _Chunks:
         """``size`` bytes at ``offset`` (>= ``start``), fewer only at EOF."""
         if offset + size > self.end:
             self._fill(offset, size)
-        return self.data[offset - self.start : min(offset + size, self.end) - self.start]
+            size = min(size, self.end - offset)
+        at = offset - self.start
+        return self.data[at : at + size]
 
     def skip_to(self, offset: int) -> None:
         """Move on to ``offset`` without reading what lies before it (only without hashing)."""

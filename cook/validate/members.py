@@ -37,6 +37,8 @@ _COLUMNS: Final = tuple(map(operator.itemgetter, fmt.SEQUENCE_KEYS))  # source, 
 _TRUNCATED: Final = operator.methodcaller("get", fmt.SEQUENCE_TRUNCATED_KEY)
 _PAIRS: Final = (fmt.VISUAL_MEMBERS, fmt.AUDIO_MEMBERS)
 _MEDIA_MEMBERS: Final = fmt.VISUAL_MEMBERS + fmt.AUDIO_MEMBERS
+_REQUIRED_ARRAYS: Final = frozenset(fmt.REQUIRED_MEMBERS) - {fmt.META}
+_TEXT_MEMBERS: Final = frozenset(fmt.REQUIRED_MEMBERS)  # a text pack's members: nothing to report on the names
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,17 +92,18 @@ def parse_pack(raw: RawPack) -> tuple[Pack | None, list[Finding]]:
 
 def parse_members(raw: RawPack) -> tuple[PackMembers | None, list[Finding]]:
     """The pack's arrays and meta.json entries (None when they cannot be checked further), and what is wrong."""
-    findings = _member_names(raw)
+    findings: list[Finding] = [] if raw.members.keys() == _TEXT_MEMBERS else _member_names(raw)
     arrays: dict[str, np.ndarray] = {}
-    for name, (dtype, ndim, trailing) in fmt.MEMBER_DTYPES.items():
-        if name in raw.members:
-            array = _load_member(name, raw.members[name], dtype, ndim, trailing, findings)
+    stored = 0  # array members present
+    for name, data in raw.members.items():
+        layout = fmt.MEMBER_DTYPES.get(name)
+        if layout is not None:
+            stored += 1
+            array = _load_member(name, data, *layout, findings)
             if array is not None:
                 arrays[name] = array
     entries = _meta_entries(raw.members[fmt.META], findings) if fmt.META in raw.members else None
-    unusable = any(name not in arrays for name in fmt.REQUIRED_MEMBERS if name != fmt.META) or any(
-        name in raw.members and name not in arrays for name in _MEDIA_MEMBERS
-    )
+    unusable = len(arrays) != stored or not arrays.keys() >= _REQUIRED_ARRAYS
     half_pair = any((first in arrays) != (second in arrays) for first, second in _PAIRS)
     if entries is None or unusable or half_pair:
         return None, findings  # reported above; the remaining invariants cannot be checked on this pack
