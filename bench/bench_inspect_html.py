@@ -97,8 +97,8 @@ def _cook(name: str, records: Path) -> Path:
 
 
 def _packs(root: Path) -> list[tuple[int, Any]]:
+    from cook.packfiles import iter_packs
     from cook.validate.members import parse_pack
-    from cook.validate.packs import iter_packs
 
     found = []
     for index, (_, raw) in enumerate(iter_packs(str(root))):
@@ -109,7 +109,7 @@ def _packs(root: Path) -> list[tuple[int, Any]]:
 
 
 def _image_tokens(pack: Any) -> int:
-    from cook.validate.media import visual_embeddings
+    from cook.packfiles import visual_embeddings
     from cook.view.media_images import visual_items
 
     return sum(visual_embeddings(i.kind, i.frames, i.height_px, i.width_px) for i in visual_items(pack))

@@ -1,5 +1,5 @@
 """Structural validation (``cook validate`` without ``--deep``) per core against the read + sha256 floor, and
-``--jobs 2`` against ``--jobs 1`` (issue 17).
+``--jobs 2`` against ``--jobs 1`` (issues 17 and 29).
 
 Per core, warm (the page cache filled by one read before timing; every row reads the same warm files):
 - plain read: every byte of every shard, 1 MiB ``readinto`` (the bare OS);
@@ -253,9 +253,9 @@ def run() -> str:
     (wall_1, cpu_1), (wall_2, cpu_2) = marginal[1], marginal[2]
     speedup = wall_1 / wall_2
     fractions = {name.split(" ")[0]: r["validate"] / r["floor"] for name, r in rates.items()}
-    met = fractions["text"] >= 0.5 and fractions["multimodal-looking"] >= 0.9 and speedup >= 1.7
+    met = fractions["text"] >= 0.3 and speedup >= 1.7
     load = ", ".join(f"{value:.2f}" for value in loads)
-    return f"""## Structural validation at the read + sha256 floor, and `--jobs` (issue 17)
+    return f"""## Structural validation against the read + sha256 floor, and `--jobs` (issues 17 and 29)
 
 `{COMMAND}`
 
@@ -266,18 +266,15 @@ the baseline is **read + sha256** of the same files in the same run (a plain rea
 speed, several times faster than sha256 alone). Per core: MB/s of shard bytes per CPU second (user +
 sys), median of {REPEATS}, rows interleaved, page cache warm for all of them, marginal: each dataset minus a
 small one of the same kind, so the per-dataset costs (manifest, rejects, `.nv-meta/`, `index.sqlite`, the
-token facts) cancel as start-up does. How: each shard is mapped
-once and hashed in 1 MiB slices (a text shard of <= 16 MiB whole, first, so that every check reads cached
-bytes; a larger one ~4 MiB of packs at a time, each batch checked while still in the cache); tar headers
-are found at once, `.npy` headers through a cache (loss_mask's and cu_seqlens_padded's compared at once
-with their companions'); the small members of all text packs of a shard are
-checked together (meta.json by fixed-offset literals around its quotes, the numbers eight digits at a
-time; boundaries, lengths, padding and source digests with NumPy), then input_ids and loss_mask in place
-(token range, no placeholder, mask values, pad ids, targets per sequence); a pack with media is checked
-on its own, and a shard whose first pack holds large media is hashed by a plain read (its media pages
-are never mapped). Any doubt sends the shard to the streaming walk that names every problem.
+token facts) cancel as start-up does. How (one checker, which names every problem): each shard is
+read once in plain 1 MiB reads, each chunk hashed as it arrives; the tar headers are walked one by one,
+their checksums verified ~1,000 at a time with NumPy, and `.tar.idx` compared with the pack offsets
+found; then ~4 MiB of packs at a time are checked as one batch: meta.json parsed with orjson and its
+sequence entries checked as columns, the packs' input_ids, loss_mask and boundaries concatenated and
+checked in a few NumPy passes (boundaries, lengths, padding, token range, pad ids, mask values, targets
+per sequence, no placeholder in a text pack); a pack with media also gets the per-pack media arithmetic.
 
-Targets: text >= 0.50 of the floor, multimodal >= 0.90, `--jobs 2` >= 1.7x `--jobs 1`. Measured: text
+Targets (issue 29): text >= 0.30 of the floor, `--jobs 2` >= 1.7x `--jobs 1`. Measured: text
 **{fractions["text"]:.2f}**, multimodal **{fractions["multimodal-looking"]:.2f}**, `--jobs 2` **{speedup:.2f}x**;
 **{"met" if met else "not met"}**.
 

@@ -35,11 +35,10 @@ from cook import format as fmt
 from cook.cli.paths import check_output_file
 from cook.errors import ConfigError
 from cook.manifest import Manifest, ManifestError, load_manifest
+from cook.packfiles import ONLY_META, VISUAL_KINDS, clip_tokens, find_pack, iter_packs, shard_spans, visual_embeddings
 from cook.types import Pack
 from cook.validate import NotADataset, check_is_dataset
-from cook.validate.media import VISUAL_KINDS, clip_tokens, visual_embeddings
 from cook.validate.members import parse_pack
-from cook.validate.packs import ONLY_META, find_pack, iter_packs, shard_spans
 from cook.validate.tokenizer_info import load_tokenizer
 from cook.view import tokens as view_tokens
 from cook.view.pack_page import DEFAULT_MAX_BYTES, render_pack_page

@@ -2,8 +2,8 @@
 
     crude sample {"__key__", "input_ids.npy": bytes, ...} -decode_pack-> PackedSample
 
-Every ``.npy`` member is parsed by ``_load_npy``: the plain little-endian headers ``np.save`` writes
-are read with a regex (no ``ast.literal_eval``), anything else goes to ``format.load_npy``
+Every ``.npy`` member is parsed by ``packfiles.read_npy`` (as ``cook validate`` parses it): the headers
+``np.save`` writes are read as a view of the member bytes, anything else goes to ``format.load_npy``
 (``allow_pickle=False``: an object array raises instead of being unpickled); each is checked against
 ``format.MEMBER_DTYPES``; ``meta.json`` is parsed with ``orjson``. Nothing else is decoded and nothing
 is unpickled. A member that is missing, of the wrong dtype or shape, or inconsistent with the
@@ -17,8 +17,6 @@ from earlier tokens of its sequence); ``cook.reader.batch`` derives the label-al
 from __future__ import annotations
 
 import dataclasses
-import math
-import re
 from collections.abc import Mapping
 from itertools import pairwise
 from typing import Any
@@ -29,6 +27,7 @@ import torch
 from megatron.energon import Sample, edataclass
 
 from cook import format as fmt
+from cook.packfiles import read_npy
 
 
 class PackFormatError(ValueError):
@@ -66,54 +65,15 @@ class PackedSample(Sample):
         return int(self.input_ids.shape[0])
 
 
-_NPY_MAGIC = b"\x93NUMPY\x01\x00"
-_NPY_HEADER = re.compile(rb"\{'descr': '([<|]\w\d+)', 'fortran_order': False, 'shape': \(([\d, ]*)\), \} *\n")
-_LAYOUT_CACHE_SIZE = 4096  # (member, header) pairs: one per member and shape; a dataset has a few hundred
-_layouts: dict[tuple[str, bytes], tuple[np.dtype, tuple[int, ...], int]] = {}  # -> dtype, shape, element count
-
-
-def _load_npy(data: bytes) -> np.ndarray:
-    """``format.load_npy`` with a fast path for the version-1 headers ``np.save`` writes for plain
-    little-endian arrays (a regex instead of ``ast.literal_eval``, and a read-only view of ``data``
-    instead of a copy); anything else takes ``load_npy``."""
-    if data[:8] == _NPY_MAGIC:
-        end = 10 + int.from_bytes(data[8:10], "little")
-        match = _NPY_HEADER.fullmatch(data, 10, end)
-        if match is not None:
-            shape = tuple(int(n) for n in match[2].split(b",") if n.strip())
-            dtype = np.dtype(match[1].decode())
-            count = math.prod(shape)
-            if len(data) == end + count * dtype.itemsize:
-                return np.frombuffer(data, dtype, count, end).reshape(shape)  # read-only view of ``data``
-    return fmt.load_npy(data)
-
-
 def _array(key: str, members: Mapping[str, Any], name: str) -> np.ndarray | None:
-    """Member ``name`` as a read-only array of its schema dtype, or ``None`` when absent. A header seen
-    before for this member (same bytes: dtype and shape) skips the parse and the dtype checks, never the
-    length check."""
+    """Member ``name`` as a read-only array of its schema dtype, or ``None`` when absent."""
     data = members.get(name)
-    if data is None:
-        return None
-    if not isinstance(data, bytes):
-        data = bytes(data)
-    end = 10 + int.from_bytes(data[8:10], "little")
-    layout = _layouts.get((name, data[:end]))
-    if layout is not None and len(data) == end + layout[2] * layout[0].itemsize:
-        dtype, shape, count = layout
-        array = np.frombuffer(data, dtype, count, end)
-        return array if len(shape) == 1 else array.reshape(shape)
-    array = _checked_array(key, name, data)
-    if data[:8] == _NPY_MAGIC and _NPY_HEADER.fullmatch(data, 10, end) is not None:  # a view: the fast path
-        if len(_layouts) >= _LAYOUT_CACHE_SIZE:
-            _layouts.clear()
-        _layouts[(name, data[:end])] = (array.dtype, array.shape, array.size)
-    return array
+    return None if data is None else _checked_array(key, name, data)
 
 
 def _checked_array(key: str, name: str, data: bytes) -> np.ndarray:
     try:
-        array = _load_npy(data)
+        array = read_npy(data)
     except ValueError as error:  # object arrays (would need pickle) and malformed headers
         raise PackFormatError(f"{key}: member {name!r} is not a plain .npy array ({error})") from error
     dtype, ndim, trailing = fmt.MEMBER_DTYPES[name]
@@ -126,7 +86,7 @@ def _checked_array(key: str, name: str, data: bytes) -> np.ndarray:
 
 
 def _tensor(array: np.ndarray | None) -> torch.Tensor | None:
-    """A tensor owning its memory (``_load_npy`` views are read-only): one copy, C-contiguous."""
+    """A tensor owning its memory (``read_npy`` views are read-only): one copy, C-contiguous."""
     return None if array is None else torch.from_numpy(np.array(array, order="C"))
 
 

@@ -9,58 +9,53 @@ from __future__ import annotations
 import numpy as np
 
 from cook import format as fmt
-from cook.types import Pack
-from cook.validate.problems import Code, Finding
+from cook.validate.batch import Findings, PackBatch, Spans, per_pack, per_pack_of
+from cook.validate.problems import Code
 
 
-def check_values(pack: Pack) -> list[Finding]:
+def check_values(batch: PackBatch, findings: Findings) -> None:
     """Every ``loss_mask`` entry is 0 or 1 (needs no boundaries)."""
-    bad = np.flatnonzero(pack.loss_mask > 1)
-    if not bad.size:
-        return []
-    t = int(bad[0])
-    return [
-        (
-            Code.LOSS_MASK_VALUES,
-            f"{fmt.LOSS_MASK} has {bad.size} values not in {{0, 1}} (token {t}: {pack.loss_mask[t]})",
+    mask = batch.mask[:-1]
+    if not mask.size or int(mask.max()) <= 1:
+        return
+    for k, t, count in per_pack(np.flatnonzero(mask > 1), batch.base):
+        findings[k].append(
+            (
+                Code.LOSS_MASK_VALUES,
+                f"{fmt.LOSS_MASK} has {count} values not in {{0, 1}} (token {t - batch.base[k]}: {mask[t]})",
+            )
         )
-    ]
 
 
-def check_mask(pack: Pack, padding: np.ndarray) -> list[Finding]:
-    """Starts and padding are 0, per-sequence targets match meta.json. ``padding``: bool [T]."""
-    mask = pack.loss_mask  # uint8 [T]
-    starts = pack.cu_seqlens_padded[:-1].astype(np.int64)  # int64 [n]
-    findings: list[Finding] = []
-    at_start = np.flatnonzero(mask[starts])
-    if at_start.size:
-        i = int(at_start[0])
-        findings.append(
+def check_mask(batch: PackBatch, spans: Spans, findings: Findings) -> None:
+    """Starts and padding are 0, per-sequence targets match meta.json (the packs in ``spans`` only)."""
+    mask, sources = batch.mask, batch.columns.sources
+    for k, u, count in per_pack_of(mask[spans.starts] != 0, spans.pack):
+        i = int(spans.sequence[u] - batch.first_sequence[k])
+        findings[k].append(
             (
                 Code.LOSS_MASK_START,
                 f"{fmt.LOSS_MASK} is 1 at the start of sequence {i} (token "
-                f"{starts[i]}, {pack.sequences[i].source}); "
-                f"{at_start.size} sequences affected",
+                f"{spans.starts[u] - batch.base[k]}, {sources[spans.sequence[u]]}); {count} sequences affected",
             )
         )
-    in_padding = np.flatnonzero(mask.astype(bool) & padding)
-    if in_padding.size:
-        findings.append(
-            (
-                Code.LOSS_MASK_PADDING,
-                f"{fmt.LOSS_MASK} is 1 at {in_padding.size} padding tokens (first at token {in_padding[0]})",
+    if spans.padding.size and mask[spans.padding].any():
+        for k, t, count in per_pack(spans.padding[mask[spans.padding] != 0], batch.base):
+            findings[k].append(
+                (
+                    Code.LOSS_MASK_PADDING,
+                    f"{fmt.LOSS_MASK} is 1 at {count} padding tokens (first at token {t - batch.base[k]})",
+                )
             )
-        )
-    targets = np.add.reduceat(np.where(padding, 0, mask).astype(np.int64), starts)  # int64 [n]
-    meta = np.array([s.targets for s in pack.sequences], dtype=np.int64)
-    wrong = np.flatnonzero(targets != meta)
-    if wrong.size:
-        i = int(wrong[0])
-        findings.append(
+    edges = np.stack([spans.starts, spans.starts + spans.lengths], axis=1).ravel()  # each true span's start, end
+    targets = np.add.reduceat(mask, edges, dtype=np.int64)[::2] if edges.size else edges  # int64 [U]
+    meta = batch.columns.targets[spans.sequence]
+    for k, u, _ in per_pack_of(targets != meta, spans.pack):
+        s = int(spans.sequence[u])
+        findings[k].append(
             (
                 Code.META_TARGETS,
-                f"{fmt.META} sequences[{i}] ({pack.sequences[i].source}) has targets "
-                f"{meta[i]}, {fmt.LOSS_MASK} holds {targets[i]}",
+                f"{fmt.META} sequences[{s - batch.first_sequence[k]}] ({sources[s]}) has targets "
+                f"{meta[u]}, {fmt.LOSS_MASK} holds {targets[u]}",
             )
         )
-    return findings

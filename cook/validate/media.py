@@ -15,7 +15,10 @@ clip or more). A clip of ``L`` frames came from ``L * 160 + r`` samples (``0 <= 
 ``format.audio_clip_tokens`` only looks at ``samples // 160``, so its tokens are exactly
 ``audio_clip_tokens(L * 160)``: 3000 frames (30 s) -> 375, 100 frames (1 s) -> 13.
 
-Counts are checked over the whole pack and, when the boundaries are usable, per sequence.
+Counts are checked over the whole pack and, when the boundaries are usable, per sequence; the token
+counts come from ``cook.packfiles`` (``visual_embeddings``, ``clip_tokens``), where ``cook stats`` and the
+HTML views take them too. A pack without media may hold no placeholder at all (``check_no_media``, over
+a whole batch).
 """
 
 from __future__ import annotations
@@ -25,25 +28,13 @@ from typing import Final
 import numpy as np
 
 from cook import format as fmt
+from cook.packfiles import VISUAL_KINDS, clip_tokens, visual_embeddings
 from cook.types import Pack
+from cook.validate.batch import Findings, PackBatch, per_pack
 from cook.validate.problems import Code, Finding, PackRules
 
-VISUAL_KINDS: Final = ("image", "video", "tiles")
 MIN_CLIP_FRAMES: Final = round(fmt.AUDIO_MIN_CLIP_S * fmt.AUDIO_SAMPLE_RATE_HZ) // fmt.AUDIO_HOP  # 10
 MAX_CLIP_FRAMES: Final = fmt.AUDIO_CLIP_S * fmt.AUDIO_SAMPLE_RATE_HZ // fmt.AUDIO_HOP  # 3000
-
-
-def visual_embeddings(kind: str, frames: int, height_px: int, width_px: int) -> int:
-    if kind == "tiles":
-        return fmt.tiles_embeddings(frames)
-    if kind == "video":
-        return fmt.video_embeddings(frames, height_px, width_px)
-    return fmt.image_embeddings(height_px, width_px)
-
-
-def clip_tokens(lengths: np.ndarray) -> np.ndarray:
-    """int64 [C]: tokens of each clip from its valid frames (see the module docstring)."""
-    return np.array([fmt.audio_clip_tokens(int(frames) * fmt.AUDIO_HOP) for frames in lengths], dtype=np.int64)
 
 
 def per_sequence_counts(pack: Pack, token_id: int) -> np.ndarray:
@@ -52,17 +43,16 @@ def per_sequence_counts(pack: Pack, token_id: int) -> np.ndarray:
     return np.diff(np.searchsorted(positions, pack.cu_seqlens_padded.astype(np.int64)))
 
 
-def check_no_media(pack: Pack, rules: PackRules) -> list[Finding] | None:
-    """For a pack without media (no media members, no media in meta.json): no placeholder token may
-    appear. None when the pack has media (the full checks apply)."""
-    if pack.media_sizes is not None or pack.audio_lengths is not None or any(s.media for s in pack.sequences):
-        return None
-    findings: list[Finding] = []
+def check_no_media(batch: PackBatch, rules: PackRules, findings: Findings) -> None:
+    """In a pack without media (no media members, no media in meta.json) no placeholder token may appear;
+    the packs with media get ``check_visual`` and ``check_audio``."""
     for token_id, token in ((rules.tokens.image_id, fmt.IMAGE_TOKEN), (rules.tokens.audio_id, fmt.AUDIO_TOKEN)):
-        count = 0 if token_id is None else int(np.count_nonzero(pack.input_ids == token_id))
-        if count:
-            findings.append((Code.PLACEHOLDER_COUNT, f"{count} {token} tokens in a pack without media"))
-    return findings
+        hits = np.flatnonzero(batch.ids == token_id) if token_id is not None else None
+        if hits is None or not hits.size:
+            continue
+        for k, _, count in per_pack(hits, batch.base):
+            if not batch.media[k]:
+                findings[k].append((Code.PLACEHOLDER_COUNT, f"{count} {token} tokens in a pack without media"))
 
 
 def _row_problem(kind: str, frames: int, height_px: int, width_px: int, mode: str | None) -> tuple[Code, str] | None:

@@ -1,65 +1,117 @@
-"""``RawPack`` -> ``Pack``: every pack has the schema-v1 members with the right dtypes and shapes (SPEC §8,
-§9), no unknown member and nothing pickled.
+"""``RawPack`` -> its members as arrays, and meta.json's sequences as columns: every pack has the schema-v1
+members with the right dtypes and shapes (SPEC §8, §9), no unknown member and nothing pickled.
 
-Nothing is ever unpickled: ``.npy`` members are parsed by ``npy.read_npy`` (a zero-copy view of the
-canonical headers ``np.save`` writes, else ``format.load_npy`` with ``allow_pickle=False``; an object
-array is reported as ``pickle_member``), and members named like pickles (``.pyd``,
-``.pickle``, ``.pkl``, ...) are reported without being read. A member with the wrong dtype whose values
-survive the cast is reported (``dtype``) and then checked further as if cast, so one wrong dtype does
-not hide or fake the other invariants. A pack whose required members are missing, unparseable or of
-inconsistent shape is reported and not checked further (``parse_pack`` returns ``None``).
+    RawPack -parse_members-> PackMembers (arrays + meta.json's entries) -sequence_columns (many packs at once)
+            -> SequenceColumns;  parse_pack: both for one pack, as a ``types.Pack``
+
+Nothing is ever unpickled: ``.npy`` members are parsed by ``packfiles.read_npy`` (``allow_pickle=False``;
+an object array is reported as ``pickle_member``), and members named like pickles (``.pyd``, ``.pickle``,
+``.pkl``, ...) are reported without being read. A member with the wrong dtype whose values survive the
+cast is reported (``dtype``) and then checked further as if cast, so one wrong dtype does not hide or
+fake the other invariants. A pack whose required members are missing, unparseable or of inconsistent
+shape is reported and not checked further (``parse_members`` returns ``None``). meta.json is parsed with
+orjson; its sequence entries are checked for a whole batch of packs at once by ``sequence_columns``.
 """
 
 from __future__ import annotations
 
-import json
+import operator
+from dataclasses import dataclass
+from itertools import chain
 from tokenize import TokenError
 from typing import Any, Final
 
 import numpy as np
+import orjson
 
 from cook import format as fmt
+from cook.packfiles import MemberData, RawPack, read_npy
 from cook.types import Pack, SequenceMeta
-from cook.validate.npy import read_npy
 from cook.validate.problems import Code, Finding
-from cook.validate.shards import MemberData, RawPack
 
 PICKLE_SUFFIXES: Final = (".pyd", ".pickle", ".pkl", ".pth", ".pt")
-MEDIA_KINDS: Final = ("image", "video", "tiles", "audio")
+MEDIA_KINDS: Final = frozenset(("image", "video", "tiles", "audio"))
 _SEQUENCE_KEYS: Final = frozenset((*fmt.SEQUENCE_KEYS, fmt.SEQUENCE_TRUNCATED_KEY))
-_SEQUENCE_REQUIRED: Final = fmt.SEQUENCE_KEYS
-_REQUIRED_SET: Final = frozenset(_SEQUENCE_REQUIRED)
+_REQUIRED: Final = frozenset(fmt.SEQUENCE_KEYS)
+_COLUMNS: Final = tuple(map(operator.itemgetter, fmt.SEQUENCE_KEYS))  # source, length, targets, media
+_TRUNCATED: Final = operator.methodcaller("get", fmt.SEQUENCE_TRUNCATED_KEY)
 _PAIRS: Final = (fmt.VISUAL_MEMBERS, fmt.AUDIO_MEMBERS)
+_MEDIA_MEMBERS: Final = fmt.VISUAL_MEMBERS + fmt.AUDIO_MEMBERS
+_REQUIRED_ARRAYS: Final = frozenset(fmt.REQUIRED_MEMBERS) - {fmt.META}
+_TEXT_MEMBERS: Final = frozenset(fmt.REQUIRED_MEMBERS)  # a text pack's members: nothing to report on the names
+
+
+@dataclass(frozen=True, slots=True)
+class PackMembers:
+    """A pack whose members parsed: its arrays (schema dtypes, shapes that agree) and meta.json's entries."""
+
+    key: str
+    arrays: dict[str, np.ndarray]
+    entries: list[Any]  # meta.json "sequences", one per cu_seqlens step; checked by sequence_columns
+
+    @property
+    def has_media_members(self) -> bool:
+        return any(name in self.arrays for name in _MEDIA_MEMBERS)
+
+    def to_pack(self) -> Pack:
+        """The ``Pack`` (entries already accepted by ``sequence_columns``)."""
+        arrays = self.arrays
+        return Pack(
+            input_ids=arrays[fmt.INPUT_IDS],
+            loss_mask=arrays[fmt.LOSS_MASK],
+            cu_seqlens=arrays[fmt.CU_SEQLENS],
+            cu_seqlens_padded=arrays[fmt.CU_SEQLENS_PADDED],
+            sequences=tuple(map(SequenceMeta.from_meta, self.entries)),
+            pixel_patches=arrays.get(fmt.PIXEL_PATCHES),
+            media_sizes=arrays.get(fmt.MEDIA_SIZES),
+            audio_features=arrays.get(fmt.AUDIO_FEATURES),
+            audio_lengths=arrays.get(fmt.AUDIO_LENGTHS),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class SequenceColumns:
+    """meta.json's sequence entries of many packs, one after another, as columns."""
+
+    sources: list[str]
+    lengths: np.ndarray  # int64 [S]
+    targets: np.ndarray  # int64 [S]
+    media: list[list[str]]  # the kinds of each sequence's media items
 
 
 def parse_pack(raw: RawPack) -> tuple[Pack | None, list[Finding]]:
     """The pack's members as a ``Pack`` (None when it cannot be checked further) and what is wrong."""
-    findings = _member_names(raw)
+    members, findings = parse_members(raw)
+    if members is None:
+        return None, findings
+    columns = sequence_columns(members.entries)
+    if isinstance(columns, str):
+        return None, [*findings, entry_problem(members.entries)]
+    return members.to_pack(), findings
+
+
+def parse_members(raw: RawPack) -> tuple[PackMembers | None, list[Finding]]:
+    """The pack's arrays and meta.json entries (None when they cannot be checked further), and what is wrong."""
+    findings: list[Finding] = [] if raw.members.keys() == _TEXT_MEMBERS else _member_names(raw)
     arrays: dict[str, np.ndarray] = {}
-    for name, (dtype, ndim, trailing) in fmt.MEMBER_DTYPES.items():
-        if name in raw.members:
-            array = _load_member(name, raw.members[name], dtype, ndim, trailing, findings)
+    stored = 0  # array members present
+    for name, data in raw.members.items():
+        layout = fmt.MEMBER_DTYPES.get(name)
+        if layout is not None:
+            stored += 1
+            array = _load_member(name, data, *layout, findings)
             if array is not None:
                 arrays[name] = array
-    sequences = parse_meta(raw.members[fmt.META], findings) if fmt.META in raw.members else None
-    unusable = any(name not in arrays for name in fmt.REQUIRED_MEMBERS if name != fmt.META) or any(
-        name in raw.members and name not in arrays for name in fmt.VISUAL_MEMBERS + fmt.AUDIO_MEMBERS
-    )
+    entries = _meta_entries(raw.members[fmt.META], findings) if fmt.META in raw.members else None
+    unusable = len(arrays) != stored or not arrays.keys() >= _REQUIRED_ARRAYS
     half_pair = any((first in arrays) != (second in arrays) for first, second in _PAIRS)
-    if sequences is None or unusable or half_pair or not _shapes_agree(arrays, len(sequences), findings):
+    if entries is None or unusable or half_pair:
         return None, findings  # reported above; the remaining invariants cannot be checked on this pack
-    pack = Pack(
-        input_ids=arrays[fmt.INPUT_IDS],
-        loss_mask=arrays[fmt.LOSS_MASK],
-        cu_seqlens=arrays[fmt.CU_SEQLENS],
-        cu_seqlens_padded=arrays[fmt.CU_SEQLENS_PADDED],
-        sequences=sequences,
-        pixel_patches=arrays.get(fmt.PIXEL_PATCHES),
-        media_sizes=arrays.get(fmt.MEDIA_SIZES),
-        audio_features=arrays.get(fmt.AUDIO_FEATURES),
-        audio_lengths=arrays.get(fmt.AUDIO_LENGTHS),
-    )
-    return pack, findings
+    shapes: list[Finding] = []
+    if not _shapes_agree(arrays, len(entries), shapes):  # a broken meta.json entry explains it first
+        findings += [entry_problem(entries)] if isinstance(sequence_columns(entries), str) else shapes
+        return None, findings
+    return PackMembers(raw.key, arrays, entries), findings
 
 
 def _member_names(raw: RawPack) -> list[Finding]:
@@ -131,71 +183,84 @@ def _shapes_agree(arrays: dict[str, np.ndarray], n_sequences: int, findings: lis
     return ok
 
 
-def parse_meta(data: MemberData, findings: list[Finding]) -> tuple[SequenceMeta, ...] | None:
-    """``meta.json`` (schemas/packed_sample.v1.schema.json) -> its sequences, or None if it is not v1."""
+def _meta_entries(data: MemberData, findings: list[Finding]) -> list[Any] | None:
+    """``meta.json`` (schemas/packed_sample.v1.schema.json) -> its non-empty ``sequences`` list, or None."""
     try:
-        body = json.loads(bytes(data).decode("utf-8"))
-    except (UnicodeDecodeError, ValueError, RecursionError) as err:
+        body = orjson.loads(data)
+    except orjson.JSONDecodeError as err:  # invalid UTF-8 and nesting too deep included
         findings.append((Code.META_INVALID, f"{fmt.META} is not JSON: {err}"))
         return None
-    if not isinstance(body, dict) or set(body) != set(fmt.META_BODY_KEYS):
+    if not isinstance(body, dict) or body.keys() != set(fmt.META_BODY_KEYS):
         keys = sorted(body) if isinstance(body, dict) else type(body).__name__
         findings.append((Code.META_INVALID, f"{fmt.META} must hold exactly schema_version and sequences, got {keys}"))
         return None
-    if body["schema_version"] != fmt.SCHEMA_VERSION:
+    if body["schema_version"] != fmt.SCHEMA_VERSION or type(body["schema_version"]) is not int:
         findings.append((Code.META_INVALID, f"{fmt.META} schema_version {body['schema_version']!r} != 1"))
         return None
     entries = body["sequences"]
     if not isinstance(entries, list) or not entries:
         findings.append((Code.META_INVALID, f"{fmt.META} sequences must be a non-empty list"))
         return None
-    sequences = []
-    for i, entry in enumerate(entries):
-        problem = "" if _sequence_ok(entry) else _sequence_problem(entry)
-        if problem:
-            findings.append((Code.META_INVALID, f"{fmt.META} sequences[{i}]: {problem}"))
-            return None
-        sequences.append(SequenceMeta.from_meta(entry))
-    return tuple(sequences)
+    return entries
 
 
-def _sequence_ok(entry: Any) -> bool:
-    """The fast path of ``_sequence_problem`` for a well-formed entry (the common case)."""
-    return (
-        type(entry) is dict
-        and _REQUIRED_SET <= entry.keys() <= _SEQUENCE_KEYS
-        and type(entry["source"]) is str
-        and bool(entry["source"])
-        and type(entry["length"]) is int
-        and entry["length"] >= 1
-        and type(entry["targets"]) is int
-        and entry["targets"] >= 1
-        and type(entry["media"]) is list
-        and all(type(kind) is str and kind in MEDIA_KINDS for kind in entry["media"])
-        and entry.get("truncated", True) is True
-    )
-
-
-def _is_int(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
-def _sequence_problem(entry: Any) -> str:
-    if not isinstance(entry, dict):
-        return f"is a {type(entry).__name__}, not an object"
-    unknown = sorted(set(entry) - _SEQUENCE_KEYS)
-    missing = [key for key in _SEQUENCE_REQUIRED if key not in entry]
-    if unknown or missing:
-        return f"unknown keys {unknown}, missing keys {missing}"
-    if not isinstance(entry["source"], str) or not entry["source"]:
+def sequence_columns(entries: list[Any]) -> SequenceColumns | str:
+    """The rule for meta.json's sequence entries, checked over many at once: each is an object holding
+    exactly ``source`` (a non-empty string), ``length`` and ``targets`` (integers >= 1), ``media`` (a list of
+    ``MEDIA_KINDS``) and, on a truncated sequence only, ``"truncated": true``. Returns the columns, or
+    what is wrong (``entry_problem`` finds the entry)."""
+    if not set(map(type, entries)) <= {dict}:
+        return f"is a {type(next(e for e in entries if type(e) is not dict)).__name__}, not an object"
+    try:
+        sources, lengths, targets, media = (list(map(column, entries)) for column in _COLUMNS)
+    except KeyError:
+        missing = next(entry for entry in entries if not entry.keys() >= _REQUIRED)
+        return (
+            f"unknown keys {sorted(missing.keys() - _SEQUENCE_KEYS)}, missing keys {sorted(_REQUIRED - missing.keys())}"
+        )
+    if sum(map(len, entries)) != len(_REQUIRED) * len(entries):  # a "truncated" key, or an unknown one
+        flags = list(map(_TRUNCATED, entries))
+        if sum(map(len, entries)) != len(_REQUIRED) * len(entries) + sum(flag is True for flag in flags):
+            entry = next(e for e, flag in zip(entries, flags, strict=True) if len(e) != len(_REQUIRED) + (flag is True))
+            unknown = sorted(entry.keys() - _SEQUENCE_KEYS)
+            return f"unknown keys {unknown}, missing keys []" if unknown else "truncated, when present, must be true"
+    if not set(map(type, sources)) <= {str} or "" in sources:
         return "source must be a non-empty string"
-    if not _is_int(entry["length"]) or entry["length"] < 1:
-        return f"length {entry['length']!r} must be an integer >= 1"
-    if not _is_int(entry["targets"]) or entry["targets"] < 1:
-        return f"targets {entry['targets']!r} must be an integer >= 1"
-    media = entry["media"]
-    if not isinstance(media, list) or any(kind not in MEDIA_KINDS for kind in media):
-        return f"media {media!r} must list kinds among {list(MEDIA_KINDS)}"
-    if "truncated" in entry and entry["truncated"] is not True:
-        return "truncated, when present, must be true"
-    return ""
+    length_array, target_array = _counts(lengths), _counts(targets)
+    if length_array is None:
+        return f"length {_first_bad(lengths)!r} must be an integer >= 1"
+    if target_array is None:
+        return f"targets {_first_bad(targets)!r} must be an integer >= 1"
+    if not set(map(type, media)) <= {list} or not _known_kinds(chain.from_iterable(media)):
+        bad = next(kinds for kinds in media if type(kinds) is not list or not _known_kinds(kinds))
+        return f"media {bad!r} must list kinds among {sorted(MEDIA_KINDS)}"
+    return SequenceColumns(sources, length_array, target_array, media)
+
+
+def _counts(values: list[Any]) -> np.ndarray | None:
+    """int64 [S] of integers >= 1 (not bools, not floats), or None."""
+    if not set(map(type, values)) <= {int}:
+        return None
+    try:
+        array = np.array(values, dtype=np.int64)
+    except OverflowError:
+        return None
+    return array if not array.size or int(array.min()) >= 1 else None
+
+
+def _first_bad(values: list[Any]) -> Any:
+    return next(v for v in values if type(v) is not int or not 1 <= v < 2**63)
+
+
+def _known_kinds(kinds: Any) -> bool:
+    kinds = list(kinds)
+    return set(map(type, kinds)) <= {str} and MEDIA_KINDS.issuperset(kinds)
+
+
+def entry_problem(entries: list[Any]) -> Finding:
+    """The finding for the first entry of one pack's meta.json that ``sequence_columns`` refuses."""
+    for i, entry in enumerate(entries):
+        problem = sequence_columns([entry])
+        if isinstance(problem, str):
+            return Code.META_INVALID, f"{fmt.META} sequences[{i}]: {problem}"
+    raise AssertionError("entry_problem of entries sequence_columns accepts")

@@ -22,8 +22,8 @@ from collections.abc import Iterator
 import numpy as np
 
 from cook import format as fmt
+from cook.packfiles import VISUAL_KINDS, clip_tokens
 from cook.types import Pack
-from cook.validate.media import VISUAL_KINDS, clip_tokens
 from cook.validate.problems import Code, Finding, TokenInfo
 
 Block = tuple[str, int]  # ("visual" | "audio", placeholder count)

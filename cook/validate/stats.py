@@ -30,10 +30,7 @@ import numpy as np
 from cook import format as fmt
 from cook.dataset_stats import Distribution, Histogram, MediaTokens, StatsSummary, StepsPerEpoch
 from cook.manifest import load_manifest
-from cook.validate.media import VISUAL_KINDS, clip_tokens, visual_embeddings
-from cook.validate.npy import read_npy
-from cook.validate.packs import iter_packs
-from cook.validate.shards import MemberData
+from cook.packfiles import VISUAL_KINDS, MemberData, clip_tokens, iter_packs, read_npy, visual_embeddings
 
 READ_ONLY: Final = frozenset({fmt.INPUT_IDS, fmt.LOSS_MASK, fmt.PIXEL_PATCHES, fmt.AUDIO_FEATURES})
 FILL_BINS: Final = 10

@@ -9,39 +9,34 @@ from __future__ import annotations
 import numpy as np
 
 from cook import format as fmt
-from cook.types import Pack
-from cook.validate.problems import Code, Finding, TokenInfo
+from cook.validate.batch import Findings, PackBatch, Spans, per_pack
+from cook.validate.problems import Code, TokenInfo
 
 
-def check_range(pack: Pack, tokens: TokenInfo) -> list[Finding]:
+def check_range(batch: PackBatch, tokens: TokenInfo, findings: Findings) -> None:
     """All of ``input_ids`` in ``[0, vocab_size)`` (needs no boundaries)."""
-    if tokens.vocab_size is None or not pack.input_ids.size:
-        return []
-    ids = pack.input_ids
-    if int(ids.min()) >= 0 and int(ids.max()) < tokens.vocab_size:
-        return []
-    bad = np.flatnonzero((ids < 0) | (ids >= tokens.vocab_size))
-    t = int(bad[0])
-    return [
-        (
-            Code.TOKEN_RANGE,
-            f"{fmt.INPUT_IDS} has {bad.size} ids outside [0, {tokens.vocab_size}) (token {t}: id {ids[t]})",
+    ids, vocab = batch.ids, tokens.vocab_size
+    if vocab is None or not ids.size or (int(ids.min()) >= 0 and int(ids.max()) < vocab):
+        return
+    for k, t, count in per_pack(np.flatnonzero((ids < 0) | (ids >= vocab)), batch.base):
+        findings[k].append(
+            (
+                Code.TOKEN_RANGE,
+                f"{fmt.INPUT_IDS} has {count} ids outside [0, {vocab}) (token {t - batch.base[k]}: id {ids[t]})",
+            )
         )
-    ]
 
 
-def check_padding(pack: Pack, tokens: TokenInfo, padding: np.ndarray) -> list[Finding]:
-    """Padding positions (bool [T]) hold the pad id."""
-    if tokens.pad_id is None:
-        return []
-    wrong = np.flatnonzero(padding & (pack.input_ids != tokens.pad_id))
-    if not wrong.size:
-        return []
-    t = int(wrong[0])
-    return [
-        (
-            Code.PADDING_TOKEN,
-            f"{fmt.INPUT_IDS} has {wrong.size} padding tokens that are not the pad id "
-            f"{tokens.pad_id} (token {t}: id {pack.input_ids[t]})",
+def check_padding(batch: PackBatch, tokens: TokenInfo, spans: Spans, findings: Findings) -> None:
+    """Padding positions hold the pad id (the packs in ``spans`` only)."""
+    if tokens.pad_id is None or not spans.padding.size:
+        return
+    wrong = spans.padding[batch.ids[spans.padding] != tokens.pad_id]
+    for k, t, count in per_pack(wrong, batch.base):
+        findings[k].append(
+            (
+                Code.PADDING_TOKEN,
+                f"{fmt.INPUT_IDS} has {count} padding tokens that are not the pad id "
+                f"{tokens.pad_id} (token {t - batch.base[k]}: id {batch.ids[t]})",
+            )
         )
-    ]

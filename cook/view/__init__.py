@@ -5,6 +5,6 @@
     stats summary (+ plot PNG) -> stats_page.render_stats_page -> str
 
 Everything is inline (CSS, images as ``data:`` URIs), nothing is fetched and there is no script: the page
-opens offline in any browser. Every piece of data text goes through ``html.escape``. Imports L0 and
-``cook.validate`` (media arithmetic) only.
+opens offline in any browser. Every piece of data text goes through ``html.escape``. Imports L0 only
+(``cook.packfiles`` for pack reading and media arithmetic).
 """

@@ -23,8 +23,8 @@ from typing import Final
 import numpy as np
 
 from cook import format as fmt
+from cook.packfiles import clip_tokens, visual_embeddings
 from cook.types import Pack
-from cook.validate.media import clip_tokens, visual_embeddings
 from cook.view import media_images as mi
 from cook.view.page import text
 

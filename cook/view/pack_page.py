@@ -17,8 +17,8 @@ from typing import Final
 import numpy as np
 
 from cook import format as fmt
+from cook.packfiles import clip_tokens, visual_embeddings
 from cook.types import Pack
-from cook.validate.media import clip_tokens, visual_embeddings
 from cook.view import media_images as mi
 from cook.view.media_html import MediaCursor
 from cook.view.page import page, text
@@ -38,7 +38,7 @@ def render_pack_page(
     max_bytes: int | None = DEFAULT_MAX_BYTES,
     source: str | None = None,
 ) -> str:
-    """The whole page for one parsed pack (``validate.members.parse_pack``); ``max_bytes`` is the page
+    """The whole page for one parsed pack (``cook.validate.members.parse_pack``); ``max_bytes`` is the page
     budget (``None``: every picture a lossless PNG, whatever the size; see media_html); the sequences
     whose source ends with ``source`` (``cook inspect --source``) are marked."""
     cursor = MediaCursor(pack, max_bytes)

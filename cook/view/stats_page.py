@@ -17,7 +17,7 @@ from typing import Any, Final
 
 from cook import format as fmt
 from cook.dataset_stats import StatsSummary
-from cook.validate.packs import ONLY_META, iter_packs
+from cook.packfiles import ONLY_META, iter_packs
 from cook.view.media_images import data_uri
 from cook.view.page import page, text
 

@@ -12,9 +12,9 @@ import numpy as np
 
 from cook import format as fmt
 from cook.cli.main import main
+from cook.packfiles import find_pack
 from cook.types import Pack
 from cook.validate.members import parse_pack
-from cook.validate.packs import find_pack
 from tests.conftest import DEMO_DATA, DEMO_TOKENIZER, REPO, write_jsonl
 from tests.unit.view.dom import Element, find, target_run_count
 

@@ -1,6 +1,7 @@
-"""The reader's fast ``.npy`` parse gives exactly what ``format.load_npy`` gives (as a read-only view
-of the member bytes), anything it does not recognize goes to ``load_npy`` (so object arrays still
-raise), and ``decode_pack``'s tensors own writable memory, never the member bytes."""
+"""The ``.npy`` parse the reader shares with ``cook validate`` (``packfiles.read_npy``) gives exactly what
+``format.load_npy`` gives (as a read-only view of the member bytes), anything it does not recognize goes
+to ``load_npy`` (so object arrays still raise), and ``decode_pack``'s tensors own writable memory, never
+the member bytes."""
 
 from __future__ import annotations
 
@@ -13,7 +14,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from cook import format as fmt
-from cook.reader.pack import PackFormatError, _load_npy, decode_pack
+from cook.packfiles import read_npy
+from cook.reader.pack import PackFormatError, decode_pack
 from tests.unit.reader.reader_data import crude_pack
 
 DTYPES = ["<i4", "<i8", "|u1", "<f2", "<f4", "|b1"]
@@ -21,7 +23,7 @@ DTYPES = ["<i4", "<i8", "|u1", "<f2", "<f4", "|b1"]
 
 @settings(max_examples=80, deadline=None)
 @given(st.sampled_from(DTYPES), st.lists(st.integers(0, 5), min_size=0, max_size=3), st.booleans())
-def test_fast_parse_equals_load_npy(dtype: str, shape: list[int], via_np_save: bool) -> None:
+def test_fast_parse_equalsread_npy(dtype: str, shape: list[int], via_np_save: bool) -> None:
     array = (np.arange(int(np.prod(shape)), dtype=np.int64) % 7).astype(dtype).reshape(shape)
     if via_np_save:
         buffer = io.BytesIO()
@@ -29,7 +31,7 @@ def test_fast_parse_equals_load_npy(dtype: str, shape: list[int], via_np_save: b
         data = buffer.getvalue()
     else:
         data = fmt.npy_bytes(array)
-    parsed, reference = _load_npy(data), fmt.load_npy(data)
+    parsed, reference = read_npy(data), fmt.load_npy(data)
     assert parsed.dtype == reference.dtype and parsed.shape == reference.shape
     assert np.array_equal(parsed, reference)
 
@@ -49,12 +51,12 @@ def test_decoded_tensors_are_writable_copies() -> None:
 
 def test_unrecognized_headers_fall_back() -> None:
     big_endian = fmt.load_npy(_save(np.arange(3, dtype=">i4")))
-    assert _load_npy(_save(np.arange(3, dtype=">i4"))).tolist() == big_endian.tolist() == [0, 1, 2]
-    assert _load_npy(_save(np.asfortranarray(np.ones((2, 3), dtype="<i4")))).shape == (2, 3)
+    assert read_npy(_save(np.arange(3, dtype=">i4"))).tolist() == big_endian.tolist() == [0, 1, 2]
+    assert read_npy(_save(np.asfortranarray(np.ones((2, 3), dtype="<i4")))).shape == (2, 3)
     with pytest.raises(ValueError):
-        _load_npy(_save(np.array([{"a": 1}], dtype=object)))
+        read_npy(_save(np.array([{"a": 1}], dtype=object)))
     with pytest.raises(ValueError):
-        _load_npy(_save(np.arange(4, dtype="<i4"))[:-2])  # truncated data: load_npy refuses it
+        read_npy(_save(np.arange(4, dtype="<i4"))[:-2])  # truncated data: load_npy refuses it
 
 
 def _save(array: np.ndarray) -> bytes:
@@ -64,8 +66,8 @@ def _save(array: np.ndarray) -> bytes:
 
 
 def test_a_cached_header_still_checks_length_and_member() -> None:
-    """The per-member header cache skips the parse, never a check: a truncated member with a header
-    seen before, or a header cached for another member of another dtype, is still refused."""
+    """The header cache skips the parse, never a check: a truncated member with a header seen before, or
+    a header seen for another member of another dtype, is still refused."""
     crude = crude_pack([([5, 6, 7], [0, 1, 1])], pad_multiple=4, key="pack-000000003")
     assert decode_pack(crude).input_ids.tolist() == [5, 6, 7, 0]  # caches this shape's headers
     truncated = dict(crude, **{fmt.INPUT_IDS: crude[fmt.INPUT_IDS][:-4]})

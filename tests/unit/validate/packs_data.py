@@ -16,9 +16,9 @@ from pathlib import Path
 import numpy as np
 
 from cook import format as fmt
+from cook.packfiles import RawPack
 from cook.types import Pack, SequenceMeta
 from cook.validate.problems import PackRules, TokenInfo
-from cook.validate.shards import RawPack
 from cook.writer.members import pack_members
 
 IDS = {

@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 from cook import format as fmt
+from cook.packfiles import RawPack
 from cook.validate.members import parse_pack
-from cook.validate.shards import RawPack
 from tests.unit.validate.packs_data import build, members, multimodal_members, sequence
 
 
@@ -100,7 +100,7 @@ def test_meta_json_must_be_schema_v1(meta: bytes) -> None:
 
 
 def test_npy_fast_path_agrees_with_np_load() -> None:
-    from cook.validate.npy import read_npy
+    from cook.packfiles import read_npy
 
     for array in (np.arange(7, dtype=np.int32), np.zeros((0, 3), np.int32), np.ones((2, 3, 128), np.float16)):
         data = fmt.npy_bytes(array)

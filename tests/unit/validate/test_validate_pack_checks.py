@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 from cook import format as fmt
+from cook.packfiles import clip_tokens
 from cook.types import Pack
-from cook.validate.media import clip_tokens
 from cook.validate.placeholders import parse_blocks
 from cook.validate.problems import Code, PackRules
 from cook.validate.scan import check_pack

@@ -1,4 +1,4 @@
-"""The streaming tar walk: packs grouped by key with exact offsets, every way a tar can be incomplete or
+"""The tar walk (``packfiles.ShardWalk``) and its codes in ``cook validate``: packs grouped by key with exact offsets, every way a tar can be incomplete or
 corrupt, the .tar.idx comparison, and Energon's collapsed split names."""
 
 from __future__ import annotations
@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 from cook import format as fmt
+from cook.packfiles import ShardWalk, find_pack
 from cook.validate.nv_meta import expand_braces, split_shards
-from cook.validate.packs import find_pack
-from cook.validate.shards import ShardWalk, check_index
+from cook.validate.scan import FAULT_CODES, check_index
 from tests.unit.validate.packs_data import build, members, multimodal_members, sequence, write_tar
 
 
@@ -32,7 +32,11 @@ def _walk(path: Path) -> tuple[ShardWalk, list[str]]:
 
 
 def _codes(walk: ShardWalk, path: Path) -> set[str]:
-    return {code.value for code, _ in walk.findings + check_index(str(path), walk)}
+    return _fault_codes(walk) | {code.value for code, _ in check_index(str(path), walk.offsets, walk.complete)}
+
+
+def _fault_codes(walk: ShardWalk) -> set[str]:
+    return {FAULT_CODES[fault].value for fault, _ in walk.faults}
 
 
 def test_walk_groups_members_and_matches_the_index(tmp_path: Path) -> None:
@@ -91,8 +95,8 @@ def test_non_regular_members_are_refused(tmp_path: Path) -> None:
         info.size = len(data)
         tar.addfile(info, io.BytesIO(data))
     walk, _ = _walk(path)
-    assert {code.value for code, _ in walk.findings} == {"tar_corrupt"}
-    assert "pax header" in walk.findings[0][1]
+    assert _fault_codes(walk) == {"tar_corrupt"}
+    assert "pax header" in walk.faults[0][1]
 
 
 def test_interleaved_and_duplicate_members(tmp_path: Path) -> None:
@@ -109,7 +113,7 @@ def test_interleaved_and_duplicate_members(tmp_path: Path) -> None:
             info.size = len(data)
             tar.addfile(info, io.BytesIO(data))
     walk, _ = _walk(path)
-    assert {code.value for code, _ in walk.findings} == {"pack_key", "member_duplicate"}
+    assert _fault_codes(walk) == {"pack_key", "member_duplicate"}
 
 
 def test_index_missing_or_wrong(tmp_path: Path) -> None:

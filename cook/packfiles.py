@@ -1,0 +1,453 @@
+"""Reading cooked packs from their files: a shard -> its packs (member name -> bytes), a ``.npy`` member ->
+its array, a dataset -> its packs in order; and what a pack's media rows imply in placeholder tokens.
+Used by ``cook validate`` (which checks what it reads), ``cook inspect``, ``cook stats`` and the HTML
+views (which trust a dataset enough to locate packs). numpy, the standard library and ``format`` only.
+
+    shard-000000.tar -ShardWalk.packs-> RawPack(key, offset, {"input_ids.npy": bytes, ...}) -read_npy-> arrays
+
+The tar is walked header by header with a small USTAR parser of its own (not ``tarfile``) so that every
+offset is exact and nothing is trusted: a bad header checksum, a member type cook never writes, a member
+or end-of-archive marker cut off by EOF, or non-zero bytes after the marker are recorded as ``faults``,
+never raised. The file is read in plain ``CHUNK_BYTES`` reads (each one hashed with sha256 as it
+arrives, when asked); members are views into those chunks, so a pack read stays valid after the walk
+moves on.
+
+Example: the members ``pack-000000000.input_ids.npy`` ... ``pack-000000000.meta.json`` at offsets 0,
+9216, ... group into one ``RawPack(key="pack-000000000", offset=0, members={"input_ids.npy": ...})``;
+the ``.tar.idx`` beside the shard holds ``[offset of each pack, end of the last pack]`` as little-endian
+uint64, which ``find_pack`` uses to seek to one pack.
+"""
+
+from __future__ import annotations
+
+import enum
+import hashlib
+import io
+import json
+import math
+import os
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+import numpy as np
+
+from cook import format as fmt
+
+BLOCK: Final = 512
+CHUNK_BYTES: Final = 1 << 20
+VERIFY_HEADERS: Final = 1024  # header checksums verified together
+REGULAR_TYPES: Final = (b"0", b"\0")
+TYPE_NAMES: Final = {
+    b"x": "pax header",
+    b"g": "pax global header",
+    b"L": "GNU long name",
+    b"5": "directory",
+    b"2": "symlink",
+    b"1": "hard link",
+}
+_ZERO_BLOCK: Final = bytes(BLOCK)
+ONLY_META: Final = frozenset(set(fmt.MEMBERS) - {fmt.META})  # skip these to read meta.json alone
+VISUAL_KINDS: Final = ("image", "video", "tiles")
+
+MemberData = bytes | memoryview
+
+
+class TarFault(enum.Enum):
+    """What can be wrong with a shard's tar structure (``cook validate`` gives each its error code)."""
+
+    TRUNCATED = "a member or the end-of-archive marker is cut off"
+    CORRUPT = "a bad header, a member type cook never writes, or bytes after the end"
+    SPLIT_PACK = "a pack's members are not contiguous"
+    DUPLICATE_MEMBER = "a member appears twice in a pack"
+
+
+@dataclass(frozen=True, slots=True)
+class RawPack:
+    """One Energon sample as stored: its key, the offset of its first header, member name -> bytes."""
+
+    key: str
+    offset: int
+    members: dict[str, MemberData]
+
+
+class _Cut(Exception):
+    """The walk cannot go on at header ``at`` (truncated or corrupt; ``fault`` None: recorded already)."""
+
+    def __init__(self, fault: TarFault | None, detail: str, at: int) -> None:
+        super().__init__(detail)
+        self.fault, self.detail, self.at = fault, detail, at
+
+
+@dataclass(slots=True)
+class _Pending:
+    """Packs read but not handed out yet, and their headers: the checksums of ``VERIFY_HEADERS`` headers are
+    verified together (one NumPy sum), then the packs go out."""
+
+    headers: list[bytes] = field(default_factory=list)
+    at: list[int] = field(default_factory=list)  # each header's offset
+    stored: list[int] = field(default_factory=list)  # its checksum field (-1: unreadable)
+    packs: list[RawPack] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class _Chunks:
+    """The file's bytes from ``start`` to ``end`` in memory, read in plain chunks and hashed as they arrive."""
+
+    handle: io.FileIO
+    hasher: Any  # hashlib.sha256 or None
+    start: int
+    end: int = 0
+    data: memoryview = field(default_factory=lambda: memoryview(b""))
+    bytes_read: int = 0
+
+    def __post_init__(self) -> None:
+        self.end = self.start
+
+    def view(self, offset: int, size: int) -> memoryview:
+        """``size`` bytes at ``offset`` (>= ``start``), fewer only at EOF."""
+        if offset + size > self.end:
+            self._fill(offset, size)
+            size = min(size, self.end - offset)
+        at = offset - self.start
+        return self.data[at : at + size]
+
+    def skip_to(self, offset: int) -> None:
+        """Move on to ``offset`` without reading what lies before it (only without hashing)."""
+        if offset > self.end:
+            self.handle.seek(offset)
+            self.start = self.end = offset
+            self.data = memoryview(b"")
+
+    def _fill(self, offset: int, size: int) -> None:
+        """A new chunk that starts at ``offset`` (the bytes already read from there are copied in): the old
+        chunk stays alive for the members that point into it."""
+        if offset > self.end:  # only a walk that skips members gets ahead of what it has read
+            assert self.hasher is None, "a hashed walk reads every byte"
+            self.skip_to(offset)
+        kept = self.data[offset - self.start :]
+        buffer = memoryview(np.empty(max(CHUNK_BYTES, size), np.uint8).data)  # not zero-filled: read over
+        buffer[: len(kept)] = kept
+        filled = len(kept)
+        while filled < len(buffer) and (got := self.handle.readinto(buffer[filled:])):
+            if self.hasher is not None:
+                self.hasher.update(buffer[filled : filled + got])
+            filled += got
+            self.bytes_read += got
+        self.data, self.start, self.end = buffer[:filled], offset, offset + filled
+
+    def rest(self) -> Iterator[memoryview]:
+        """Every byte from ``end`` to EOF, chunk by chunk."""
+        while chunk := self.view(self.end, CHUNK_BYTES):
+            yield chunk
+
+
+@dataclass(slots=True)
+class ShardWalk:
+    """Walks one shard; iterate ``packs()`` once, then read ``faults``, ``sha256``, ``complete``, ``offsets``."""
+
+    path: str
+    hash_bytes: bool = True
+    skip: frozenset[str] = frozenset()  # members seeked over, not read (only without hashing): not in RawPack
+    faults: list[tuple[TarFault, str]] = field(default_factory=list)
+    offsets: list[int] = field(default_factory=list)  # each pack's first header, then the end of the last
+    complete: bool = False  # two zero blocks ended the archive, only zeros after them
+    last_whole: bool = False  # the walk reached the end-of-archive marker (the last pack is whole)
+    bytes_read: int = 0
+    _hasher: Any = field(default_factory=hashlib.sha256)
+    _fault_at: list[int] = field(default_factory=list)  # the header offset each fault was found at
+
+    @property
+    def sha256(self) -> str:
+        return str(self._hasher.hexdigest())
+
+    def packs(self, start_offset: int = 0) -> Iterator[RawPack]:
+        """Yield the packs in file order from ``start_offset`` (a pack's first header; 0: the whole shard).
+
+        A walk that stops early records why in ``faults``; the pack it was in is not yielded.
+        """
+        assert not (self.skip and self.hash_bytes), "skipped members cannot be hashed"
+        with open(self.path, "rb", buffering=0) as handle:
+            handle.seek(start_offset)
+            chunks = _Chunks(handle, self._hasher if self.hash_bytes else None, start_offset)
+            try:
+                yield from self._walk(chunks, start_offset)
+            finally:
+                self.bytes_read = chunks.bytes_read
+
+    def _walk(self, chunks: _Chunks, offset: int) -> Iterator[RawPack]:
+        seen: set[str] = set()
+        key: str | None = None
+        start, members = offset, dict[str, MemberData]()
+        pending = _Pending()
+        try:
+            while (header := self._header(chunks, offset, pending)) is not None:
+                name, size = header
+                member_key, _, member = name.partition(".")
+                if member_key != key:
+                    if key is not None:
+                        pending.packs.append(RawPack(key, start, members))
+                        if len(pending.headers) >= VERIFY_HEADERS:
+                            yield from self._release(pending, offset)
+                    if member_key in seen:
+                        self._fault(TarFault.SPLIT_PACK, f"members of {member_key} are not contiguous", offset)
+                    seen.add(member_key)
+                    key, start, members = member_key, offset, {}
+                    self.offsets.append(offset)
+                if member in members:
+                    self._fault(TarFault.DUPLICATE_MEMBER, f"{key}: member {member} appears twice", offset)
+                padded = size + (-size % BLOCK)
+                if member in self.skip:
+                    chunks.skip_to(offset + BLOCK + padded)
+                else:
+                    data = chunks.view(offset + BLOCK, padded)
+                    if len(data) < padded:
+                        detail = f"at byte {offset}: member {name} cut off ({len(data)} of {padded} bytes)"
+                        raise _Cut(TarFault.TRUNCATED, detail, offset)
+                    members[member] = data[:size]
+                offset += BLOCK + padded
+            if key is not None and self.last_whole:
+                pending.packs.append(RawPack(key, start, members))
+            yield from self._release(pending, offset)
+        except _Cut as cut:
+            if cut.fault is not None:
+                yield from self._release(pending, start, cut)
+            if self.hash_bytes:
+                for _ in chunks.rest():
+                    pass  # the sha256 and byte count cover the whole file, whatever stopped the walk
+
+    def _header(self, chunks: _Chunks, offset: int, pending: _Pending) -> tuple[str, int] | None:
+        """The next member's (name, size); None at a clean end-of-archive marker; raises ``_Cut``."""
+        header = bytes(chunks.view(offset, BLOCK))
+        if len(header) < BLOCK:
+            detail = f"at byte {offset}: " + ("header cut off" if header else "end marker missing")
+            raise _Cut(TarFault.TRUNCATED, detail, offset)
+        if header == _ZERO_BLOCK:
+            self._finish(chunks, offset)
+            return None
+        stored = _octal(header[148:156])
+        pending.headers.append(header)
+        pending.at.append(offset)
+        pending.stored.append(-1 if stored is None else stored)
+        parsed = _parse_header(header, offset)
+        if isinstance(parsed, str):
+            raise _Cut(TarFault.CORRUPT, parsed, offset)
+        return parsed
+
+    def _release(self, pending: _Pending, end: int, cut: _Cut | None = None) -> Iterator[RawPack]:
+        """Hand out the pending packs (the last one ends at ``end``) up to the first header whose checksum is
+        wrong. That header stops the walk (raises an empty ``_Cut``), and outranks ``cut``, the reason the
+        walk stopped otherwise, if any."""
+        table = np.frombuffer(b"".join(pending.headers), np.uint8).reshape(-1, BLOCK)  # uint8 [H, 512]
+        actual = table.sum(axis=1, dtype=np.int64) - table[:, 148:156].sum(axis=1, dtype=np.int64) + 8 * ord(" ")
+        wrong = np.flatnonzero(actual != np.array(pending.stored, dtype=np.int64))
+        packs, stop = pending.packs, cut
+        if wrong.size:
+            i = int(wrong[0])
+            at, stored = pending.at[i], pending.stored[i]
+            ends = [*(pack.offset for pack in packs[1:]), end][: len(packs)]
+            packs = [pack for pack, pack_end in zip(packs, ends, strict=True) if pack_end <= at]
+            kept = [k for k, fault_at in enumerate(self._fault_at) if fault_at < at]
+            self.faults, self._fault_at = [self.faults[k] for k in kept], [self._fault_at[k] for k in kept]
+            detail = f"header at byte {at}: checksum {stored if stored >= 0 else None} != {actual[i]}"
+            stop = _Cut(TarFault.CORRUPT, detail, at)
+        if stop is not None and stop.fault is not None:
+            self._fault(stop.fault, stop.detail, stop.at)
+            self.last_whole = self.complete = False
+        pending.headers, pending.at, pending.stored, pending.packs = [], [], [], []
+        yield from packs
+        if wrong.size and cut is None:
+            raise _Cut(None, "", at)
+
+    def _fault(self, fault: TarFault, detail: str, at: int) -> None:
+        self.faults.append((fault, detail))
+        self._fault_at.append(at)
+
+    def _finish(self, chunks: _Chunks, offset: int) -> None:
+        """At the first zero block: a second one must follow, and only zero bytes after it."""
+        self.offsets.append(offset)
+        if chunks.view(offset + BLOCK, BLOCK) != _ZERO_BLOCK:
+            self._fault(TarFault.TRUNCATED, f"at byte {offset}: end-of-archive marker incomplete", offset)
+            return
+        self.last_whole = True
+        zeros = True
+        for chunk in [chunks.data[offset + 2 * BLOCK - chunks.start :], *chunks.rest()]:
+            if zeros and np.frombuffer(chunk, np.uint8).any():
+                self._fault(TarFault.CORRUPT, f"non-zero bytes after the end-of-archive marker at {offset}", offset)
+                zeros = False
+        self.complete = zeros
+
+
+def _octal(field_bytes: bytes) -> int | None:
+    if field_bytes[:1] and field_bytes[0] & 0x80:  # GNU base-256
+        return int.from_bytes(field_bytes[1:], "big")
+    text = field_bytes.split(b"\0", 1)[0].strip()
+    try:
+        return int(text, 8) if text else 0
+    except ValueError:
+        return None
+
+
+def _parse_header(header: bytes, offset: int) -> tuple[str, int] | str:
+    """A USTAR header -> (name, size), or a message saying why it is not a regular member cook writes (its
+    checksum is verified with the headers around it, ``ShardWalk._release``)."""
+    kind = header[156:157]
+    name = header[:100].split(b"\0", 1)[0]
+    if header[257:262] == b"ustar" and header[345:500].strip(b"\0"):
+        name = header[345:500].split(b"\0", 1)[0] + b"/" + name
+    if kind not in REGULAR_TYPES:
+        what = TYPE_NAMES.get(kind, f"type {kind!r}")
+        return f"header at byte {offset}: member {name!r} is a {what}; cook writes regular USTAR members only"
+    size = _octal(header[124:136])
+    if size is None:
+        return f"header at byte {offset}: unreadable size field"
+    try:
+        return name.decode("utf-8"), size
+    except UnicodeDecodeError:
+        return f"header at byte {offset}: member name {name!r} is not UTF-8"
+
+
+# ---- .npy members
+
+_MAGIC_V1: Final = b"\x93NUMPY\x01\x00"
+_LAYOUT_CACHE: Final = 4096  # header dicts seen (one per dtype and shape: a dataset has a few hundred)
+_layouts: dict[bytes, tuple[np.dtype, tuple[int, ...], int]] = {}  # canonical header -> dtype, shape, count
+_HEADER: Final = re.compile(rb"\{'descr': '([<>|][a-zA-Z]\d+)', 'fortran_order': False, 'shape': \(([\d, ]*)\), \} *\n")
+
+
+def read_npy(data: MemberData) -> np.ndarray:
+    """One ``.npy`` member -> its array; raises ``ValueError`` (pickled, malformed, short or trailing bytes).
+
+    The version-1.0 header ``np.save`` writes for a C-order array of a non-object dtype, e.g.
+    ``{'descr': '<i4', 'fortran_order': False, 'shape': (8192,), }``, with exactly ``prod(shape) * itemsize``
+    bytes after it, is read as a read-only view of ``data`` (no copy); any other member goes to
+    ``format.load_npy`` (``allow_pickle=False``), so nothing is unpickled and nothing is accepted that
+    ``np.load(allow_pickle=False)`` would refuse. Bytes after the array, which ``np.load`` silently
+    ignores, are refused.
+    """
+    view = memoryview(data)
+    prefix = bytes(view[:10])
+    if prefix[:8] == _MAGIC_V1 and len(prefix) == 10:
+        end = 10 + prefix[8] + (prefix[9] << 8)
+        header = bytes(view[10:end])
+        layout = _layouts.get(header)
+        if layout is None and (layout := _canonical_layout(header)) is not None:
+            if len(_layouts) >= _LAYOUT_CACHE:
+                _layouts.clear()
+            _layouts[header] = layout
+        if layout is not None:
+            dtype, shape, count = layout
+            extra = len(view) - end - count * dtype.itemsize
+            if extra > 0:
+                raise ValueError(f"{extra} bytes after the array data")
+            if extra == 0:
+                array = np.frombuffer(view, dtype=dtype, count=count, offset=end)
+                return array if len(shape) == 1 else array.reshape(shape)
+    return fmt.load_npy(bytes(view))  # a short payload or any other header: np.load says what is wrong
+
+
+def _canonical_layout(text: bytes) -> tuple[np.dtype, tuple[int, ...], int] | None:
+    """The dtype, shape and element count of a header dict in ``np.save``'s own form; None for any other
+    or an object dtype."""
+    match = _HEADER.fullmatch(text)
+    if match is None:
+        return None
+    try:
+        dtype = np.dtype(match.group(1).decode("ascii"))
+        shape = tuple(int(part) for part in match.group(2).split(b",") if part.strip())
+    except (TypeError, ValueError):
+        return None
+    return None if dtype.hasobject else (dtype, shape, math.prod(shape))
+
+
+# ---- what media rows imply (SPEC §6)
+
+
+def visual_embeddings(kind: str, frames: int, height_px: int, width_px: int) -> int:
+    """``<image>`` tokens of one ``media_sizes`` row of ``kind`` ("image" | "video" | "tiles")."""
+    if kind == "tiles":
+        return fmt.tiles_embeddings(frames)
+    if kind == "video":
+        return fmt.video_embeddings(frames, height_px, width_px)
+    return fmt.image_embeddings(height_px, width_px)
+
+
+def clip_tokens(lengths: np.ndarray) -> np.ndarray:
+    """int64 [C]: ``<so_embedding>`` tokens of each clip from its valid 10 ms frames. A clip of ``L`` frames
+    came from ``L * 160 + r`` samples (``0 <= r < 160``) and ``format.audio_clip_tokens`` only looks at
+    ``samples // 160``: 3000 frames (30 s) -> 375, 100 frames (1 s) -> 13."""
+    return np.array([fmt.audio_clip_tokens(int(frames) * fmt.AUDIO_HOP) for frames in lengths], dtype=np.int64)
+
+
+# ---- a dataset's packs
+
+
+@dataclass(frozen=True, slots=True)
+class ShardSpan:
+    name: str
+    first_pack: int
+    packs: int
+
+
+def shard_spans(root: str) -> list[ShardSpan]:
+    """The manifest's shards in order (name, first pack index, packs)."""
+    with open(os.path.join(root, fmt.MANIFEST_NAME), encoding="utf-8") as handle:
+        manifest = json.load(handle)
+    return [ShardSpan(s["name"], int(s["first_pack"]), int(s["packs"])) for s in manifest.get("shards", [])]
+
+
+def iter_packs(root: str, skip: frozenset[str] = frozenset()) -> Iterator[tuple[str, RawPack]]:
+    """(shard name, pack) for every pack in dataset order; ``skip``: members not read."""
+    for span in shard_spans(root):
+        walk = ShardWalk(os.path.join(root, span.name), hash_bytes=False, skip=skip)
+        for raw in walk.packs():
+            yield span.name, raw
+
+
+def _index_offset(shard_path: str, position: int) -> int:
+    """The ``position``-th pack's header offset from ``.tar.idx`` (0 when the index cannot say)."""
+    try:
+        with open(shard_path + fmt.INDEX_SUFFIX, "rb") as handle:
+            handle.seek(8 * position)
+            raw = handle.read(8)
+    except OSError:
+        return 0
+    return int(np.frombuffer(raw, dtype="<u8")[0]) if len(raw) == 8 else 0
+
+
+def find_pack(root: str, index: int) -> tuple[str, RawPack] | None:
+    """(shard name, pack) of pack ``index``; None when no shard holds it."""
+    want = fmt.pack_key(index)
+    for span in shard_spans(root):
+        if not span.first_pack <= index < span.first_pack + span.packs:
+            continue
+        path = os.path.join(root, span.name)
+        for start in (_index_offset(path, index - span.first_pack), 0):  # the index, then a plain walk
+            for raw in ShardWalk(path, hash_bytes=False).packs(start):
+                if raw.key == want:
+                    return span.name, raw
+                if start:
+                    break
+    return None
+
+
+def find_source(root: str, source: str) -> int | None:
+    """Index of the pack holding ``source`` (exact, else the first source ending with it); None if none."""
+    suffix_match: int | None = None
+    for _, raw in iter_packs(root, skip=ONLY_META):
+        try:
+            body = json.loads(bytes(raw.members.get(fmt.META, b"{}")))
+        except ValueError:
+            continue  # an unreadable meta.json holds no findable source; cook validate reports it
+        sequences = body.get("sequences", []) if isinstance(body, dict) else []
+        names = [s.get("source", "") for s in sequences if isinstance(s, dict)]
+        digits = raw.key.removeprefix(fmt.PACK_KEY_PREFIX)
+        if not digits.isdigit():
+            continue
+        index = int(digits)
+        if source in names:
+            return index
+        if suffix_match is None and any(str(name).endswith(source) for name in names):
+            suffix_match = index
+    return suffix_match
