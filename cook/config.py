@@ -154,6 +154,11 @@ class RayConfig:
     connect_timeout_s: float = _key(
         30.0, "Joining a cluster (ray.address) fails with one line after this many seconds.", exclusiveMinimum=0
     )
+    direct_io: bool = _key(
+        False,
+        "Write shards with O_DIRECT (Linux), past the page cache; the bytes are the same. Off: plain buffered "
+        "writes (docs/SCALING.md has the measurements).",
+    )
 
 
 @dataclass(frozen=True)

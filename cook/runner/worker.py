@@ -19,6 +19,7 @@ executor can name the record that kills a worker and reject it as ``worker_crash
 from __future__ import annotations
 
 import contextlib
+import gc
 import itertools
 import os
 import signal
@@ -95,6 +96,20 @@ class RecordBudget:
             signal.setitimer(signal.ITIMER_REAL, 0)
 
 
+@contextlib.contextmanager
+def _no_cyclic_gc() -> Iterator[None]:
+    """Pause the cyclic garbage collector while a unit cooks (docs/SCALING.md: it pays on text jobs).
+    Cooking and tokenizing allocate many small acyclic objects that reference counting frees at once;
+    the collector's passes over them find nothing. It runs again once the unit is done."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
 class CookWorker:
     def __init__(self, config: PipelineConfig, store: SampleStore | None = None) -> None:
         self.config = config
@@ -163,7 +178,7 @@ class CookWorker:
 
     def cook_samples(self, unit: Unit, attempt: Attempt | None = None) -> tuple[UnitSummary, list[TokenizedSample]]:
         try:
-            with self._budget.armed():
+            with _no_cyclic_gc(), self._budget.armed():
                 return self._cook_unit(unit, attempt or Attempt())
         finally:
             self.tokenizer.reset_backend_cache()  # a long job must not grow the encoder's caches
@@ -194,7 +209,9 @@ class CookWorker:
         bounds = task.bounds.tolist()
         pad_id, pad_multiple = self.tokenizer.pad_id, self.config.packing.pad_multiple
         packs = [build_pack(samples[a:b], pad_id, pad_multiple, False) for a, b in itertools.pairwise(bounds)]
-        info, layout = write_shard(self.config.output.dir, task.shard_index, task.first_pack, packs)
+        info, layout = write_shard(
+            self.config.output.dir, task.shard_index, task.first_pack, packs, direct=self.config.ray.direct_io
+        )
         return ShardDone(task.shard_index, info, layout, _packed_counts(packs, samples))
 
     def _tokenize(self, batch: list[Cooked], samples: list[TokenizedSample], rejects: list[RejectRecord]) -> None:

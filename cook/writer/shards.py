@@ -2,7 +2,8 @@
 
 Members are streamed as pieces: tar header (``tarfile.TarInfo``), ``.npy`` header, a view of the
 array's own buffer and padding; the shard is never joined into one ``bytes``. The pieces go to the
-file through an ordinary buffered write, and the sha256 is updated with each piece as it is written.
+file through an ordinary buffered write, and the sha256 is updated with each piece as it is written;
+with ``direct`` (the switch ``ray.direct_io``) they go through ``cook.writer.direct`` instead.
 
 Tar headers carry no time, owner or host information (mtime 0, uid/gid 0, mode 0644), so the same
 packs always give byte-identical shards. ``.tar.idx`` is Energon's index: one little-endian uint64
@@ -22,7 +23,8 @@ from dataclasses import dataclass
 from cook import format as fmt
 from cook.manifest import ShardInfo
 from cook.types import Pack
-from cook.writer.atomic import atomic_open, atomic_write
+from cook.writer.atomic import atomic_fd, atomic_open, atomic_write
+from cook.writer.direct import write_direct
 from cook.writer.members import member_pieces
 
 BLOCK = tarfile.BLOCKSIZE  # 512
@@ -80,20 +82,28 @@ def shard_pieces(first_pack: int, packs: list[Pack]) -> tuple[list[memoryview], 
     return [piece for piece in pieces if piece.nbytes], layout
 
 
-def write_shard(out_dir: str, shard_index: int, first_pack: int, packs: list[Pack]) -> tuple[ShardInfo, ShardLayout]:
+def write_shard(
+    out_dir: str, shard_index: int, first_pack: int, packs: list[Pack], direct: bool = False
+) -> tuple[ShardInfo, ShardLayout]:
     """Write ``packs`` as one shard and its ``.tar.idx``, atomically; keys are ``pack_key(first_pack + i)``.
 
     ``ShardInfo.sha256`` is the digest of the file, computed from the pieces as they are written.
+    ``direct``: write with ``O_DIRECT`` (``cook.writer.direct``); the bytes are the same.
     """
     name = fmt.shard_name(shard_index)
     pieces, layout = shard_pieces(first_pack, packs)
     path = os.path.join(out_dir, name)
-    digest = hashlib.sha256()
-    size = 0
-    with atomic_open(path) as handle:
-        for piece in pieces:
-            handle.write(piece)
-            digest.update(piece)
-            size += piece.nbytes
+    if direct:
+        with atomic_fd(path, direct=True) as fd:
+            size, sha256 = write_direct(fd, pieces)
+    else:
+        digest = hashlib.sha256()
+        size = 0
+        with atomic_open(path) as handle:
+            for piece in pieces:
+                handle.write(piece)
+                digest.update(piece)
+                size += piece.nbytes
+        sha256 = digest.hexdigest()
     atomic_write(path + fmt.INDEX_SUFFIX, struct.pack(f"<{len(layout.offsets)}Q", *layout.offsets))
-    return ShardInfo(name, len(packs), first_pack, size, digest.hexdigest()), layout
+    return ShardInfo(name, len(packs), first_pack, size, sha256), layout

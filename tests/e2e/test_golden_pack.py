@@ -9,6 +9,7 @@ import json
 import os
 from pathlib import Path
 
+import pytest
 import yaml
 
 from cook import format as fmt
@@ -29,7 +30,8 @@ ROWS = [
 GOLDEN_SHARD_SHA256 = "7c36c9ff0327a194dc874b653061a884d9cd9aedf33936972aaebdfd4670c52e"
 
 
-def test_one_pack_is_byte_identical_to_the_golden(tmp_path: Path) -> None:
+@pytest.mark.parametrize("switches", [[], ["--set", "ray.direct_io=true"]], ids=["buffered", "direct_io"])
+def test_one_pack_is_byte_identical_to_the_golden(tmp_path: Path, switches: list[str]) -> None:
     (tmp_path / "in").mkdir()
     write_jsonl(tmp_path / "in" / "golden.jsonl", ROWS)
     data = pipeline_dict("in/golden.jsonl", str(tmp_path / "out"), packing={"seq_len": 256, "pad_multiple": 8})
@@ -37,7 +39,7 @@ def test_one_pack_is_byte_identical_to_the_golden(tmp_path: Path) -> None:
     cwd = os.getcwd()
     os.chdir(tmp_path)  # a fixed working directory (source ids are relative to the input root anyway)
     try:
-        assert main(["run", "p.yaml", "--workers", "0", "--quiet"]) == 0
+        assert main(["run", "p.yaml", "--workers", "0", "--quiet", *switches]) == 0
     finally:
         os.chdir(cwd)
     manifest = json.loads((tmp_path / "out" / fmt.MANIFEST_NAME).read_text())
