@@ -23,8 +23,9 @@ from typing import Protocol
 
 from cook.config import PipelineConfig
 from cook.packing.metrics import PackingStats
+from cook.runner.output_dir import OutputDir
 from cook.runner.progress import Progress
-from cook.runner.resume import CHECKPOINT_SHARDS, RunState, save_state
+from cook.runner.resume import CHECKPOINT_SHARDS
 from cook.runner.staging import SampleStore
 from cook.runner.units import ShardDone, ShardTask, Unit, UnitSummary
 from cook.runner.windows import Planner, Position, WindowPlan
@@ -49,9 +50,10 @@ class Executor(Protocol):
 
 class Driver:
     def __init__(
-        self, config: PipelineConfig, state: RunState, executor: Executor, writer: DatasetWriter, progress: Progress
+        self, config: PipelineConfig, output: OutputDir, executor: Executor, writer: DatasetWriter, progress: Progress
     ) -> None:
-        self.config, self.state, self.executor, self.writer, self.progress = config, state, executor, writer, progress
+        self.config, self.output, self.executor, self.writer, self.progress = config, output, executor, writer, progress
+        self.state = state = output.state
         self.resume = Position(state.next_unit, state.skip)
         self.planner = Planner(
             config.packing, config.output.shard_size, self.resume, state.windows, state.window_shard, state.window_pack
@@ -171,7 +173,7 @@ class Driver:
         state.counts = replace(self.packed, records_in=records_in, records_rejected=rejected)
         state.packing, state.windows_short_of_pack_count_multiple = self.stats, self.unmet
         self.writer.sync()  # the rejects and index rows before the state that counts them
-        save_state(self.config.output.dir, state)
+        self.output.save()
         self.since_checkpoint = 0
         for unit in range(self.dropped, position.unit):  # no open window holds their samples
             self.executor.store.drop(unit)

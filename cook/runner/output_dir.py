@@ -1,13 +1,19 @@
-"""The output directory's life cycle: lock, refuse or clear a finished run, finish.
+"""The output directory through one run: ``OutputDir`` owns its lock, what a run finds there
+(nothing, an interrupted run, a finished one), the state a run resumes from, where samples are
+staged, and what is removed when a run finishes or fails early.
 
-- A finished run (``cook_manifest.json`` present) of the same run (``RunIdentity``: the same cook
-  version, pipeline, input files and tokenizer files) is reported as already finished, untouched;
-  one that differs is refused unless ``--overwrite``, naming what differs.
-- An interrupted run of the same pipeline is resumed (``cook.runner.resume``); of another, refused.
-- ``--overwrite`` removes only what cook writes (shards, indexes, .nv-meta, manifest, run record,
-  rejects, progress).
-- An ``fcntl.flock`` on ``.cook.lock`` (which also holds the pid) keeps two runs out of one
-  directory; the kernel releases it when its process dies.
+    <output.dir>/
+      shard-NNNNNN.tar, .tar.idx   the workers' shards (kept up to the state on resume)
+      rejects.jsonl[.partial]      the writer's rejects (``.partial`` until the run finishes)
+      .nv-meta/                    Energon's index, published when the run finishes
+      .cook-run.json               the run record: its fingerprint and input files
+      cook_manifest.json           last: its presence marks the run finished
+      .cook.lock                   the running cook's pid, under an ``fcntl.flock``
+      .cook-progress/              while unfinished: state.json (removed last), the Energon work
+                                   index, stage/ (``cook.runner.staging``)
+
+``OutputDir``'s docstring lists what opening does with each of these states; ``--overwrite``
+removes only what cook writes (the entries above but the lock).
 """
 
 from __future__ import annotations
@@ -18,20 +24,214 @@ import glob
 import json
 import os
 import shutil
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from typing import Any
 
-from cook import __version__
 from cook import format as fmt
-from cook.config import PipelineConfig
-from cook.contract import tokenizer_files_sha256
 from cook.errors import ConfigError
-from cook.runner.resume import RunState, fingerprint, load_state, roll_back
-from cook.runner.units import Unit
+from cook.manifest import Manifest
+from cook.runner.resume import RunIdentity, RunState, finished_differences, state_from_json, state_json
 from cook.writer.atomic import atomic_write
+from cook.writer.dataset import DatasetWriter
 from cook.writer.energon_index import progress_index_path
+from cook.writer.rejects import partial_path, roll_back_rejects
 
-SHOWN_DIFFERENCES = 3  # a refusal names at most this many differing keys or input files
+STATE_NAME = "state.json"  # in the progress directory
+STAGE_DIR = "stage"  # in the progress directory
+
+
+def stage_dir(out_dir: str) -> str:
+    """Where the units of a run in ``out_dir`` are staged (the workers' ``DiskStore``)."""
+    return os.path.join(out_dir, fmt.PROGRESS_DIR, STAGE_DIR)
+
+
+class OutputDir:
+    """``output.dir`` for one run. ``with OutputDir(path, identity, overwrite) as output:`` locks it
+    and opens what it holds; the run then cooks from ``output.state``, saves it at each checkpoint
+    (``save``) and ``finish``es, or after an early failure ``discard_if_nothing_done``; leaving the
+    block releases the lock.
+
+    Opening, by what the directory holds:
+
+    - ``--overwrite``, or no run state and no manifest: what cook writes is removed; a fresh state.
+    - an interrupted run of the same fingerprint: rolled back to its state (``resumed``).
+    - the same run, finished: nothing changes (``finished``).
+    - this pipeline, finished but interrupted while removing its progress directory: the removal is
+      completed (``finished`` and ``resumed``).
+    - otherwise ``ConfigError`` (exit 2): a finished run that differs (naming how), an interrupted run
+      of another pipeline or input, or one whose Energon work index is missing.
+    """
+
+    def __init__(self, path: str, identity: RunIdentity, overwrite: bool = False) -> None:
+        self.path = path
+        self.identity = identity
+        self.overwrite = overwrite
+        self.state = RunState(identity.fingerprint)
+        self.resumed = False  # an interrupted run's state, or the clean-up of a finished run, was taken up
+        self.finished = False  # the run is finished here: nothing to cook
+        self.progress_dir = os.path.join(path, fmt.PROGRESS_DIR)
+        self.stage_dir = stage_dir(path)
+        self._manifest = os.path.join(path, fmt.MANIFEST_NAME)
+        self._lock = OutputLock(path)
+        self._opened = False
+
+    def __enter__(self) -> OutputDir:
+        if os.path.exists(self.path) and not os.path.isdir(self.path):
+            raise ConfigError(f"output.dir: {self.path!r} exists and is not a directory")
+        os.makedirs(self.path, exist_ok=True)
+        self._lock.acquire()
+        try:
+            self._open()
+            self._opened = True
+            if self.finished and self.resumed:
+                self.remove_progress()  # the manifest was written before the interrupt: finish the clean-up
+        except BaseException:
+            self._lock.release()
+            raise
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._lock.release()
+
+    def _open(self) -> None:
+        if self.overwrite:
+            self._clear()
+            return
+        state = self._load_state()
+        if os.path.exists(self._manifest):
+            self._open_finished(state)
+        elif state is None:
+            self._clear()
+        elif state.fingerprint != self.identity.fingerprint:
+            raise ConfigError(
+                f"output.dir: {self.path!r} holds an interrupted run of a different pipeline or input; "
+                f"pass --overwrite to discard it"
+            )
+        else:
+            index = progress_index_path(self.path)
+            if state.shards and not os.path.isfile(index):
+                raise ConfigError(
+                    f"output.dir: {self.path!r} holds an interrupted run whose Energon index ({index}) is missing; "
+                    f"pass --overwrite to start again"
+                )
+            self._roll_back(state)
+            self.state, self.resumed = state, True
+
+    def _open_finished(self, state: RunState | None) -> None:
+        if state is not None and state.fingerprint == self.identity.fingerprint:
+            self.finished = self.resumed = True  # interrupted after the manifest, before the progress was removed
+            return
+        with contextlib.suppress(OSError):
+            os.rmdir(self.progress_dir)  # an empty leftover of the same case
+        differences = ["its progress directory holds another run's state"] if state else self._finished_differences()
+        if differences:
+            raise ConfigError(
+                f"output.dir: {self.path!r} holds a finished run ({'; '.join(differences)}); "
+                f"pass --overwrite to replace it"
+            )
+        self.finished = True
+
+    def _finished_differences(self) -> list[str]:
+        try:
+            manifest = _read_json(self._manifest)
+            record = _read_json(os.path.join(self.path, fmt.RUN_RECORD_NAME))
+        except FileNotFoundError:  # a run by a cook that wrote no record: its inputs are unknown
+            return [f"no {fmt.RUN_RECORD_NAME} records its input files"]
+        except (OSError, ValueError) as err:
+            return [f"it cannot be read: {err}"]
+        return finished_differences(manifest, record, self.identity)
+
+    def finished_on_disk(self) -> bool:
+        """Whether the run here is finished now. Opening leaves no manifest to a run it did not find
+        finished, so once it has opened, a manifest on disk is final."""
+        return self._opened and os.path.exists(self._manifest)
+
+    def _clear(self) -> None:
+        patterns = [
+            f"{fmt.SHARD_PREFIX}*",
+            fmt.MANIFEST_NAME,
+            fmt.RUN_RECORD_NAME,
+            fmt.REJECTS_NAME + "*",
+            fmt.NV_META_DIR,
+            fmt.PROGRESS_DIR,
+        ]
+        for path in sorted(p for pattern in patterns for p in glob.glob(os.path.join(self.path, pattern))):
+            shutil.rmtree(path) if os.path.isdir(path) else os.unlink(path)
+
+    def _load_state(self) -> RunState | None:
+        try:
+            with open(os.path.join(self.progress_dir, STATE_NAME), encoding="utf-8") as handle:
+                data = json.load(handle)
+        except FileNotFoundError:
+            return None
+        return state_from_json(data)
+
+    def _roll_back(self, state: RunState) -> None:
+        """Remove what was written after ``state``: later shards and indexes, extra reject lines."""
+        keep = {s.name for s in state.shards}
+        for path in glob.glob(os.path.join(self.path, f"{fmt.SHARD_PREFIX}*")):
+            if os.path.basename(path).removesuffix(fmt.INDEX_SUFFIX) not in keep:
+                os.unlink(path)
+        roll_back_rejects(self.path, state.rejects_bytes)
+
+    def save(self) -> None:
+        """Write ``state`` to ``state.json`` atomically: a rerun resumes from the last one saved."""
+        os.makedirs(self.progress_dir, exist_ok=True)
+        atomic_write(os.path.join(self.progress_dir, STATE_NAME), json.dumps(state_json(self.state), sort_keys=True))
+
+    def writer(self) -> DatasetWriter:
+        """The dataset writer, continuing from ``state`` (its shards, rejects bytes and counts)."""
+        state = self.state
+        return DatasetWriter(self.path, len(state.shards), state.rejects_bytes, state.rejects_by_reason)
+
+    def has_staged(self) -> bool:
+        """Whether the stage holds anything a resumed run could reuse."""
+        try:
+            return bool(os.listdir(self.stage_dir))
+        except OSError:
+            return False
+
+    def remove_staged(self) -> None:
+        """Remove every staged unit of a run whose samples are all in shards."""
+        shutil.rmtree(self.stage_dir, ignore_errors=True)
+
+    def discard_if_nothing_done(self) -> None:
+        """After an early failure (before any unit was consumed): leave no partial files behind."""
+        state = self.state
+        if state.next_unit == 0 and not state.shards and state.rejects_bytes == 0:
+            partial = partial_path(self.path)
+            if os.path.isfile(partial) and os.path.getsize(partial) == 0:
+                os.unlink(partial)
+            if not self.has_staged():
+                self.remove_progress()
+
+    def finish(self, writer: DatasetWriter, manifest: Manifest) -> None:
+        """Publish the run: the run record, then ``.nv-meta/``, rejects and the manifest (the writer's
+        ``publish``: the manifest last marks the run finished), then remove the progress directory."""
+        self.write_run_record()
+        writer.publish(self.state.shards, manifest)
+        self.remove_progress()  # finished: nothing left to resume
+
+    def write_run_record(self) -> None:
+        """Record the run's inputs; written before the manifest, which marks the run finished."""
+        record = {"fingerprint": self.identity.fingerprint, "inputs": [asdict(f) for f in self.identity.inputs]}
+        atomic_write(os.path.join(self.path, fmt.RUN_RECORD_NAME), json.dumps(record, indent=1, sort_keys=True) + "\n")
+
+    def remove_progress(self) -> None:
+        """Remove the progress directory of a finished run, ``state.json`` last: an interrupt midway
+        leaves the state, by which a rerun knows the run finished and completes the removal."""
+        if not os.path.isdir(self.progress_dir):
+            return
+        self._remove_all_but_state()
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(os.path.join(self.progress_dir, STATE_NAME))
+        os.rmdir(self.progress_dir)
+
+    def _remove_all_but_state(self) -> None:
+        for name in sorted(os.listdir(self.progress_dir)):
+            if name != STATE_NAME:
+                path = os.path.join(self.progress_dir, name)
+                shutil.rmtree(path) if os.path.isdir(path) else os.unlink(path)
 
 
 class OutputLock:
@@ -87,190 +287,9 @@ def _same_file(fd: int, path: str) -> bool:
     return (held.st_dev, held.st_ino) == (on_disk.st_dev, on_disk.st_ino)
 
 
-def cooked_paths(out_dir: str) -> list[str]:
-    patterns = [
-        f"{fmt.SHARD_PREFIX}*",
-        fmt.MANIFEST_NAME,
-        fmt.RUN_RECORD_NAME,
-        fmt.REJECTS_NAME + "*",
-        fmt.NV_META_DIR,
-        fmt.PROGRESS_DIR,
-    ]
-    return sorted(p for pattern in patterns for p in glob.glob(os.path.join(out_dir, pattern)))
-
-
-def _clear(out_dir: str) -> None:
-    for path in cooked_paths(out_dir):
-        if os.path.isdir(path):
-            shutil.rmtree(path)
-        else:
-            os.unlink(path)
-
-
-@dataclass(frozen=True)
-class InputFile:
-    """One input file as a finished run saw it: a size or mtime that differs now means new input."""
-
-    path: str
-    bytes: int
-    mtime_ns: int
-
-
-@dataclass(frozen=True)
-class RunIdentity:
-    """What makes a rerun the same run. ``fingerprint`` (``cook.runner.resume.fingerprint``: the
-    pipeline minus ``ray``, and the unit plan) also ties an interrupted run to its resume; a finished
-    run must further match each input file's size and mtime (``format.RUN_RECORD_NAME``) and, from its
-    manifest, the pipeline, the tokenizer files' sha256 and the cook version."""
-
-    fingerprint: str
-    pipeline: dict[str, Any]  # config.to_dict() minus ray, as JSON reads it back
-    inputs: tuple[InputFile, ...]
-    tokenizer_path: str
-
-
-def run_identity(config: PipelineConfig, units: list[Unit]) -> RunIdentity:
-    paths = dict.fromkeys(unit.path for unit in units)  # each file once, in plan order
-    stats = {path: os.stat(path) for path in paths}
-    return RunIdentity(
-        fingerprint=fingerprint(config, units),
-        pipeline=_json(_without_ray(config.to_dict())),
-        inputs=tuple(InputFile(path, stats[path].st_size, stats[path].st_mtime_ns) for path in paths),
-        tokenizer_path=config.tokenizer.path,
-    )
-
-
-def write_run_record(out_dir: str, identity: RunIdentity) -> None:
-    """Record the run's inputs; written before the manifest, which marks the run finished."""
-    record = {"fingerprint": identity.fingerprint, "inputs": [asdict(f) for f in identity.inputs]}
-    atomic_write(os.path.join(out_dir, fmt.RUN_RECORD_NAME), json.dumps(record, indent=1, sort_keys=True) + "\n")
-
-
-def finished_differences(out_dir: str, identity: RunIdentity) -> list[str]:
-    """How the finished run in ``out_dir`` differs from ``identity``'s run; empty when it is the same run."""
-    try:
-        manifest = _read_json(os.path.join(out_dir, fmt.MANIFEST_NAME))
-        record = _read_json(os.path.join(out_dir, fmt.RUN_RECORD_NAME))
-    except FileNotFoundError:  # a run by a cook that wrote no record: its inputs are unknown
-        return [f"no {fmt.RUN_RECORD_NAME} records its input files"]
-    except (OSError, ValueError) as err:
-        return [f"it cannot be read: {err}"]
-    differences = []
-    if manifest.get("cook_version") != __version__:
-        differences.append(f"made by cook {manifest.get('cook_version')}, this is cook {__version__}")
-    keys = _differing_keys(_without_ray(manifest.get("pipeline", {})), identity.pipeline)
-    if keys:
-        differences.append(f"{_some(keys)} {'differs' if len(keys) == 1 else 'differ'}")
-    if manifest.get("tokenizer", {}).get("sha256") != tokenizer_files_sha256(identity.tokenizer_path):
-        differences.append(f"the tokenizer files in {identity.tokenizer_path} differ")
-    differences.extend(_input_differences(record.get("inputs", []), identity.inputs))
-    if not differences and record.get("fingerprint") != identity.fingerprint:
-        differences.append("the input plan differs")
-    return differences
-
-
-def _input_differences(recorded: list[dict[str, Any]], inputs: tuple[InputFile, ...]) -> list[str]:
-    then = {entry["path"]: (entry["bytes"], entry["mtime_ns"]) for entry in recorded}
-    now = {f.path: (f.bytes, f.mtime_ns) for f in inputs}
-    changed = [path for path in now if path in then and then[path] != now[path]]
-    added = [path for path in now if path not in then]
-    gone = [path for path in then if path not in now]
-    return [
-        f"input {_some(paths)} {what}"
-        for paths, what in ((changed, "changed"), (added, "new"), (gone, "gone"))
-        if paths
-    ]
-
-
-def _some(names: list[str]) -> str:
-    shown = ", ".join(names[:SHOWN_DIFFERENCES])
-    return shown + (f" (+{len(names) - SHOWN_DIFFERENCES} more)" if len(names) > SHOWN_DIFFERENCES else "")
-
-
-def _differing_keys(then: Any, now: Any, prefix: str = "") -> list[str]:
-    """Dotted keys whose values differ (``packing.seq_len``)."""
-    if isinstance(then, dict) and isinstance(now, dict):
-        return [
-            key
-            for name in sorted(set(then) | set(now))
-            for key in _differing_keys(then.get(name), now.get(name), f"{prefix}{name}.")
-        ]
-    return [] if then == now else [prefix.rstrip(".")]
-
-
-def _without_ray(pipeline: dict[str, Any]) -> dict[str, Any]:
-    return {k: v for k, v in pipeline.items() if k != "ray"}  # the actor count never changes the output
-
-
-def _json(value: Any) -> Any:
-    return json.loads(json.dumps(value, default=str))
-
-
 def _read_json(path: str) -> dict[str, Any]:
     with open(path, encoding="utf-8") as handle:
         data = json.load(handle)
     if not isinstance(data, dict):
         raise ValueError(f"{path} is not a JSON object")
     return data
-
-
-# prepare_output's answers besides a state to resume from: a run finished but for its clean-up, and
-# the same run, finished, to leave as it is
-FINISHED = RunState("finished")
-ALREADY_FINISHED = RunState("already finished")
-
-
-def prepare_output(out_dir: str, overwrite: bool, identity: RunIdentity) -> tuple[OutputLock, RunState | None]:
-    """Lock ``out_dir``; return the state to resume from (same pipeline, interrupted) or None (fresh),
-    ``FINISHED`` when this very pipeline finished there but was interrupted while removing its
-    progress directory (the caller removes it and reports the finished run), or ``ALREADY_FINISHED``
-    when the same run (``identity``) finished there (the caller changes nothing and reports it).
-
-    Refuses (``ConfigError``) a finished run that differs, naming how, and an interrupted run of a
-    different pipeline, without ``--overwrite``.
-    """
-    if os.path.exists(out_dir) and not os.path.isdir(out_dir):
-        raise ConfigError(f"output.dir: {out_dir!r} exists and is not a directory")
-    os.makedirs(out_dir, exist_ok=True)
-    lock = OutputLock(out_dir)
-    lock.acquire()
-    try:
-        if overwrite:
-            _clear(out_dir)
-            return lock, None
-        state = load_state(out_dir)
-        if os.path.exists(os.path.join(out_dir, fmt.MANIFEST_NAME)):
-            if state is not None and state.fingerprint == identity.fingerprint:
-                return lock, FINISHED  # interrupted after the manifest, before the progress was removed
-            with contextlib.suppress(OSError):
-                os.rmdir(os.path.join(out_dir, fmt.PROGRESS_DIR))  # an empty leftover of the same case
-            differences = (
-                ["its progress directory holds another run's state"]
-                if state
-                else finished_differences(out_dir, identity)
-            )
-            if not differences:
-                return lock, ALREADY_FINISHED
-            raise ConfigError(
-                f"output.dir: {out_dir!r} holds a finished run ({'; '.join(differences)}); "
-                f"pass --overwrite to replace it"
-            )
-        if state is not None and state.fingerprint != identity.fingerprint:
-            raise ConfigError(
-                f"output.dir: {out_dir!r} holds an interrupted run of a different pipeline or input; "
-                f"pass --overwrite to discard it"
-            )
-        if state is None:
-            _clear(out_dir)
-        else:
-            index = progress_index_path(out_dir)
-            if state.shards and not os.path.isfile(index):
-                raise ConfigError(
-                    f"output.dir: {out_dir!r} holds an interrupted run whose Energon index ({index}) is missing; "
-                    f"pass --overwrite to start again"
-                )
-            roll_back(out_dir, state)
-        return lock, state
-    except BaseException:
-        lock.release()
-        raise

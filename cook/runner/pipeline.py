@@ -26,28 +26,18 @@ import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
 
-from cook import format as fmt
 from cook.config import PipelineConfig
 from cook.contract import Contract, MediaSettings, cooked_contract, tokenizer_files_sha256
 from cook.manifest import Manifest, PackingEntry, TokenizerEntry, load_manifest
 from cook.packing.metrics import PackingStats
 from cook.runner.driver import Driver, Executor
-from cook.runner.output_dir import (
-    ALREADY_FINISHED,
-    FINISHED,
-    RunIdentity,
-    prepare_output,
-    run_identity,
-    write_run_record,
-)
+from cook.runner.output_dir import OutputDir
 from cook.runner.plan import plan_units
 from cook.runner.progress import Progress
-from cook.runner.resume import RunState, remove_progress, save_state
-from cook.runner.staging import has_staged, remove_staged
+from cook.runner.resume import RunState, run_identity
 from cook.runner.units import Unit
 from cook.runner.worker import first_unit_texts
 from cook.tokenize.tokenizer import ChatTokenizer
-from cook.writer.dataset import DatasetWriter
 
 ExecutorFactory = Callable[[PipelineConfig], Executor]
 
@@ -127,28 +117,18 @@ def _contract(config: PipelineConfig, tokenizer: ChatTokenizer) -> Contract:
     )
 
 
-def _discard_if_nothing_done(out_dir: str, state: RunState) -> None:
-    """An early failure (before any unit was consumed) leaves no partial files behind."""
-    if state.next_unit == 0 and not state.shards and state.rejects_bytes == 0:
-        partial = os.path.join(out_dir, fmt.REJECTS_NAME + ".partial")
-        if os.path.isfile(partial) and os.path.getsize(partial) == 0:
-            os.unlink(partial)
-        if not has_staged(out_dir):
-            remove_progress(out_dir)
-
-
-def _finished_summary(out_dir: str, started: float, already_finished: bool) -> RunSummary:
-    """The summary of the finished run in ``out_dir``, from its manifest."""
-    manifest = load_manifest(out_dir)
+def _finished_summary(output: OutputDir, started: float) -> RunSummary:
+    """The summary of the finished run in ``output``, from its manifest."""
+    manifest = load_manifest(output.path)
     return RunSummary(
-        out_dir=out_dir,
+        out_dir=output.path,
         counts=manifest.counts.to_dict(),
         packing_efficiency=manifest.packing_efficiency,
         rejects_by_reason=dict(manifest.rejects_by_reason),
         shards=len(manifest.shards),
         seconds=time.monotonic() - started,
-        resumed=not already_finished,
-        already_finished=already_finished,
+        resumed=output.resumed,
+        already_finished=not output.resumed,
     )
 
 
@@ -162,54 +142,42 @@ def run_pipeline(
     ``InterruptedAfterFinish``: the output is complete.
     """
     started = time.monotonic()
-    out_dir = config.output.dir
     units = plan_units(config.input)
-    identity = run_identity(config, units)
-    lock, resumed = prepare_output(out_dir, overwrite, identity)
+    output = OutputDir(config.output.dir, run_identity(config, units), overwrite)
     try:
-        try:
-            if resumed is ALREADY_FINISHED:
-                return _finished_summary(out_dir, started, already_finished=True)
-            if resumed is FINISHED:
-                remove_progress(out_dir)
-                return _finished_summary(out_dir, started, already_finished=False)
-            return _run(config, executor_factory, units, identity, resumed, progress, started)
-        finally:
-            lock.release()
+        with output:
+            if output.finished:
+                return _finished_summary(output, started)
+            return _run(config, executor_factory, units, output, progress, started)
     except KeyboardInterrupt as interrupt:
-        # prepare_output left no manifest to a run it did not find finished: one on disk now is final
-        if isinstance(interrupt, InterruptedAfterFinish) or not os.path.exists(
-            os.path.join(out_dir, fmt.MANIFEST_NAME)
-        ):
+        if isinstance(interrupt, InterruptedAfterFinish) or not output.finished_on_disk():
             raise
-        raise InterruptedAfterFinish(out_dir) from interrupt
+        raise InterruptedAfterFinish(output.path) from interrupt
 
 
 def _run(
     config: PipelineConfig,
     executor_factory: ExecutorFactory,
     units: list[Unit],
-    identity: RunIdentity,
-    resumed: RunState | None,
+    output: OutputDir,
     progress: bool,
     started: float,
 ) -> RunSummary:
-    """Cook, pack and write every unit from ``resumed`` (or the start), then publish the run."""
-    out_dir = config.output.dir
+    """Cook, pack and write every unit from ``output.state``, then publish the run."""
     tokenizer = ChatTokenizer(config.tokenizer.path, config.tokenizer.backend, chat_format=config.tokenizer.chat_format)
     if units and tokenizer.backend.name != "hf":
         tokenizer.check_sample(first_unit_texts(config, units[0]))  # the backend's self-check, part 2
     resolved = replace(config.tokenizer, backend=tokenizer.backend.name)  # every worker encodes alike
-    state = resumed or RunState(identity.fingerprint)
-    save_state(out_dir, state)  # from here on, staged units survive an interrupt
-    writer = DatasetWriter(out_dir, len(state.shards), state.rejects_bytes, state.rejects_by_reason)
+    state = output.state
+    output.save()  # from here on, staged units survive an interrupt
+    writer = output.writer()
     bar = Progress(sum(unit.size_bytes for unit in units[state.next_unit :]), enabled=progress)
     try:
         workers = max(1, min(config.ray.num_actors, len(units) - state.next_unit))  # never more than units
         executor = executor_factory(replace(config, ray=replace(config.ray, num_actors=workers), tokenizer=resolved))
-        clearing = threading.Thread(target=remove_staged, args=(out_dir,), name="cook-remove-staged")
+        clearing = threading.Thread(target=output.remove_staged, name="cook-remove-staged")
         try:
-            driver = Driver(config, state, executor, writer, bar)
+            driver = Driver(config, output, executor, writer, bar)
             driver.run(units)
             clearing.start()  # every staged sample is in a shard now: free them while the workers stop
         finally:
@@ -218,22 +186,20 @@ def _run(
                 clearing.join()
     except BaseException:
         writer.close()
-        _discard_if_nothing_done(out_dir, state)
+        output.discard_if_nothing_done()
         raise
     finally:
         bar.close()
     manifest = _manifest(config, state, tokenizer)
-    write_run_record(out_dir, identity)  # before the manifest, which marks the run finished
-    writer.publish(state.shards, manifest)
-    remove_progress(out_dir)  # finished: nothing left to resume
+    output.finish(writer, manifest)
     return RunSummary(
-        out_dir=out_dir,
+        out_dir=output.path,
         counts=manifest.counts.to_dict(),
         packing_efficiency=manifest.packing_efficiency,
         rejects_by_reason=dict(sorted(manifest.rejects_by_reason.items())),
         shards=len(state.shards),
         seconds=time.monotonic() - started,
-        resumed=resumed is not None,
+        resumed=output.resumed,
         driver_received_bytes=executor.received_bytes,
         shards_by_writer=dict(sorted(driver.shards_by_writer.items())),
     )

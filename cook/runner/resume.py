@@ -1,4 +1,5 @@
-"""Resumable progress: an atomic ``state.json`` (SPEC §2: resume an interrupted run).
+"""Which run this is (``RunIdentity``) and how far it got (``RunState``, saved as ``state.json``;
+SPEC §2: resume an interrupted run, a rerun of a finished run is no error).
 
 The state is saved when a window's shards are all written, and every ``CHECKPOINT_SHARDS`` shards
 within a window (the shard group of a long window, or of ``buffer_size: all``). It records where the
@@ -11,37 +12,31 @@ already staged on disk (``cook.runner.staging``) are not cooked again. Files wri
 state (later shards, reject lines) are removed or truncated first.
 
 The fingerprint ties the state to the pipeline (minus ``ray``: the actor count never changes the
-output) and the unit plan; a different pipeline in the same directory is refused.
+output) and the unit plan; a different pipeline in the same directory is refused. A finished run
+must also match its manifest and run record (``finished_differences``).
+
+This module holds the data and its JSON; ``cook.runner.output_dir.OutputDir`` owns the files:
+where they live, loading, saving, rolling back and removing them.
 """
 
 from __future__ import annotations
 
-import contextlib
-import glob
 import hashlib
 import json
 import os
-import shutil
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from cook import __version__
 from cook import format as fmt
 from cook.config import PipelineConfig
+from cook.contract import tokenizer_files_sha256
 from cook.manifest import ShardInfo
 from cook.packing.metrics import PackingStats
 from cook.runner.units import Unit
-from cook.writer.atomic import atomic_write
-from cook.writer.dataset import recover_rejects
 
-STATE_NAME = "state.json"
 CHECKPOINT_SHARDS = 16
-
-
-def fingerprint(config: PipelineConfig, units: list[Unit]) -> str:
-    pipeline = {k: v for k, v in config.to_dict().items() if k != "ray"}
-    plan = [(u.path, u.format, u.span, u.first_index, os.path.getsize(u.path)) for u in units]
-    body = json.dumps({"pipeline": pipeline, "plan": plan}, sort_keys=True, default=str)
-    return hashlib.sha256(body.encode()).hexdigest()
+SHOWN_DIFFERENCES = 3  # a refusal names at most this many differing keys or input files
 
 
 @dataclass
@@ -116,52 +111,87 @@ def state_from_json(data: dict[str, Any]) -> RunState:
     )
 
 
-def progress_dir(out_dir: str) -> str:
-    return os.path.join(out_dir, fmt.PROGRESS_DIR)
+@dataclass(frozen=True)
+class InputFile:
+    """One input file as a finished run saw it: a size or mtime that differs now means new input."""
+
+    path: str
+    bytes: int
+    mtime_ns: int
 
 
-def remove_progress(out_dir: str) -> None:
-    """Remove the progress directory of a finished run, ``state.json`` last: an interrupt midway
-    leaves the state, by which a rerun knows the run finished and completes the removal."""
-    root = progress_dir(out_dir)
-    if not os.path.isdir(root):
-        return
-    _remove_all_but_state(root)
-    with contextlib.suppress(FileNotFoundError):
-        os.unlink(os.path.join(root, STATE_NAME))
-    os.rmdir(root)
+@dataclass(frozen=True)
+class RunIdentity:
+    """What makes a rerun the same run. ``fingerprint`` (the pipeline minus ``ray``, and the unit
+    plan) also ties an interrupted run to its resume; a finished run must further match each input
+    file's size and mtime (its run record) and, from its manifest, the pipeline, the tokenizer
+    files' sha256 and the cook version."""
+
+    fingerprint: str
+    pipeline: dict[str, Any]  # config.to_dict() minus ray, as JSON reads it back
+    inputs: tuple[InputFile, ...]
+    tokenizer_path: str
 
 
-def _remove_all_but_state(root: str) -> None:
-    for name in sorted(os.listdir(root)):
-        if name != STATE_NAME:
-            path = os.path.join(root, name)
-            shutil.rmtree(path) if os.path.isdir(path) else os.unlink(path)
+def run_identity(config: PipelineConfig, units: list[Unit]) -> RunIdentity:
+    pipeline = _without_ray(config.to_dict())
+    plan = [(u.path, u.format, u.span, u.first_index, os.path.getsize(u.path)) for u in units]
+    body = json.dumps({"pipeline": pipeline, "plan": plan}, sort_keys=True, default=str)
+    paths = dict.fromkeys(unit.path for unit in units)  # each file once, in plan order
+    stats = {path: os.stat(path) for path in paths}
+    return RunIdentity(
+        fingerprint=hashlib.sha256(body.encode()).hexdigest(),
+        pipeline=json.loads(json.dumps(pipeline, default=str)),
+        inputs=tuple(InputFile(path, stats[path].st_size, stats[path].st_mtime_ns) for path in paths),
+        tokenizer_path=config.tokenizer.path,
+    )
 
 
-def save_state(out_dir: str, state: RunState) -> None:
-    os.makedirs(progress_dir(out_dir), exist_ok=True)
-    atomic_write(os.path.join(progress_dir(out_dir), STATE_NAME), json.dumps(state_json(state), sort_keys=True))
+def finished_differences(manifest: dict[str, Any], record: dict[str, Any], identity: RunIdentity) -> list[str]:
+    """How the finished run of ``manifest`` and run ``record`` (``format.RUN_RECORD_NAME``) differs from
+    ``identity``'s run; empty when it is the same run."""
+    differences = []
+    if manifest.get("cook_version") != __version__:
+        differences.append(f"made by cook {manifest.get('cook_version')}, this is cook {__version__}")
+    keys = _differing_keys(_without_ray(manifest.get("pipeline", {})), identity.pipeline)
+    if keys:
+        differences.append(f"{_some(keys)} {'differs' if len(keys) == 1 else 'differ'}")
+    if manifest.get("tokenizer", {}).get("sha256") != tokenizer_files_sha256(identity.tokenizer_path):
+        differences.append(f"the tokenizer files in {identity.tokenizer_path} differ")
+    differences.extend(_input_differences(record.get("inputs", []), identity.inputs))
+    if not differences and record.get("fingerprint") != identity.fingerprint:
+        differences.append("the input plan differs")
+    return differences
 
 
-def load_state(out_dir: str) -> RunState | None:
-    path = os.path.join(progress_dir(out_dir), STATE_NAME)
-    try:
-        with open(path, encoding="utf-8") as handle:
-            data = json.load(handle)
-    except FileNotFoundError:
-        return None
-    return state_from_json(data)
+def _input_differences(recorded: list[dict[str, Any]], inputs: tuple[InputFile, ...]) -> list[str]:
+    then = {entry["path"]: (entry["bytes"], entry["mtime_ns"]) for entry in recorded}
+    now = {f.path: (f.bytes, f.mtime_ns) for f in inputs}
+    changed = [path for path in now if path in then and then[path] != now[path]]
+    added = [path for path in now if path not in then]
+    gone = [path for path in then if path not in now]
+    return [
+        f"input {_some(paths)} {what}"
+        for paths, what in ((changed, "changed"), (added, "new"), (gone, "gone"))
+        if paths
+    ]
 
 
-def roll_back(out_dir: str, state: RunState) -> None:
-    """Remove what was written after ``state``: later shards and indexes, extra reject lines."""
-    keep = {s.name for s in state.shards}
-    for path in glob.glob(os.path.join(out_dir, f"{fmt.SHARD_PREFIX}*")):
-        name = os.path.basename(path)
-        if name.removesuffix(fmt.INDEX_SUFFIX) not in keep:
-            os.unlink(path)
-    recover_rejects(out_dir)
-    partial = os.path.join(out_dir, fmt.REJECTS_NAME + ".partial")
-    with contextlib.suppress(FileNotFoundError), open(partial, "r+b") as handle:
-        handle.truncate(state.rejects_bytes)
+def _some(names: list[str]) -> str:
+    shown = ", ".join(names[:SHOWN_DIFFERENCES])
+    return shown + (f" (+{len(names) - SHOWN_DIFFERENCES} more)" if len(names) > SHOWN_DIFFERENCES else "")
+
+
+def _differing_keys(then: Any, now: Any, prefix: str = "") -> list[str]:
+    """Dotted keys whose values differ (``packing.seq_len``)."""
+    if isinstance(then, dict) and isinstance(now, dict):
+        return [
+            key
+            for name in sorted(set(then) | set(now))
+            for key in _differing_keys(then.get(name), now.get(name), f"{prefix}{name}.")
+        ]
+    return [] if then == now else [prefix.rstrip(".")]
+
+
+def _without_ray(pipeline: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in pipeline.items() if k != "ray"}  # the actor count never changes the output

@@ -3,11 +3,11 @@
     put(unit, samples, summary)  ->  get(unit) -> [TokenizedSample]  ->  drop(unit)
 
 ``MemoryStore`` keeps them in the process (in-process runs with windows). ``DiskStore`` writes one
-file per unit under ``<output>/.cook-progress/stage/`` (Ray runs, where the shard writer may be
-another process or node, and ``buffer_size: all``, where pass 1 stages the whole dataset): the
-arrays are written beside their own buffers (no concatenation of media) and come back as views of
-a read-only ``mmap``, so a shard writer copies each byte once, into the tar. A reader builds a
-sample only when a shard asks for it (``StagedUnit``).
+file per unit under ``<output>/.cook-progress/stage/`` (``cook.runner.output_dir.stage_dir``; Ray
+runs, where the shard writer may be another process or node, and ``buffer_size: all``, where pass 1
+stages the whole dataset): the arrays are written beside their own buffers (no concatenation of
+media) and come back as views of a read-only ``mmap``, so a shard writer copies each byte once,
+into the tar. A reader builds a sample only when a shard asks for it (``StagedUnit``).
 
 A stage file is written under a temporary name and renamed; its small summary sidecar (the
 ``UnitSummary``: lengths, patch counts, rejects) is renamed after it, so a present sidecar means a
@@ -22,7 +22,6 @@ import itertools
 import json
 import mmap
 import os
-import shutil
 import struct
 from collections.abc import Sequence
 from typing import Any, Protocol, overload
@@ -31,31 +30,14 @@ import numpy as np
 import orjson
 
 from cook import format as fmt
+from cook.runner.output_dir import stage_dir
 from cook.runner.units import UnitSummary, decode_result, encode_result
 from cook.types import MediaItem, TokenizedSample
 
-STAGE_DIR = "stage"  # under the output directory's progress directory
 CACHE_UNITS = 64  # open stage files per reader: a shard takes samples from all of a window's units
 CACHE_BYTES = 512 * 2**20  # ... and at most this many bytes of them mapped
 MAGIC = b"COOKSTG1"
 ALIGN = 64
-
-
-def stage_dir(out_dir: str) -> str:
-    return os.path.join(out_dir, fmt.PROGRESS_DIR, STAGE_DIR)
-
-
-def has_staged(out_dir: str) -> bool:
-    """Whether the run's stage holds anything a resumed run could reuse."""
-    try:
-        return bool(os.listdir(stage_dir(out_dir)))
-    except OSError:
-        return False
-
-
-def remove_staged(out_dir: str) -> None:
-    """Remove every staged unit of a run whose samples are all in shards."""
-    shutil.rmtree(stage_dir(out_dir), ignore_errors=True)
 
 
 class SampleStore(Protocol):

@@ -9,7 +9,7 @@ rest through this facade: ``rejects.jsonl``, Energon's index rows (``cook.writer
     1. ``.nv-meta/`` (index.sqlite rebuilt from the work index, .info.json, split.yaml, index.uuid,
        dataset.yaml), each file written atomically
     2. ``rejects.jsonl.partial`` renamed to ``rejects.jsonl`` (a resumed run renames it back first:
-       ``recover_rejects``)
+       ``cook.writer.rejects.roll_back_rejects``)
     3. ``cook_manifest.json``, last: its presence marks the run finished
 
 The caller removes its progress directory after step 3.
@@ -18,24 +18,14 @@ The caller removes its progress directory after step 3.
 from __future__ import annotations
 
 import contextlib
-import os
 from collections.abc import Iterable
 
-from cook import format as fmt
 from cook.manifest import Manifest, ShardInfo
 from cook.types import RejectRecord
 from cook.writer.energon_index import EnergonIndex
 from cook.writer.manifest import write_manifest
 from cook.writer.rejects import RejectsWriter
 from cook.writer.shards import ShardLayout
-
-
-def recover_rejects(out_dir: str) -> None:
-    """Before resuming: an interrupted ``publish`` may have renamed the partial rejects file already."""
-    final = os.path.join(out_dir, fmt.REJECTS_NAME)
-    partial = final + ".partial"
-    if os.path.exists(final) and not os.path.exists(partial):
-        os.replace(final, partial)
 
 
 class DatasetWriter:

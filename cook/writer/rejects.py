@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 from collections import Counter
@@ -16,6 +17,21 @@ def reject_line(record: RejectRecord) -> str:
     return json.dumps(body, ensure_ascii=False, sort_keys=True) + "\n"
 
 
+def partial_path(out_dir: str) -> str:
+    """Where a run writes its rejects; ``RejectsWriter.close`` renames it to ``rejects.jsonl``."""
+    return os.path.join(out_dir, fmt.REJECTS_NAME + ".partial")
+
+
+def roll_back_rejects(out_dir: str, length: int) -> None:
+    """Before resuming: rename back a ``rejects.jsonl`` that an interrupted finish already renamed,
+    then cut the partial file to the ``length`` bytes the resumed state counts."""
+    final, partial = os.path.join(out_dir, fmt.REJECTS_NAME), partial_path(out_dir)
+    if os.path.exists(final) and not os.path.exists(partial):
+        os.replace(final, partial)
+    with contextlib.suppress(FileNotFoundError), open(partial, "r+b") as handle:
+        handle.truncate(length)
+
+
 class RejectsWriter:
     """Appends to ``rejects.jsonl.partial``; ``close`` renames it to ``rejects.jsonl``.
 
@@ -23,8 +39,8 @@ class RejectsWriter:
     """
 
     def __init__(self, out_dir: str, resume_bytes: int = 0, by_reason: dict[str, int] | None = None) -> None:
-        self.path = os.path.join(out_dir, fmt.REJECTS_NAME)
-        self._handle = open(self.path + ".partial", "ab" if resume_bytes else "wb")  # noqa: SIM115
+        self.path, self.partial = os.path.join(out_dir, fmt.REJECTS_NAME), partial_path(out_dir)
+        self._handle = open(self.partial, "ab" if resume_bytes else "wb")  # noqa: SIM115
         self.by_reason: Counter[str] = Counter(by_reason or {})
 
     def write(self, records: Iterable[RejectRecord]) -> None:
@@ -49,4 +65,4 @@ class RejectsWriter:
     def close(self) -> None:
         self.sync()
         self._handle.close()
-        os.replace(self.path + ".partial", self.path)
+        os.replace(self.partial, self.path)

@@ -11,8 +11,9 @@ import pytest
 
 from cook import format as fmt
 from cook.config import load_config
-from cook.runner import pipeline, resume
+from cook.runner import pipeline
 from cook.runner.local import LocalExecutor
+from cook.runner.output_dir import OutputDir
 from cook.writer import dataset, energon_index, rejects
 from tests.e2e.test_resume_and_scale import _digest, _pipeline, raw, reference  # noqa: F401
 
@@ -40,7 +41,7 @@ POINTS = {
     "dataset.yaml": (energon_index, "atomic_write", 4),
     "rejects renamed": (rejects.RejectsWriter, "close", 1),
     "manifest written": (dataset, "write_manifest", 1),
-    "progress half removed": (resume, "_remove_all_but_state", 1),
+    "progress half removed": (OutputDir, "_remove_all_but_state", 1),
 }
 
 

@@ -20,7 +20,7 @@ from cook import format as fmt
 from cook.cli import run_cmd
 from cook.cli.main import INTERRUPTED, main
 from cook.cli.run_cmd import INTERRUPTED_AFTER_FINISH
-from cook.runner import output_dir, pipeline, resume
+from cook.runner import output_dir, pipeline
 from cook.writer import dataset
 from tests.conftest import DEMO_TOKENIZER, pipeline_dict, write_jsonl
 
@@ -205,7 +205,7 @@ def _after(original: Callable[..., Any], calls: int = 1) -> Callable[..., Any]:
 # where an interrupt lands once the manifest is on disk: each promises a complete output
 AFTER_THE_MANIFEST = {
     "manifest written": (dataset, "write_manifest"),
-    "progress half removed": (resume, "_remove_all_but_state"),
+    "progress half removed": (output_dir.OutputDir, "_remove_all_but_state"),
     "lock released": (output_dir.OutputLock, "release"),
     "summary made": (pipeline, "_run"),
     "leaving the cluster": (run_cmd, "joined_cluster"),  # run_pipeline has returned to the CLI
@@ -254,7 +254,7 @@ def test_an_interrupt_before_the_manifest_still_says_rerun(
     path.write_text(yaml.safe_dump(pipeline_dict(str(tmp_path / "a.jsonl"), str(out))))
     argv = ["run", str(path), "--workers", "0", "--quiet"]
     with monkeypatch.context() as patch:
-        patch.setattr(pipeline, "write_run_record", _after(output_dir.write_run_record))
+        patch.setattr(output_dir.OutputDir, "write_run_record", _after(output_dir.OutputDir.write_run_record))
         assert main(argv) == 130
     assert _one_line(capsys.readouterr().err) == INTERRUPTED
     assert not (out / fmt.MANIFEST_NAME).exists()

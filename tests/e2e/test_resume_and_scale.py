@@ -19,7 +19,7 @@ import yaml
 
 from cook import format as fmt
 from cook.cli.main import main
-from cook.runner.resume import STATE_NAME
+from cook.runner.output_dir import STATE_NAME
 from tests.conftest import REPO, pipeline_dict, write_jsonl
 from tests.e2e.faults import MARKER, KillingWorker
 

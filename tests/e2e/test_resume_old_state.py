@@ -13,8 +13,8 @@ import yaml
 
 from cook import format as fmt
 from cook.cli.main import main
-from cook.runner import driver
-from cook.runner.resume import STATE_NAME, RunState, load_state
+from cook.runner.output_dir import STATE_NAME, OutputDir
+from cook.runner.resume import state_from_json
 from tests.conftest import pipeline_dict, write_jsonl
 
 UNMET = "windows_short_of_pack_count_multiple"
@@ -48,14 +48,14 @@ def test_resume_from_the_previous_state_layout(tmp_path: Path, monkeypatch: pyte
     reference = _finished(tmp_path / "reference")
     assert reference["packing"][UNMET] == reference["packing"]["windows"] == 10
 
-    real_save = driver.save_state
+    real_save = OutputDir.save
 
-    def save_then_stop(out_dir: str, state: RunState) -> None:
-        real_save(out_dir, state)
-        if state.windows == 3:
+    def save_then_stop(output: OutputDir) -> None:
+        real_save(output)
+        if output.state.windows == 3:
             raise KeyboardInterrupt
 
-    monkeypatch.setattr(driver, "save_state", save_then_stop)
+    monkeypatch.setattr(OutputDir, "save", save_then_stop)
     pipeline = _pipeline(tmp_path, "out")
     assert main(["run", str(pipeline), "--workers", "0", "--quiet"]) == 130
     monkeypatch.undo()
@@ -65,8 +65,7 @@ def test_resume_from_the_previous_state_layout(tmp_path: Path, monkeypatch: pyte
 
     state["packing"][UNMET] = state.pop(UNMET)  # the previous layout
     path.write_text(json.dumps(state))
-    loaded = load_state(str(tmp_path / "out"))
-    assert loaded is not None and loaded.windows_short_of_pack_count_multiple == 3
+    assert state_from_json(json.loads(path.read_text())).windows_short_of_pack_count_multiple == 3
 
     assert main(["run", str(pipeline), "--workers", "0", "--quiet"]) == 0
     assert _finished(tmp_path / "out") == reference

@@ -14,8 +14,7 @@ import pytest
 
 from cook import format as fmt
 from cook.cli.main import main
-from cook.runner.resume import STATE_NAME
-from cook.runner.staging import stage_dir
+from cook.runner.output_dir import STATE_NAME, stage_dir
 from tests.conftest import REPO
 from tests.e2e.test_resume_and_scale import COOK, _digest, _pipeline, raw  # noqa: F401
 

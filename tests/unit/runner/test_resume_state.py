@@ -1,12 +1,12 @@
 """``state.json``: read back, the typed ``RunState`` writes the same JSON again; a state.json of the
-previous layout (the pack-count shortfall inside ``packing``) reads the same and is written in this one."""
+previous layout (the pack-count shortfall inside ``packing``) reads the same and is written in this one.
+(``OutputDir`` saves and loads the file: tests/unit/runner/test_output_dir.py.)"""
 
 import json
-from pathlib import Path
 
 from cook.format import Counts
 from cook.packing.metrics import PackingStats
-from cook.runner.resume import STATE_NAME, RunState, load_state, progress_dir, save_state, state_from_json, state_json
+from cook.runner.resume import RunState, state_from_json, state_json
 
 UNMET = "windows_short_of_pack_count_multiple"
 
@@ -47,39 +47,33 @@ CHECKPOINTED = {
 }
 
 
-def _round_trip(tmp_path: Path, data: dict) -> RunState:
-    (tmp_path / progress_dir("")).mkdir(parents=True)
-    (Path(progress_dir(str(tmp_path))) / STATE_NAME).write_text(json.dumps(data))
-    state = load_state(str(tmp_path))
-    assert state is not None
-    save_state(str(tmp_path), state)
-    assert json.loads((Path(progress_dir(str(tmp_path))) / STATE_NAME).read_text()) == data
+def _round_trip(data: dict) -> RunState:
+    state = state_from_json(json.loads(json.dumps(data)))
+    assert json.loads(json.dumps(state_json(state))) == data
     return state
 
 
-def test_checkpointed_state_reads_typed_and_writes_the_same_json(tmp_path: Path) -> None:
-    state = _round_trip(tmp_path, CHECKPOINTED)
+def test_checkpointed_state_reads_typed_and_writes_the_same_json() -> None:
+    state = _round_trip(CHECKPOINTED)
     assert state.counts == Counts(12, 11, 1, 2, 900, 400, 124, 1, 30)
     assert state.windows_short_of_pack_count_multiple == 3
     assert isinstance(state.packing, PackingStats) and state.packing.sequences_per_pack == ((5, 1), (6, 1))
     assert state.packing.efficiency == 900 / (2 * 512)
 
 
-def test_previous_layout_reads_the_same_and_is_written_in_this_one(tmp_path: Path) -> None:
+def test_previous_layout_reads_the_same_and_is_written_in_this_one() -> None:
     previous = {k: v for k, v in CHECKPOINTED.items() if k != UNMET}
     previous["packing"] = {**CHECKPOINTED["packing"], UNMET: 3}
-    (tmp_path / progress_dir("")).mkdir(parents=True)
-    (Path(progress_dir(str(tmp_path))) / STATE_NAME).write_text(json.dumps(previous))
-    state = load_state(str(tmp_path))
-    assert state is not None and state.windows_short_of_pack_count_multiple == 3
+    state = state_from_json(json.loads(json.dumps(previous)))
+    assert state.windows_short_of_pack_count_multiple == 3
     assert json.loads(json.dumps(state_json(state))) == CHECKPOINTED
     fresh = {**state_json(RunState("f" * 64)), "packing": {}}
     del fresh[UNMET]  # a fresh state of the previous layout: no shortfall anywhere
     assert state_from_json(fresh).windows_short_of_pack_count_multiple == 0
 
 
-def test_fresh_state_has_no_counts_and_no_stats(tmp_path: Path) -> None:
+def test_fresh_state_has_no_counts_and_no_stats() -> None:
     fresh = state_json(RunState("f" * 64))
     assert fresh["counts"] == {} and fresh["packing"] == {} and fresh["shards"] == [] and fresh[UNMET] == 0
-    state = _round_trip(tmp_path, fresh)
+    state = _round_trip(fresh)
     assert state.packing is None and state.counts == Counts() and state.windows_short_of_pack_count_multiple == 0

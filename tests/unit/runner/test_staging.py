@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 
 from cook.errors import RejectReason
-from cook.runner.staging import DiskStore, MemoryStore, stage_dir
+from cook.runner.output_dir import stage_dir
+from cook.runner.staging import DiskStore, MemoryStore
 from cook.runner.units import UnitSummary
 from cook.types import MediaItem, PlaceholderBlock, RejectRecord, TokenizedSample
 
