@@ -1,5 +1,8 @@
 """Tokenize: (Conversation, its MediaItems) -> TokenizedSample, a batch at a time (SPEC §5).
 
+``tokenize_batch`` gives one ``Tokenized`` per conversation, in order; its ``sample()`` is the
+``TokenizedSample`` or raises the conversation's ``Rejected``, so one record never fails the batch.
+
 ``chat_format: chatml`` renders ChatML pieces (``chat_format.py``), ``chat_format: template`` the
 tokenizer's own Jinja ``chat_template`` (``template.py``). Either way the text between two control
 tokens is ONE run, encoded as one string as Hugging Face does (``assemble.py``), all runs of a batch
