@@ -26,7 +26,6 @@ from megatron.energon import Batch, Cooker, DefaultTaskEncoder, Sample, basic_sa
 
 from cook.config import PipelineConfig
 from cook.cookers import COOKERS
-from cook.errors import Rejected
 from cook.media import process_media
 from cook.packing.packer import build_pack, fit_sample, plan_window
 from cook.reader.batch import PackedBatch, collate_packs
@@ -83,9 +82,7 @@ class OnlineTaskEncoder(DefaultTaskEncoder[CookedRecord, PackedSample, PackedBat
             for ref in conversation.media
         )
         (tokenized,) = tokenize_batch(self.tokenizer, [conversation], [media], self.config.tokenizer)
-        if isinstance(tokenized, Rejected):
-            raise tokenized
-        return CookedRecord(**basic_sample_keys(crude), sample=fit_sample(tokenized, self.config.packing))
+        return CookedRecord(**basic_sample_keys(crude), sample=fit_sample(tokenized.sample(), self.config.packing))
 
     @stateless
     def select_samples_to_pack(self, samples: list[CookedRecord]) -> list[list[CookedRecord]]:

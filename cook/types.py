@@ -8,17 +8,14 @@ Every record carries its ``source`` (``<input file>#<key or line>``) from start 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal, ParamSpec, TypeVar
+from typing import Any, Literal
 
 import numpy as np
 
 from cook.errors import Rejected, RejectReason
 from cook.format import SEQUENCE_KEYS, SEQUENCE_TRUNCATED_KEY
-
-P = ParamSpec("P")
-T = TypeVar("T")
 
 Role = Literal["system", "user", "assistant", "tool"]
 MediaKind = Literal["image", "video", "audio"]
@@ -30,42 +27,42 @@ class RawRecord:
 
     ``fields`` is the decoded JSON object or Parquet row; ``members`` holds the other members of the
     same WebDataset sample (name -> bytes; empty for JSONL/Parquet); ``origin`` is the input file.
+
+    A source cannot raise for one record and go on, so a record it could not read (bad JSON, bad
+    UTF-8, too large, an unsafe tar member, a broken file) comes in its place all the same, with no
+    fields and its ``failure`` (``RawRecord.failed``); ``read()``, the first step on every record,
+    raises it. A source's reject so takes the road of every later stage's: a raised ``Rejected``.
     """
 
     source: str
     fields: Mapping[str, Any]
     origin: str
     members: Mapping[str, bytes] = field(default_factory=dict)
+    failure: Rejected | None = None
+
+    @classmethod
+    def failed(cls, source: str, origin: str, reason: RejectReason, detail: str) -> RawRecord:
+        """A record its source could not read: ``read()`` raises ``Rejected(reason, detail)``."""
+        return cls(source, {}, origin, failure=Rejected(reason, detail))
+
+    def read(self) -> RawRecord:
+        """This record, for a cooker; raises the source's ``Rejected`` when it could not be read."""
+        if self.failure is not None:
+            raise self.failure
+        return self
 
 
 @dataclass(frozen=True, slots=True)
 class RejectRecord:
     """One line of ``rejects.jsonl``: a record that did not make it into a pack, and why.
 
-    Sources yield it for records they cannot decode (bad JSON, bad UTF-8, unsafe tar member); every
-    ``Rejected`` raised by a later stage becomes one through ``RejectRecord.of`` (``outcome``).
+    Every stage raises ``Rejected`` for a bad record (a source's through ``RawRecord.read``); the
+    runner's ``RejectLog.catch`` is the one place that turns it into this record.
     """
 
     source: str
     reason: RejectReason
     detail: str
-
-    @classmethod
-    def of(cls, source: str, rejected: Rejected) -> RejectRecord:
-        """The one place a stage's ``Rejected`` becomes the record's outcome."""
-        return cls(source, rejected.reason, rejected.detail)
-
-
-def outcome(source: str, stage: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T | RejectRecord:
-    """Run one stage on one record: its result, or the ``RejectRecord`` of the ``Rejected`` it raised.
-
-    Stages raise ``Rejected`` (a cooker, media, the packer); the runner sees per-record outcomes,
-    ``T | RejectRecord``, and never catches a reject itself.
-    """
-    try:
-        return stage(*args, **kwargs)
-    except Rejected as rejected:
-        return RejectRecord.of(source, rejected)
 
 
 @dataclass(frozen=True, slots=True)

@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from cook.errors import RejectReason
+from cook.errors import Rejected, RejectReason
 from cook.format import PACKED_COUNT_KEYS, Counts
 from cook.manifest import ShardInfo
 from cook.types import RejectRecord
@@ -50,6 +50,11 @@ class Attempt:
     trace: str | None = None
     crashed: frozenset[int] = field(default_factory=frozenset)
 
+    def check(self, ordinal: int) -> None:
+        """``Rejected(worker_crash)`` for the unit's record ``ordinal`` if it is in ``crashed``."""
+        if ordinal in self.crashed:
+            raise Rejected(RejectReason.WORKER_CRASH, "record crashed a worker twice")
+
 
 @dataclass(frozen=True, eq=False)
 class UnitSummary:
@@ -57,7 +62,7 @@ class UnitSummary:
 
     unit: int
     records_in: int
-    rejects: tuple[RejectRecord, ...]  # deterministic order: source failures, then cook/tokenize rejects
+    rejects: tuple[RejectRecord, ...]  # in the order raised: read/cook/media per record, tokenize/fit per batch
     lengths: np.ndarray  # int32 [N] tokens per sample, in record order
     n_patches: np.ndarray  # int32 [N] visual patches per sample
 

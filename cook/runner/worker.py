@@ -34,12 +34,13 @@ from cook.cookers import COOKERS
 from cook.errors import Rejected, RejectReason
 from cook.format import Counts
 from cook.packing.packer import build_pack, fit_sample
+from cook.runner.reject_log import RejectLog
 from cook.runner.staging import DiskStore, SampleStore
 from cook.runner.units import Attempt, ShardDone, ShardTask, Unit, UnitSummary
 from cook.sources import SOURCES, source_name
 from cook.tokenize import ChatTokenizer, tokenize_batch
 from cook.tokenize.backends import SAMPLE_TEXTS
-from cook.types import Conversation, MediaItem, Pack, RawRecord, RejectRecord, TextPart, TokenizedSample, outcome
+from cook.types import Conversation, MediaItem, Pack, RawRecord, TextPart, TokenizedSample
 from cook.writer.shards import write_shard
 
 TOKENIZE_BATCH = 256
@@ -140,35 +141,9 @@ class CookWorker:
             groups.append(process_media(ref, data, self.config.media))
         return tuple(groups)
 
-    def _cook_one(self, raw: RawRecord) -> Cooked:
-        return self._budget.run(self._cook_and_media, raw)
-
     def _cook_and_media(self, raw: RawRecord) -> Cooked:
         conv = self.cooker(raw)
         return conv, self._media(raw, conv)
-
-    def _cooked(self, unit: Unit, attempt: Attempt, rejects: list[RejectRecord], count: list[int]) -> Iterator[Cooked]:
-        name = source_name(unit.path, self.config.input.path)
-        read = SOURCES[unit.format](
-            unit.path, self.config.input.max_record_bytes, unit.span, unit.first_index, name=name
-        )
-        trace = open(attempt.trace, "w") if attempt.trace else None  # noqa: SIM115
-        try:
-            for ordinal, raw in enumerate(read):
-                count[0] += 1
-                if trace is not None:
-                    trace.write(f"{ordinal}\n")
-                    trace.flush()
-                if isinstance(raw, RawRecord) and ordinal in attempt.crashed:
-                    raw = RejectRecord(raw.source, RejectReason.WORKER_CRASH, "record crashed a worker twice")
-                cooked = raw if isinstance(raw, RejectRecord) else outcome(raw.source, self._cook_one, raw)
-                if isinstance(cooked, RejectRecord):
-                    rejects.append(cooked)
-                else:
-                    yield cooked
-        finally:
-            if trace is not None:
-                trace.close()
 
     def cook_unit(self, unit: Unit, attempt: Attempt | None = None) -> UnitSummary:
         """Cook ``unit`` into the staging store; returns what the driver needs to plan packs."""
@@ -184,24 +159,42 @@ class CookWorker:
             self.tokenizer.reset_backend_cache()  # a long job must not grow the encoder's caches
 
     def _cook_unit(self, unit: Unit, attempt: Attempt) -> tuple[UnitSummary, list[TokenizedSample]]:
+        """read -> cook -> media per record, then tokenize -> fit per batch of ``TOKENIZE_BATCH`` cooked
+        records; each record's steps run under ``rejects.catch``, the one place a reject is recorded."""
+        rejects = RejectLog()
         samples: list[TokenizedSample] = []
-        rejects: list[RejectRecord] = []
-        count = [0]
         batch: list[Cooked] = []
-        for item in self._cooked(unit, attempt, rejects, count):
-            batch.append(item)
-            if len(batch) >= TOKENIZE_BATCH:
-                self._tokenize(batch, samples, rejects)
+        records_in = 0
+        for ordinal, raw in read_unit(self.config, unit, attempt.trace):
+            records_in += 1
+            with rejects.catch(raw.source):
+                record = raw.read()
+                attempt.check(ordinal)
+                batch.append(self._budget.run(self._cook_and_media, record))
+            if len(batch) == TOKENIZE_BATCH:
+                samples += self._tokenize_and_fit(batch, rejects)
                 batch = []
-        self._tokenize(batch, samples, rejects)
+        samples += self._tokenize_and_fit(batch, rejects)
         summary = UnitSummary(
             unit=unit.index,
-            records_in=count[0],
-            rejects=tuple(rejects),
+            records_in=records_in,
+            rejects=tuple(rejects.records),
             lengths=np.array([s.length for s in samples], dtype=np.int32),
             n_patches=np.array([s.n_patches for s in samples], dtype=np.int32),
         )
         return summary, samples
+
+    def _tokenize_and_fit(self, batch: list[Cooked], rejects: RejectLog) -> list[TokenizedSample]:
+        """Tokenize ``batch`` at once (one conversation's failure never fails the others), then take
+        and fit each sample under its record's reject handler, in batch order."""
+        if not batch:
+            return []
+        convs, media = [conv for conv, _ in batch], [groups for _, groups in batch]
+        samples: list[TokenizedSample] = []
+        for tokenized in tokenize_batch(self.tokenizer, convs, media, self.config.tokenizer):
+            with rejects.catch(tokenized.source):
+                samples.append(fit_sample(tokenized.sample(), self.config.packing))
+        return samples
 
     def write_shard(self, task: ShardTask) -> ShardDone:
         """Build the task's packs from staged samples and write them as one shard."""
@@ -214,35 +207,35 @@ class CookWorker:
         )
         return ShardDone(task.shard_index, info, layout, _packed_counts(packs, samples))
 
-    def _tokenize(self, batch: list[Cooked], samples: list[TokenizedSample], rejects: list[RejectRecord]) -> None:
-        if not batch:
-            return
-        convs = [c for c, _ in batch]
-        results = tokenize_batch(self.tokenizer, convs, [m for _, m in batch], self.config.tokenizer)
-        for result in results:
-            fitted = (
-                result
-                if isinstance(result, RejectRecord)
-                else outcome(result.source, fit_sample, result, self.config.packing)
-            )
-            if isinstance(fitted, RejectRecord):
-                rejects.append(fitted)
-            else:
-                samples.append(fitted)
+
+def read_unit(config: PipelineConfig, unit: Unit, trace: str | None = None) -> Iterator[tuple[int, RawRecord]]:
+    """``unit``'s records, numbered from 0. With a ``trace`` path, each number is written there (and
+    flushed) before its record is handed on, so the executor can name a record that kills a worker."""
+    name = source_name(unit.path, config.input.path)
+    records = enumerate(
+        SOURCES[unit.format](unit.path, config.input.max_record_bytes, unit.span, unit.first_index, name=name)
+    )
+    if trace is None:
+        yield from records
+        return
+    with open(trace, "w") as out:
+        for ordinal, raw in records:
+            out.write(f"{ordinal}\n")
+            out.flush()
+            yield ordinal, raw
 
 
 def first_unit_texts(config: PipelineConfig, unit: Unit, limit: int = SAMPLE_TEXTS) -> list[str]:
     """Up to ``limit`` data texts (turn text, thinking) of ``unit``'s first records, for the backend
     self-check. Records that do not cook are skipped here; the workers reject them properly."""
-    name = source_name(unit.path, config.input.path)
-    read = SOURCES[unit.format](unit.path, config.input.max_record_bytes, unit.span, unit.first_index, name=name)
     cooker = COOKERS[config.cooker]
     texts: list[str] = []
-    for raw in read:
+    for _, raw in read_unit(config, unit):
         if len(texts) >= limit:
             break
-        conv = raw if isinstance(raw, RejectRecord) else outcome(raw.source, cooker, raw)
-        if isinstance(conv, RejectRecord):
+        try:
+            conv = cooker(raw.read())
+        except Rejected:
             continue
         for turn in conv.turns:
             texts.extend(part.text for part in turn.content if isinstance(part, TextPart) and part.text)

@@ -1,4 +1,7 @@
-"""Sources: input files -> ``RawRecord`` (or ``RejectRecord``), streamed, with stable source ids.
+"""Sources: input files -> ``RawRecord``, streamed, with stable source ids.
+
+A record a source cannot read comes in its place as a failed ``RawRecord`` whose ``read()`` raises
+the reject (``RawRecord.failed``): every reject reaches the runner as a raised ``Rejected``.
 
 ``SOURCES`` maps an input format to its reader; ``list_inputs`` expands the configured path or glob
 into a sorted file list, so the unit order (and therefore the output) never depends on the file system.

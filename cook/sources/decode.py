@@ -1,16 +1,18 @@
-"""Bytes of one raw record -> JSON object, with every failure mapped to a reason code.
+"""Bytes of one raw record -> ``RawRecord``, with every failure mapped to a reason code.
 
 The standard ``json`` module parses, with an ``object_pairs_hook`` that rejects duplicate keys (which
-value would win is ambiguous).
+value would win is ambiguous). A record that does not decode is a failed ``RawRecord`` in its place
+(``RawRecord.failed``): its ``read()`` raises the reject.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import Any
 
 from cook.errors import RejectReason
-from cook.types import RejectRecord
+from cook.types import RawRecord
 
 
 def _reject_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
@@ -22,24 +24,34 @@ def _reject_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return out
 
 
-def decode_json_object(data: bytes, source: str, max_bytes: int) -> dict[str, Any] | RejectRecord:
-    """Decode one record. Size is checked before anything is parsed.
+def decode_record(
+    data: bytes,
+    source: str,
+    origin: str,
+    max_bytes: int,
+    members: Mapping[str, bytes] | None = None,
+    hint: str = "",
+) -> RawRecord:
+    """The record whose JSON object ``data`` holds. Size is checked before anything is parsed.
 
-    Rejects: ``too_large``, ``bad_utf8``, ``bad_json`` (invalid JSON, nesting too deep, a duplicate
-    key), ``bad_type`` (valid JSON that is not an object).
+    Failures (``hint`` ends each detail): ``too_large``, ``bad_utf8``, ``bad_json`` (invalid JSON,
+    nesting too deep, a duplicate key), ``bad_type`` (valid JSON that is not an object).
     """
     if len(data) > max_bytes:
-        return RejectRecord(source, RejectReason.TOO_LARGE, f"{len(data)} bytes > input.max_record_bytes")
+        return RawRecord.failed(
+            source, origin, RejectReason.TOO_LARGE, f"{len(data)} bytes > input.max_record_bytes{hint}"
+        )
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as err:
-        return RejectRecord(source, RejectReason.BAD_UTF8, f"invalid UTF-8 at byte {err.start}")
+        return RawRecord.failed(source, origin, RejectReason.BAD_UTF8, f"invalid UTF-8 at byte {err.start}{hint}")
     try:
         value = json.loads(text, object_pairs_hook=_reject_duplicates)
     except RecursionError:
-        return RejectRecord(source, RejectReason.BAD_JSON, "JSON nested too deeply")
+        return RawRecord.failed(source, origin, RejectReason.BAD_JSON, f"JSON nested too deeply{hint}")
     except ValueError as err:
-        return RejectRecord(source, RejectReason.BAD_JSON, str(err)[:200])
+        return RawRecord.failed(source, origin, RejectReason.BAD_JSON, f"{str(err)[:200]}{hint}")
     if not isinstance(value, dict):
-        return RejectRecord(source, RejectReason.BAD_TYPE, f"record is a JSON {type(value).__name__}, not an object")
-    return value
+        detail = f"record is a JSON {type(value).__name__}, not an object{hint}"
+        return RawRecord.failed(source, origin, RejectReason.BAD_TYPE, detail)
+    return RawRecord(source, value, origin, members or {})

@@ -6,7 +6,7 @@ read ``CHUNK_BYTES`` at a time and a byte-level scanner finds where each element
 ``[``/``{`` outside strings, a ``,`` or the closing ``]`` at the array's own level ending an
 element. Nothing is parsed while scanning, and no UTF-8 decoding is needed: no byte of a multi-byte
 UTF-8 character is ASCII. Each element's bytes then go through the decoder a JSONL line goes
-through (``decode_json_object``: size checked first, UTF-8, duplicate keys, an object), so every
+through (``decode_record``: size checked first, UTF-8, duplicate keys, an object), so every
 element succeeds or fails on its own, like the lines of a JSONL file::
 
     [ {"messages": [...]} , {"bad": tru} , {"dup": 1, "dup": 2} ]
@@ -30,9 +30,9 @@ from collections.abc import Iterator
 from typing import BinaryIO, Final
 
 from cook.errors import RejectReason
-from cook.sources.decode import decode_json_object
+from cook.sources.decode import decode_record
 from cook.sources.jsonl import read_jsonl
-from cook.types import RawRecord, RejectRecord
+from cook.types import RawRecord
 
 CHUNK_BYTES: Final = 1 << 20
 _STRUCTURE: Final = re.compile(rb'[][{},"]')
@@ -121,7 +121,7 @@ def read_json(
     span: tuple[int, int] | None = None,
     first_index: int = 1,
     name: str | None = None,
-) -> Iterator[RawRecord | RejectRecord]:
+) -> Iterator[RawRecord]:
     """The records of a JSON array file. The file is always one whole unit: ``span`` and
     ``first_index`` are accepted and ignored."""
     name = path if name is None else name
@@ -137,22 +137,20 @@ def read_json(
             if end == _CLOSE_ARRAY and index == 1 and data == b"":
                 continue  # [] holds no records
             if data is None:
-                yield RejectRecord(source, RejectReason.TOO_LARGE, f"{size} bytes > input.max_record_bytes")
+                yield RawRecord.failed(source, path, RejectReason.TOO_LARGE, f"{size} bytes > input.max_record_bytes")
             elif end == _END_OF_FILE:
-                yield RejectRecord(
-                    source, RejectReason.BAD_JSON, "the file ends inside the JSON array, before its ] (truncated?)"
-                )
+                detail = "the file ends inside the JSON array, before its ] (truncated?)"
+                yield RawRecord.failed(source, path, RejectReason.BAD_JSON, detail)
             elif not data:
-                yield RejectRecord(source, RejectReason.BAD_JSON, "empty array element (a stray or trailing comma)")
+                detail = "empty array element (a stray or trailing comma)"
+                yield RawRecord.failed(source, path, RejectReason.BAD_JSON, detail)
             else:
-                fields = decode_json_object(data, source, max_record_bytes)
-                yield fields if isinstance(fields, RejectRecord) else RawRecord(source, fields, origin=path)
+                yield decode_record(data, source, path, max_record_bytes)
         if end == _CLOSE_ARRAY:
             after = scanner.rest_offset()
             if after is not None:
-                yield RejectRecord(
-                    f"{name}#<file>", RejectReason.BAD_JSON, f"text after the JSON array's closing ] at byte {after}"
-                )
+                detail = f"text after the JSON array's closing ] at byte {after}"
+                yield RawRecord.failed(f"{name}#<file>", path, RejectReason.BAD_JSON, detail)
 
 
 def _array_start(handle: BinaryIO) -> int | None:

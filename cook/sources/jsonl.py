@@ -6,18 +6,17 @@ Whitespace-only lines are not records and are skipped. A span always starts at a
 ends just after a newline (see ``cook.runner.plan``).
 
 A file whose first non-blank byte is ``[`` is most likely a pretty-printed JSON array under a
-``.jsonl`` name: every reject from it carries ``ARRAY_HINT`` in its detail.
+``.jsonl`` name: every failure read from it carries ``ARRAY_HINT`` in its detail.
 """
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Iterator
 from typing import BinaryIO, Final
 
-from cook.sources.decode import decode_json_object
+from cook.sources.decode import decode_record
 from cook.sources.files import first_byte
-from cook.types import RawRecord, RejectRecord
+from cook.types import RawRecord
 
 ARRAY_HINT: Final = "; the file looks like a JSON array: name the file .json to read it as one"
 
@@ -28,7 +27,7 @@ def read_jsonl(
     span: tuple[int, int] | None = None,
     first_index: int = 1,
     name: str | None = None,
-) -> Iterator[RawRecord | RejectRecord]:
+) -> Iterator[RawRecord]:
     name = path if name is None else name
     hint = ARRAY_HINT if first_byte(path) == b"[" else ""
     with open(path, "rb") as handle:
@@ -36,12 +35,7 @@ def read_jsonl(
         for line_number, line in enumerate(lines, start=first_index):
             if not line.strip():
                 continue
-            source = f"{name}#{line_number}"
-            fields = decode_json_object(line, source, max_record_bytes)
-            if isinstance(fields, RejectRecord):
-                yield dataclasses.replace(fields, detail=fields.detail + hint) if hint else fields
-            else:
-                yield RawRecord(source=source, fields=fields, origin=path)
+            yield decode_record(line, f"{name}#{line_number}", path, max_record_bytes, hint=hint)
 
 
 def _span_lines(handle: BinaryIO, start: int, stop: int) -> Iterator[bytes]:

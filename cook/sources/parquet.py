@@ -3,7 +3,7 @@
 Source id ``<name>#<row>`` (``name``: the file's source name, ``files.source_name``; rows count from
 1 in the whole file, like JSONL lines; ``first_index`` is the number of the span's first row).
 ``span`` is ``(first_row_group, stop_row_group)``. A file pyarrow cannot open is one ``bad_archive``
-failure for the whole span.
+failure for the whole span (a failed ``RawRecord``, ``RawRecord.failed``).
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from cook.errors import RejectReason
-from cook.types import RawRecord, RejectRecord
+from cook.types import RawRecord
 
 BATCH_ROWS = 1024
 
@@ -22,7 +22,7 @@ def read_parquet(
     span: tuple[int, int] | None = None,
     first_index: int = 1,
     name: str | None = None,
-) -> Iterator[RawRecord | RejectRecord]:
+) -> Iterator[RawRecord]:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -39,11 +39,13 @@ def read_parquet(
                 row += 1
                 source = f"{name}#{row}"
                 if sizes is not None and sizes[index] > max_record_bytes:
-                    yield RejectRecord(source, RejectReason.TOO_LARGE, "row larger than input.max_record_bytes")
+                    detail = "row larger than input.max_record_bytes"
+                    yield RawRecord.failed(source, path, RejectReason.TOO_LARGE, detail)
                     continue
                 yield RawRecord(source=source, fields=fields, origin=path)
     except (pa.ArrowException, OSError) as err:
-        yield RejectRecord(f"{name}#<file>", RejectReason.BAD_ARCHIVE, f"unreadable parquet: {err}"[:300])
+        detail = f"unreadable parquet: {err}"[:300]
+        yield RawRecord.failed(f"{name}#<file>", path, RejectReason.BAD_ARCHIVE, detail)
 
 
 def _row_sizes(batch: object) -> list[int] | None:

@@ -7,9 +7,10 @@ record; the other members travel along as ``RawRecord.members`` (media), keyed b
 (``sample-01.jpg``); the media store resolves references against them. Nothing is extracted to
 disk and nothing is unpickled.
 
-Unsafe members (absolute names, ``..``, links, devices) reject their whole sample
+Unsafe members (absolute names, ``..``, links, devices) fail their whole sample
 (``unsafe_member``). A truncated or corrupt tar ends the file with one ``bad_archive`` failure that
-names the offset where reading stopped; the samples before it are kept.
+names the offset where reading stopped; the samples before it are kept. A failure is a failed
+``RawRecord`` in the sample's place (``RawRecord.failed``).
 """
 
 from __future__ import annotations
@@ -19,9 +20,9 @@ import tarfile
 from collections.abc import Iterator
 
 from cook.errors import RejectReason
-from cook.sources.decode import decode_json_object
+from cook.sources.decode import decode_record
 from cook.sources.tar_member import unsafe_reason
-from cook.types import RawRecord, RejectRecord
+from cook.types import RawRecord
 
 
 def split_member_name(name: str) -> tuple[str, str]:
@@ -37,7 +38,7 @@ def read_wds(
     span: tuple[int, int] | None = None,
     first_index: int = 1,
     name: str | None = None,
-) -> Iterator[RawRecord | RejectRecord]:
+) -> Iterator[RawRecord]:
     """A tar is always one whole unit: ``span`` and ``first_index`` are accepted and ignored."""
     name = path if name is None else name
     key: str | None = None
@@ -66,22 +67,19 @@ def read_wds(
         if key is not None:
             yield _sample(path, name, key, members, problem or f"archive broken inside sample: {err}", max_record_bytes)
             key = None
-        yield RejectRecord(f"{name}#<archive>", RejectReason.BAD_ARCHIVE, f"tar unreadable: {err}"[:300])
+        yield RawRecord.failed(f"{name}#<archive>", path, RejectReason.BAD_ARCHIVE, f"tar unreadable: {err}"[:300])
     if key is not None:
         yield _sample(path, name, key, members, problem, max_record_bytes)
 
 
 def _sample(
     path: str, name: str, key: str, members: dict[str, bytes], problem: str | None, max_bytes: int
-) -> RawRecord | RejectRecord:
+) -> RawRecord:
     source = f"{name}#{key}"
     if problem is not None:
-        return RejectRecord(source, RejectReason.UNSAFE_MEMBER, problem)
+        return RawRecord.failed(source, path, RejectReason.UNSAFE_MEMBER, problem)
     json_names = sorted(n for n in members if n.endswith(".json"))
     if not json_names:
-        return RejectRecord(source, RejectReason.MISSING_FIELD, "sample has no .json member")
-    fields = decode_json_object(members[json_names[0]], source, max_bytes)
-    if isinstance(fields, RejectRecord):
-        return fields
+        return RawRecord.failed(source, path, RejectReason.MISSING_FIELD, "sample has no .json member")
     media = {name: data for name, data in members.items() if name != json_names[0]}
-    return RawRecord(source=source, fields=fields, origin=path, members=media)
+    return decode_record(members[json_names[0]], source, path, max_bytes, media)

@@ -1,5 +1,8 @@
 """Tokenize: (Conversation, its MediaItems) -> TokenizedSample, a batch at a time (SPEC §5).
 
+``tokenize_batch`` gives one ``Tokenized`` per conversation, in order; its ``sample()`` is the
+``TokenizedSample`` or raises the conversation's ``Rejected``, so one record never fails the batch.
+
 ``chat_format: chatml`` renders ChatML pieces (``chat_format.py``), ``chat_format: template`` the
 tokenizer's own Jinja ``chat_template`` (``template.py``). Either way the text between two control
 tokens is ONE run, encoded as one string as Hugging Face does (``assemble.py``), all runs of a batch
@@ -14,6 +17,7 @@ in one ``encode_texts`` call. Worked example with the demo tokenizer (ids of ``<
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from cook.config import TokenizerConfig
 from cook.errors import Rejected, RejectReason
@@ -22,7 +26,29 @@ from cook.tokenize.boundaries import token_byte_lengths
 from cook.tokenize.chat_format import TOOL_CALL_CLOSE, TOOL_CALL_OPEN, MediaGroups, render
 from cook.tokenize.chatml_columns import Assembled, assemble_text_only, fast_path_ready, text_only
 from cook.tokenize.tokenizer import ChatTokenizer
-from cook.types import Conversation, RejectRecord, TokenizedSample
+from cook.types import Conversation, MediaItem, TokenizedSample
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Tokenized:
+    """One conversation of a tokenized batch, in its place: ``sample()`` is its ``TokenizedSample``,
+    or raises the ``Rejected`` it met (a layout, template or target-placement failure carried from
+    the batch in ``failure``, or ``no_target``). One conversation's failure never fails the batch.
+    """
+
+    source: str
+    assembled: Assembled | None  # int32 ids [L], uint8 mask [L], media end; None with a failure
+    media: tuple[MediaItem, ...] = ()  # in placeholder order
+    failure: Rejected | None = None
+
+    def sample(self) -> TokenizedSample:
+        if self.failure is not None:
+            raise self.failure
+        assert self.assembled is not None
+        input_ids, loss_mask, media_end = self.assembled
+        if not loss_mask.any():
+            raise Rejected(RejectReason.NO_TARGET, "no assistant target tokens")
+        return TokenizedSample(self.source, input_ids, loss_mask, media=self.media, media_end=media_end)
 
 
 def _layout(
@@ -46,8 +72,9 @@ def tokenize_batch(
     conversations: Sequence[Conversation],
     media: Sequence[MediaGroups],
     config: TokenizerConfig,
-) -> list[TokenizedSample | RejectRecord]:
-    """Tokenize a batch; a conversation that cannot be tokenized becomes its ``RejectRecord`` in place.
+) -> list[Tokenized]:
+    """Tokenize a batch: one ``Tokenized`` per conversation, in order; its ``sample()`` raises the
+    conversation's reject, so a caller takes each sample under its own reject handler.
 
     ``media[k][i]`` holds the processed items of ``conversations[k].media[i]``.
     """
@@ -79,20 +106,15 @@ def tokenize_batch(
                 layouts.append(rejected)
         for k, general_result in zip(general, assemble_batch(tokenizer, layouts, table), strict=True):
             results[k] = general_result
-    out: list[TokenizedSample | RejectRecord] = []
-    for conv, items, outcome in zip(conversations, media, results, strict=True):
-        assert outcome is not None
-        result = outcome
+    out: list[Tokenized] = []
+    for conv, items, result in zip(conversations, media, results, strict=True):
+        assert result is not None
         if isinstance(result, Rejected):
-            out.append(RejectRecord.of(conv.source, result))
-            continue
-        input_ids, loss_mask, media_end = result
-        if not loss_mask.any():
-            out.append(RejectRecord(conv.source, RejectReason.NO_TARGET, "no assistant target tokens"))
-            continue
-        flat = tuple(item for group in items for item in group)  # cookers number media in placeholder order
-        out.append(TokenizedSample(conv.source, input_ids, loss_mask, media=flat, media_end=media_end))
+            out.append(Tokenized(conv.source, None, failure=result))
+        else:
+            flat = tuple(item for group in items for item in group)  # cookers number media in placeholder order
+            out.append(Tokenized(conv.source, result, flat))
     return out
 
 
-__all__ = ["ChatTokenizer", "tokenize_batch"]
+__all__ = ["ChatTokenizer", "Tokenized", "tokenize_batch"]

@@ -1,7 +1,7 @@
 """Fuzzing the raw-record parsers, the cookers and the target builder with hypothesis.
 
 Brief in the normal test run; ``make fuzz`` sets COOK_FUZZ_EXAMPLES for a long run. The property is
-always the same: bad data becomes ``Rejected`` (or a RejectRecord) with a known reason code — never
+always the same: bad data becomes ``Rejected`` (a source's when its record is read) with a known reason code — never
 another exception — and good data obeys the target invariants.
 """
 
@@ -16,9 +16,9 @@ from hypothesis import strategies as st
 from cook.config import TokenizerConfig
 from cook.cookers import COOKERS
 from cook.errors import Rejected, RejectReason
-from cook.sources.decode import decode_json_object
+from cook.sources.decode import decode_record
 from cook.tokenize import tokenize_batch
-from cook.types import Conversation, RawRecord, RejectRecord
+from cook.types import Conversation, RawRecord
 
 EXAMPLES = int(os.environ.get("COOK_FUZZ_EXAMPLES", "150"))
 FUZZ = settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -89,11 +89,12 @@ RECORD = st.one_of(
 
 @FUZZ
 @given(st.binary(max_size=200) | JSON.map(lambda v: json.dumps(v).encode()))
-def test_decoder_only_returns_objects_or_reject_records(data: bytes) -> None:
-    result = decode_json_object(data, "f#1", 150)
-    assert isinstance(result, dict | RejectRecord)
-    if isinstance(result, RejectRecord):
-        assert result.reason in RejectReason
+def test_decoder_only_gives_objects_or_failed_records(data: bytes) -> None:
+    record = decode_record(data, "f#1", "f", 150)
+    try:
+        assert isinstance(record.read().fields, dict)
+    except Rejected as rejected:
+        assert rejected.reason in RejectReason and record.fields == {}
 
 
 @FUZZ
@@ -122,9 +123,11 @@ def test_target_builder_invariants(chat_tokenizer, records: list[dict]) -> None:
             convs.append(conv)
     results = tokenize_batch(chat_tokenizer, convs, [()] * len(convs), TokenizerConfig(path="unused"))
     control = set(chat_tokenizer.control_ids.values())
-    for conv, sample in zip(convs, results, strict=True):
-        if isinstance(sample, RejectRecord):
-            assert sample.reason == RejectReason.NO_TARGET
+    for conv, tokenized in zip(convs, results, strict=True):
+        try:
+            sample = tokenized.sample()
+        except Rejected as rejected:
+            assert rejected.reason == RejectReason.NO_TARGET
             continue
         ids, mask = sample.input_ids.tolist(), sample.loss_mask.tolist()
         assert len(ids) == len(mask) and mask[0] == 0 and sum(mask) > 0

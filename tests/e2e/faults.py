@@ -21,7 +21,7 @@ EXIT_CODE = 13
 class KillingWorker(RayWorker):
     """A ``RayWorker`` whose process exits, without cleanup, before cooking a record that holds ``MARKER``."""
 
-    def _cook_one(self, raw: RawRecord) -> Cooked:
+    def _cook_and_media(self, raw: RawRecord) -> Cooked:
         if MARKER in json.dumps(raw.fields):
             os._exit(EXIT_CODE)
-        return super()._cook_one(raw)
+        return super()._cook_and_media(raw)

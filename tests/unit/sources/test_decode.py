@@ -1,17 +1,17 @@
-"""One raw record's bytes -> a JSON object, or a reject with its reason code and detail: duplicate
-keys anywhere, depth, bad UTF-8, a value that is not an object."""
+"""One raw record's bytes -> a RawRecord of its JSON object, or a failed one with its reason code and
+detail: duplicate keys anywhere, depth, bad UTF-8, a value that is not an object."""
 
 from __future__ import annotations
 
 import json
 from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cook.errors import RejectReason
-from cook.sources.decode import decode_json_object
-from cook.types import RejectRecord
+from cook.errors import Rejected, RejectReason
+from cook.sources.decode import decode_record
 
 KEYS = st.sampled_from(["a", "b", 'q"uote', "back\\slash", "colon:", '": "x', "ключ", "😀", ""])
 VALUES = st.recursive(
@@ -22,8 +22,8 @@ VALUES = st.recursive(
 
 
 def outcome(data: bytes) -> tuple[str, Any]:
-    got = decode_json_object(data, "s#1", 10**9)
-    return (got.reason, got.detail) if isinstance(got, RejectRecord) else ("ok", got)
+    got = decode_record(data, "s#1", "a.jsonl", 10**9)
+    return ("ok", got.fields) if got.failure is None else (got.failure.reason, got.failure.detail)
 
 
 @settings(max_examples=300, deadline=None)
@@ -55,8 +55,8 @@ def test_what_json_accepts_decodes() -> None:
         (b'{"x": 1e400}', float("inf")),
     ):
         assert outcome(data) == ("ok", {"x": value})
-    nan = decode_json_object(b'{"x": NaN}', "s#1", 100)
-    assert isinstance(nan, dict) and nan["x"] != nan["x"]
+    nan = decode_record(b'{"x": NaN}', "s#1", "a.jsonl", 100).fields
+    assert nan["x"] != nan["x"]
 
 
 def test_reason_codes_and_details() -> None:
@@ -72,5 +72,17 @@ def test_reason_codes_and_details() -> None:
         RejectReason.BAD_JSON,
         "Unexpected UTF-8 BOM (decode using utf-8-sig): line 1 column 1 (char 0)",
     )
-    too_large = decode_json_object(b'{"a": 1}', "s#1", 7)
-    assert too_large == RejectRecord("s#1", RejectReason.TOO_LARGE, "8 bytes > input.max_record_bytes")
+    too_large = decode_record(b'{"a": 1}', "s#1", "a.jsonl", 7, hint="; a hint")
+    assert (too_large.source, too_large.fields, too_large.origin) == ("s#1", {}, "a.jsonl")
+    with pytest.raises(Rejected) as info:
+        too_large.read()
+    assert (info.value.reason, info.value.detail) == (
+        RejectReason.TOO_LARGE,
+        "8 bytes > input.max_record_bytes; a hint",
+    )
+
+
+def test_a_decoded_record_carries_its_members_and_reads_as_itself() -> None:
+    record = decode_record(b'{"a": 1}', "s#k", "s.tar", 100, {"k.jpg": b"JPEG"})
+    assert (record.fields, record.members, record.failure) == ({"a": 1}, {"k.jpg": b"JPEG"}, None)
+    assert record.read() is record

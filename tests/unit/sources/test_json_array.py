@@ -18,7 +18,7 @@ from cook.cli.main import main
 from cook.errors import RejectReason
 from cook.sources import SOURCES, list_inputs
 from cook.sources.jsonl import ARRAY_HINT
-from cook.types import RawRecord, RejectRecord
+from cook.types import RawRecord
 from tests.conftest import pipeline_dict
 
 
@@ -28,7 +28,7 @@ def chat(i: int) -> dict:
 
 def outcomes(path: Path, max_bytes: int = 1 << 20) -> list[tuple[str, str]]:
     return [
-        (o.source.rsplit("#", 1)[1], o.reason.value if isinstance(o, RejectRecord) else "ok")
+        (o.source.rsplit("#", 1)[1], "ok" if o.failure is None else o.failure.reason.value)
         for o in SOURCES["json"](str(path), max_bytes)
     ]
 
@@ -40,7 +40,7 @@ def test_pretty_printed_array_is_read_as_records(tmp_path: Path) -> None:
     assert list_inputs(str(path), "auto") == [(str(path), "json")]
     assert list_inputs(str(path), "jsonl") == [(str(path), "json")]  # a .json array is never read by line
     out = list(SOURCES["json"](str(path), 1 << 20))
-    assert all(isinstance(o, RawRecord) for o in out)
+    assert all(isinstance(o, RawRecord) and o.failure is None for o in out)
     assert [o.fields for o in out] == rows
     assert [o.source for o in out] == [f"{path}#{i}" for i in range(1, 6)]
     assert out[0].origin == str(path)
@@ -96,7 +96,7 @@ def test_edges(tmp_path: Path, text: bytes, expected: list) -> None:
 def test_truncated_and_trailing_details(tmp_path: Path) -> None:
     path = tmp_path / "a.json"
     path.write_bytes(b'[{"a": 1}, {"a": 2')
-    assert "truncated" in list(SOURCES["json"](str(path), 1 << 20))[1].detail  # type: ignore[union-attr]
+    assert "truncated" in list(SOURCES["json"](str(path), 1 << 20))[1].failure.detail  # type: ignore[union-attr]
 
 
 def test_json_lines_in_a_json_file_keep_jsonl_planning(tmp_path: Path) -> None:
@@ -144,11 +144,11 @@ def test_jsonl_that_looks_like_an_array_gets_a_hint(tmp_path: Path) -> None:
     path = tmp_path / "a.jsonl"
     path.write_text(json.dumps([chat(0), chat(1)], indent=2))
     out = list(SOURCES["jsonl"](str(path), 1 << 20))
-    assert out and all(isinstance(o, RejectRecord) and o.detail.endswith(ARRAY_HINT) for o in out)
+    assert out and all(o.failure is not None and o.failure.detail.endswith(ARRAY_HINT) for o in out)
     assert "looks like a JSON array" in ARRAY_HINT and "name the file .json" in ARRAY_HINT
     ok = tmp_path / "b.jsonl"
     ok.write_text(json.dumps(chat(0)) + "\n{bad\n")
-    assert [o.detail for o in SOURCES["jsonl"](str(ok), 1 << 20) if isinstance(o, RejectRecord)] == [
+    assert [o.failure.detail for o in SOURCES["jsonl"](str(ok), 1 << 20) if o.failure is not None] == [
         "Expecting property name enclosed in double quotes: line 1 column 2 (char 1)"
     ]
 

@@ -6,10 +6,15 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from cook.errors import ConfigError, RejectReason
+from cook.errors import ConfigError, Rejected, RejectReason
 from cook.sources import SOURCES, list_inputs
-from cook.types import RawRecord, RejectRecord
+from cook.types import RawRecord
 from tests.conftest import write_jsonl
+
+
+def reason(record: RawRecord) -> str:
+    """The reason a source could not read ``record``, "ok" when it could."""
+    return "ok" if record.failure is None else record.failure.reason
 
 
 def _tar(path: Path, members: list[tuple[str, bytes]], kinds: dict[str, bytes] | None = None) -> Path:
@@ -34,7 +39,7 @@ def test_jsonl_streams_with_line_sources_and_failures(tmp_path: Path) -> None:
     )
     out = list(SOURCES["jsonl"](str(path), 1 << 20))
     assert [o.source.rsplit("#", 1)[1] for o in out] == ["1", "2", "3", "5", "6", "7"]
-    kinds = [o.reason if isinstance(o, RejectRecord) else "ok" for o in out]
+    kinds = [reason(o) for o in out]
     assert kinds == [
         "ok",
         RejectReason.BAD_JSON,
@@ -43,16 +48,20 @@ def test_jsonl_streams_with_line_sources_and_failures(tmp_path: Path) -> None:
         RejectReason.BAD_JSON,
         "ok",
     ]
-    assert isinstance(out[0], RawRecord) and out[0].fields == {"x": 1} and out[0].origin == str(path)
+    assert out[0].fields == {"x": 1} and out[0].origin == str(path)
+    assert out[1].fields == {} and out[1].origin == str(path)
+    with pytest.raises(Rejected) as info:
+        out[1].read()
+    assert info.value.reason == RejectReason.BAD_JSON and info.value is out[1].failure
 
 
 def test_jsonl_size_checked_before_parse_and_deep_nesting(tmp_path: Path) -> None:
     deep = b"[" * 100_000 + b"]" * 100_000
     path = write_jsonl(tmp_path / "a.jsonl", [{"text": "x" * 500}, b'{"a": ' + deep + b"}"])
     out = list(SOURCES["jsonl"](str(path), 400))
-    assert [o.reason for o in out] == [RejectReason.TOO_LARGE, RejectReason.TOO_LARGE]
+    assert [reason(o) for o in out] == [RejectReason.TOO_LARGE, RejectReason.TOO_LARGE]
     out = list(SOURCES["jsonl"](str(path), 1 << 22))
-    assert isinstance(out[0], RawRecord) and out[1].reason == RejectReason.BAD_JSON
+    assert [reason(o) for o in out] == ["ok", RejectReason.BAD_JSON]
 
 
 def test_parquet_rows_streamed(tmp_path: Path) -> None:
@@ -67,7 +76,7 @@ def test_parquet_rows_streamed(tmp_path: Path) -> None:
 def test_parquet_unreadable_file_is_one_failure(tmp_path: Path) -> None:
     (tmp_path / "bad.parquet").write_bytes(b"PAR1 this is not parquet")
     out = list(SOURCES["parquet"](str(tmp_path / "bad.parquet"), 1 << 20))
-    assert len(out) == 1 and out[0].reason == RejectReason.BAD_ARCHIVE
+    assert [(o.source, reason(o)) for o in out] == [(f"{tmp_path / 'bad.parquet'}#<file>", RejectReason.BAD_ARCHIVE)]
 
 
 def test_wds_groups_members_and_rejects_unsafe(tmp_path: Path) -> None:
@@ -88,10 +97,10 @@ def test_wds_groups_members_and_rejects_unsafe(tmp_path: Path) -> None:
     by_source = {o.source.rsplit("#", 1)[1]: o for o in out}
     assert set(by_source) == {"s1", "s2", "../evil", "s4", "s5"}
     assert by_source["s1"].members == {"s1.jpg": b"JPEGDATA"}
-    assert by_source["s2"].reason == RejectReason.BAD_JSON
-    assert by_source["../evil"].reason == RejectReason.UNSAFE_MEMBER
-    assert by_source["s4"].reason == RejectReason.UNSAFE_MEMBER
-    assert by_source["s5"].reason == RejectReason.MISSING_FIELD
+    assert reason(by_source["s2"]) == RejectReason.BAD_JSON
+    assert reason(by_source["../evil"]) == RejectReason.UNSAFE_MEMBER
+    assert reason(by_source["s4"]) == RejectReason.UNSAFE_MEMBER
+    assert reason(by_source["s5"]) == RejectReason.MISSING_FIELD
 
 
 def test_wds_truncated_archive_keeps_earlier_samples(tmp_path: Path) -> None:
@@ -99,8 +108,8 @@ def test_wds_truncated_archive_keeps_earlier_samples(tmp_path: Path) -> None:
     data = path.read_bytes()
     path.write_bytes(data[: 512 * 9])
     out = list(SOURCES["wds"](str(path), 1 << 20))
-    assert isinstance(out[0], RawRecord)
-    assert out[-1].reason == RejectReason.BAD_ARCHIVE
+    assert reason(out[0]) == "ok"
+    assert out[-1].source.endswith("s.tar#<archive>") and reason(out[-1]) == RejectReason.BAD_ARCHIVE
 
 
 def test_list_inputs_sorted_and_errors(tmp_path: Path) -> None:

@@ -10,8 +10,9 @@ from typing import Any
 from hypothesis import strategies as st
 
 from cook.config import TokenizerConfig
+from cook.errors import Rejected
 from cook.tokenize import ChatTokenizer, tokenize_batch
-from cook.types import Conversation, RejectRecord, TextPart, TokenizedSample, Turn
+from cook.types import Conversation, TextPart, TokenizedSample, Turn
 from tests.conftest import DEMO_TOKENIZER, REPO
 
 TEMPLATES = REPO / "tests" / "assets" / "templates"
@@ -36,9 +37,13 @@ def family(name: str) -> Family:
     return Family(name, ChatTokenizer(path, chat_format="template"), AutoTokenizer.from_pretrained(path), generation)
 
 
-def cook_one(tok: ChatTokenizer, conv: Conversation, media: tuple = (), **cfg: Any) -> TokenizedSample | RejectRecord:
+def cook_one(tok: ChatTokenizer, conv: Conversation, media: tuple = (), **cfg: Any) -> TokenizedSample | Rejected:
+    """The sample of ``conv`` in template mode, or the ``Rejected`` its ``sample()`` raises."""
     config = TokenizerConfig(path="unused", **{"chat_format": "template", **cfg})
-    return tokenize_batch(tok, [conv], [media], config)[0]
+    try:
+        return tokenize_batch(tok, [conv], [media], config)[0].sample()
+    except Rejected as rejected:
+        return rejected
 
 
 def messages(conv: Conversation) -> list[dict[str, str]]:

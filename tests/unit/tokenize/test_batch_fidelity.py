@@ -19,10 +19,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from cook.config import TokenizerConfig
-from cook.tokenize import tokenize_batch
+from cook.tokenize import Tokenized, tokenize_batch
 from cook.tokenize.assemble import LayoutBuilder, TextRun
 from cook.tokenize.tokenizer import ChatTokenizer
-from cook.types import Conversation, RejectRecord, TextPart, TokenizedSample, Turn
+from cook.types import Conversation, TextPart, Turn
 from tests.conftest import REPO
 
 ASSETS = REPO / "tests" / "assets"
@@ -58,7 +58,7 @@ def _records(draw_texts: list[str], system: bool) -> list[tuple[str, str]]:
     return turns
 
 
-def _cook(path: str, chat_format: str, rows: list[list[tuple[str, str]]]) -> list[TokenizedSample | RejectRecord]:
+def _cook(path: str, chat_format: str, rows: list[list[tuple[str, str]]]) -> list[Tokenized]:
     tokenizer = _tokenizer(path, chat_format)
     config = TokenizerConfig(path=path, chat_format=chat_format, normalize_thinking=False)  # type: ignore[arg-type]
     convs = [_conversation(f"batch.jsonl#{k}", turns) for k, turns in enumerate(rows)]
@@ -75,8 +75,8 @@ def _tokenizer(path: str, chat_format: str) -> ChatTokenizer:
     return _TOKENIZERS[key]
 
 
-def _arrays(sample: TokenizedSample | RejectRecord) -> tuple[list[int], list[int]]:
-    assert isinstance(sample, TokenizedSample), sample
+def _arrays(tokenized: Tokenized) -> tuple[list[int], list[int]]:
+    sample = tokenized.sample()
     return sample.input_ids.tolist(), sample.loss_mask.tolist()
 
 

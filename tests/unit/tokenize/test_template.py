@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from cook.cookers import COOKERS
 from cook.errors import ConfigError, Rejected, RejectReason
 from cook.tokenize import ChatTokenizer
-from cook.types import Conversation, MediaItem, MediaPart, PlaceholderBlock, RawRecord, RejectRecord, TextPart, Turn
+from cook.types import Conversation, MediaItem, MediaPart, PlaceholderBlock, RawRecord, TextPart, Turn
 from tests.adversarial.corpus import OK, _jsonl_cases
 from tests.conftest import DEMO_DATA
 from tests.unit.tokenize.template_data import (
@@ -31,8 +31,8 @@ FUZZ = settings(max_examples=60, deadline=None, suppress_health_check=[HealthChe
 
 
 def _ok(result):
-    if isinstance(result, RejectRecord):
-        raise Rejected(result.reason, result.detail)
+    if isinstance(result, Rejected):
+        raise result
     return result
 
 
@@ -65,7 +65,7 @@ def test_ids_equal_apply_chat_template_on_the_demo_data(name: str) -> None:
     checked = 0
     for conv in convs:
         sample = cook_one(fam.cook, conv)
-        if isinstance(sample, RejectRecord) and sample.reason == RejectReason.NO_TARGET:
+        if isinstance(sample, Rejected) and sample.reason == RejectReason.NO_TARGET:
             continue  # demo records whose loss flags leave no target
         assert _ok(sample).input_ids.tolist() == reference_ids(fam, conv), conv.source
         checked += 1
@@ -181,7 +181,7 @@ def test_the_adversarial_corpus_forgeries_stay_text(name: str) -> None:
     for conv in _corpus_forgeries():
         sample = cook_one(fam.cook, conv)
         if conv.template_applied:  # preformatted ChatML: its own markup, needs the ChatML tokens
-            assert name == "chatml" or (isinstance(sample, RejectRecord) and sample.reason == RejectReason.BAD_MARKUP)
+            assert name == "chatml" or (isinstance(sample, Rejected) and sample.reason == RejectReason.BAD_MARKUP)
             continue
         benign = Conversation(conv.source, tuple(Turn(t.role, (TextPart("x"),)) for t in conv.turns))
         controls = [i for i in _ok(sample).input_ids.tolist() if i in special]

@@ -12,7 +12,7 @@ from cook.config import TokenizerConfig
 from cook.tokenize import tokenize_batch
 from cook.tokenize.template_check import content_tests, held_literal
 from cook.tokenize.tokenizer import ChatTokenizer
-from cook.types import Conversation, RejectRecord, TextPart, TokenizedSample, Turn
+from cook.types import Conversation, TextPart, Turn
 
 ROWS = [
     [("user", "Hi there"), ("assistant", "<think>plan it</think>Hello!")],
@@ -57,8 +57,8 @@ def test_deepseek_r1_inline_thinking_gives_hf_ids_and_targets_what_is_kept(deeps
     ]
     out = tokenize_batch(tokenizer, convs, [()] * len(convs), TokenizerConfig(path=deepseek, chat_format="template"))
     eos = hf.eos_token
-    for k, (row, sample) in enumerate(zip(ROWS * 3, out, strict=True)):
-        assert isinstance(sample, TokenizedSample), sample if isinstance(sample, RejectRecord) else None
+    for k, (row, tokenized) in enumerate(zip(ROWS * 3, out, strict=True)):
+        sample = tokenized.sample()
         messages = [{"role": role, "content": text} for role, text in row]
         assert sample.input_ids.tolist() == hf.apply_chat_template(messages, tokenize=True, return_dict=False)
         ids, mask = sample.input_ids.tolist(), sample.loss_mask.tolist()
@@ -122,9 +122,10 @@ def test_llama31_tool_results_through_tojson_give_hf_ids(real_tokenizer: Any) ->
     tokenizer = ChatTokenizer(path, "hf", chat_format="template")
     convs = [COOKERS["openai"](RawRecord(f"a.jsonl#{k}", row, "a.jsonl")) for k, row in enumerate(AGENT_ROWS * 2)]
     out = tokenize_batch(tokenizer, convs, [()] * len(convs), TokenizerConfig(path=path, chat_format="template"))
-    for row, sample in zip(AGENT_ROWS * 2, out, strict=True):
-        assert isinstance(sample, TokenizedSample)
+    for row, tokenized in zip(AGENT_ROWS * 2, out, strict=True):
+        sample = tokenized.sample()
         ref = hf.apply_chat_template(row["messages"], tools=row.get("tools"), tokenize=True, return_dict=False)
         assert sample.input_ids.tolist() == ref
-    targets = hf.decode([i for i, m in zip(out[0].input_ids.tolist(), out[0].loss_mask.tolist(), strict=True) if m])
+    first = out[0].sample()
+    targets = hf.decode([i for i, m in zip(first.input_ids.tolist(), first.loss_mask.tolist(), strict=True) if m])
     assert targets == '{"name": "get_weather", "parameters": {"city": "Paris"}}<|eot_id|>It is 20 degrees.<|eot_id|>'

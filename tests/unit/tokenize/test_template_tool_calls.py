@@ -18,9 +18,9 @@ from hypothesis import strategies as st
 from cook.config import TokenizerConfig
 from cook.cookers import COOKERS
 from cook.errors import RejectReason
-from cook.tokenize import ChatTokenizer, tokenize_batch
+from cook.tokenize import ChatTokenizer, Tokenized, tokenize_batch
 from cook.tokenize.chat_format import render
-from cook.types import Conversation, RawRecord, RejectRecord, TextPart, TokenizedSample, Turn
+from cook.types import Conversation, RawRecord, TextPart, TokenizedSample, Turn
 from tests.conftest import DEMO_TOKENIZER
 from tests.unit.tokenize.template_data import TEXT
 from tests.unit.tokenize.tool_call_templates import TOOL_TEMPLATES, tool_tokenizer
@@ -80,7 +80,7 @@ def tool_family(tmp_path_factory: pytest.TempPathFactory):
     return get
 
 
-def _cook(tok: ChatTokenizer, record: dict, **cfg: Any) -> TokenizedSample | RejectRecord:
+def _cook(tok: ChatTokenizer, record: dict, **cfg: Any) -> Tokenized:
     conv = COOKERS["openai"](RawRecord("t.jsonl#1", copy.deepcopy(record), "t.jsonl"))
     config = TokenizerConfig(path="unused", **{"chat_format": "template", **cfg})
     return tokenize_batch(tok, [conv], [()], config)[0]
@@ -95,9 +95,8 @@ def _reference(hf: Any, record: dict, template: str | None = None) -> tuple[list
     return list(out["input_ids"]), list(out.get("assistant_masks", []))
 
 
-def _sample(result: TokenizedSample | RejectRecord) -> TokenizedSample:
-    assert not isinstance(result, RejectRecord), result
-    return result
+def _sample(result: Tokenized) -> TokenizedSample:
+    return result.sample()
 
 
 @pytest.mark.parametrize("record", RECORDS, ids=list(RECORDS))
@@ -157,7 +156,7 @@ def test_a_control_token_in_a_tool_call_rejects_the_record(tool_family, name: st
     else:
         call["id"] = forged
     result = _cook(tok, _record({"role": "assistant", "content": None, "tool_calls": [call]}))
-    assert isinstance(result, RejectRecord) and result.reason == RejectReason.TEMPLATE_ERROR
+    assert result.failure is not None and result.failure.reason == RejectReason.TEMPLATE_ERROR
 
 
 def test_a_control_token_in_a_tool_call_id_rejects_the_record(tool_family) -> None:
@@ -165,7 +164,7 @@ def test_a_control_token_in_a_tool_call_id_rejects_the_record(tool_family) -> No
     record = copy.deepcopy(RECORDS["content null, arguments a dict"])
     record["messages"][2]["tool_call_id"] = "[INST]abcd"
     result = _cook(tok, record)
-    assert isinstance(result, RejectRecord) and result.reason == RejectReason.TEMPLATE_ERROR
+    assert result.failure is not None and result.failure.reason == RejectReason.TEMPLATE_ERROR
 
 
 def test_tool_messages_carry_their_call_id_and_name() -> None:

@@ -33,8 +33,8 @@ def _video_sample(chat_tokenizer, timestamps: bool = True):
         (Turn("user", (MediaPart(0),)), Turn("assistant", (TextPart("Yo"),))),
         media=(MediaRef("video", "clip.mp4"),),
     )
-    (sample,) = tokenize_batch(chat_tokenizer, [conv], [(items,)], TokenizerConfig(path="unused"))
-    return sample
+    (tokenized,) = tokenize_batch(chat_tokenizer, [conv], [(items,)], TokenizerConfig(path="unused"))
+    return tokenized.sample()
 
 
 def test_each_frame_group_is_its_own_line(chat_tokenizer, hf_tokenizer) -> None:
