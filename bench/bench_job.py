@@ -61,6 +61,7 @@ TEXT_UNIT_BYTES = 4 * 2**20  # ~110 units of the 1280-copy corpus for the actors
 BARE_TEXT_REPEATS = 3  # one process, CPU time: steadier than the jobs, and ~100 s a pass
 PATCH_PX = 16
 IMAGE_SETS = ("--set", "input.format=wds", "--set", "cooker=llava", "--set", "packing.seq_len=16384")
+IMAGE_SETS += ("--set", "ray.direct_io=true")  # O_DIRECT shard writes: the switch that pays on images (SCALING.md)
 TEXT_SETS = ("--set", f"input.unit_bytes={TEXT_UNIT_BYTES}")
 SINGLE_THREAD_ENV = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
 WINDOW = 256  # the windowed image run: packing.buffer_size, so that windows close during the job
@@ -464,12 +465,15 @@ start-up (imports, Ray start, tokenizer load, manifest) cancels; the small run h
 units as the most actors, so both runs start the same actors (cook starts one per unit at most);
 median of {repeats["images"]} repeats for images and {repeats["text"]} for text, the runs interleaved; each ratio is
 of the medians. Ray runs use cook's defaults: an embedded local Ray, `--workers N` actors, staged
-samples under the output directory (every run here packs in windows).
+samples under the output directory (every run here packs in windows). Image jobs set
+`ray.direct_io=true` (shards written with `O_DIRECT`; off by default, where an in-process image job
+took ~1.5x the CPU: docs/SCALING.md); text jobs use the default buffered writes.
 
 - **Images**: {SMALL_IMAGES + image_fig.records:,} vs {SMALL_IMAGES} photo-like JPEGs ({mb["images"]:.1f} MB marginal),
   640x480 .. 1600x1184 with sides multiples of 32 px (native patch grid: decode + patchify, no
   resize), as a LLaVA WebDataset of {IMAGES_PER_TAR} samples per tar (one work unit each):
-  `cook run pipelines/omni_sft.yaml --set input.format=wds --set cooker=llava --set packing.seq_len=16384`;
+  `cook run pipelines/omni_sft.yaml --set input.format=wds --set cooker=llava --set packing.seq_len=16384
+  --set ray.direct_io=true`;
   0 records rejected. Baseline: Pillow `Image.open(BytesIO).convert("RGB")`, `np.asarray` and the
   uint8 [P, 768] 16x16 patch copy, in one process. The same loop runs again in forked processes,
   once in one process and once split over two, which gives the speed-up the
