@@ -98,7 +98,7 @@ class PackedBatch(Batch):
         """Pickling, as a loader worker's batch is sent to the main process: the CPU tensors up to
         ``INLINE_BYTES`` travel as NumPy arrays inside the pickle stream (one copy each way) rather
         than torch's default of one shared-memory segment plus one file descriptor passed per tensor
-        (about 0.4 ms each, nine per batch, measured in bench_reader); larger ones (media) keep
+        (nine per batch; docs/SCALING.md has bench_reader's figure); larger ones (media) keep
         torch's shared memory. Unpickled, they are tensors again, of the same dtypes and shapes."""
         state = {f.name: _to_wire(getattr(self, f.name)) for f in dataclasses.fields(self)}
         return (_from_wire, (type(self), state))

@@ -156,8 +156,8 @@ class GigatokenEncoder:
 
     def reset(self, force: bool = False) -> None:
         """Drop the pretoken cache (it grows with every distinct word) by rebuilding the encoder, once
-        ``RESET_CHARS`` have been encoded since the last rebuild (or when forced). A rebuild costs
-        ~8 ms: after every 1 MB unit it was a fifth of a text job's CPU."""
+        ``RESET_CHARS`` have been encoded since the last rebuild (or when forced): a rebuild is not free,
+        so it is not done after every unit (docs/SCALING.md)."""
         if force or self._chars >= RESET_CHARS:
             self._tokenizer = self._load(self._json)
             self._chars = 0
