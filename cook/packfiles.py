@@ -430,24 +430,3 @@ def find_pack(root: str, index: int) -> tuple[str, RawPack] | None:
                 if start:
                     break
     return None
-
-
-def find_source(root: str, source: str) -> int | None:
-    """Index of the pack holding ``source`` (exact, else the first source ending with it); None if none."""
-    suffix_match: int | None = None
-    for _, raw in iter_packs(root, skip=ONLY_META):
-        try:
-            body = json.loads(bytes(raw.members.get(fmt.META, b"{}")))
-        except ValueError:
-            continue  # an unreadable meta.json holds no findable source; cook validate reports it
-        sequences = body.get("sequences", []) if isinstance(body, dict) else []
-        names = [s.get("source", "") for s in sequences if isinstance(s, dict)]
-        digits = raw.key.removeprefix(fmt.PACK_KEY_PREFIX)
-        if not digits.isdigit():
-            continue
-        index = int(digits)
-        if source in names:
-            return index
-        if suffix_match is None and any(str(name).endswith(source) for name in names):
-            suffix_match = index
-    return suffix_match

@@ -22,11 +22,6 @@ from cook.validate.digests import source_digests
 from cook.validate.problems import Code, Problem
 
 
-def source_digest(source: str) -> int:
-    """``digests.source_digests`` of one source."""
-    return int(source_digests([source])[0])
-
-
 @dataclass(slots=True)
 class Rejects:
     """What ``rejects.jsonl`` holds: its line count (None when absent), sources, reasons, problems."""

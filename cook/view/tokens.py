@@ -19,9 +19,6 @@ class TokenView:
     controls: Mapping[int, str] = field(default_factory=dict)  # id -> token text, drawn as a chip
     pad_id: int | None = None
 
-    def control_id(self, token: str) -> int | None:
-        return next((i for i, name in self.controls.items() if name == token), None)
-
 
 def from_tokenizer(tokenizer: Any) -> TokenView:
     """Chips for cook's control tokens, the pad token and every special token the tokenizer declares."""

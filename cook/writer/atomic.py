@@ -8,7 +8,6 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
-import shutil
 from collections.abc import Iterator
 from typing import BinaryIO
 
@@ -71,8 +70,3 @@ def _open_for_write(path: str, direct: bool) -> int:
 def atomic_write(path: str, data: bytes | str) -> None:
     with atomic_open(path) as handle:
         handle.write(data.encode("utf-8") if isinstance(data, str) else data)
-
-
-def atomic_copy(source: str, path: str) -> None:
-    with atomic_open(path) as handle, open(source, "rb") as src:
-        shutil.copyfileobj(src, handle)
