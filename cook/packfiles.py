@@ -23,7 +23,6 @@ from __future__ import annotations
 import enum
 import hashlib
 import io
-import json
 import math
 import os
 import re
@@ -34,6 +33,7 @@ from typing import Any, Final
 import numpy as np
 
 from cook import format as fmt
+from cook.manifest import load_manifest
 
 BLOCK: Final = 512
 CHUNK_BYTES: Final = 1 << 20
@@ -98,6 +98,7 @@ class _Chunks:
     handle: io.FileIO
     hasher: Any  # hashlib.sha256 or None
     start: int
+    file_end: int  # the file's size: no view reaches past it (a corrupt size field asks for anything)
     end: int = 0
     data: memoryview = field(default_factory=lambda: memoryview(b""))
     bytes_read: int = 0
@@ -108,6 +109,7 @@ class _Chunks:
     def view(self, offset: int, size: int) -> memoryview:
         """``size`` bytes at ``offset`` (>= ``start``), fewer only at EOF."""
         if offset + size > self.end:
+            size = max(0, min(size, self.file_end - offset))
             self._fill(offset, size)
             size = min(size, self.end - offset)
         at = offset - self.start
@@ -170,7 +172,8 @@ class ShardWalk:
         assert not (self.skip and self.hash_bytes), "skipped members cannot be hashed"
         with open(self.path, "rb", buffering=0) as handle:
             handle.seek(start_offset)
-            chunks = _Chunks(handle, self._hasher if self.hash_bytes else None, start_offset)
+            hasher = self._hasher if self.hash_bytes else None
+            chunks = _Chunks(handle, hasher, start_offset, os.fstat(handle.fileno()).st_size)
             try:
                 yield from self._walk(chunks, start_offset)
             finally:
@@ -392,9 +395,7 @@ class ShardSpan:
 
 def shard_spans(root: str) -> list[ShardSpan]:
     """The manifest's shards in order (name, first pack index, packs)."""
-    with open(os.path.join(root, fmt.MANIFEST_NAME), encoding="utf-8") as handle:
-        manifest = json.load(handle)
-    return [ShardSpan(s["name"], int(s["first_pack"]), int(s["packs"])) for s in manifest.get("shards", [])]
+    return [ShardSpan(s.name, s.first_pack, s.packs) for s in load_manifest(root).shards]
 
 
 def iter_packs(root: str, skip: frozenset[str] = frozenset()) -> Iterator[tuple[str, RawPack]]:

@@ -29,7 +29,7 @@ from typing import Any
 
 from cook import format as fmt
 from cook.errors import ConfigError
-from cook.manifest import Manifest
+from cook.manifest import Manifest, load_manifest
 from cook.runner.resume import RunIdentity, RunState, finished_differences, state_from_json, state_json
 from cook.writer.atomic import atomic_write
 from cook.writer.dataset import DatasetWriter
@@ -133,7 +133,7 @@ class OutputDir:
 
     def _finished_differences(self) -> list[str]:
         try:
-            manifest = _read_json(self._manifest)
+            manifest = load_manifest(self.path)
             record = _read_json(os.path.join(self.path, fmt.RUN_RECORD_NAME))
         except FileNotFoundError:  # a run by a cook that wrote no record: its inputs are unknown
             return [f"no {fmt.RUN_RECORD_NAME} records its input files"]

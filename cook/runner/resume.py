@@ -31,7 +31,7 @@ from cook import __version__
 from cook import format as fmt
 from cook.config import PipelineConfig
 from cook.contract import tokenizer_files_sha256
-from cook.manifest import ShardInfo
+from cook.manifest import Manifest, ShardInfo
 from cook.packing.metrics import PackingStats
 from cook.runner.units import Unit
 
@@ -147,16 +147,16 @@ def run_identity(config: PipelineConfig, units: list[Unit]) -> RunIdentity:
     )
 
 
-def finished_differences(manifest: dict[str, Any], record: dict[str, Any], identity: RunIdentity) -> list[str]:
+def finished_differences(manifest: Manifest, record: dict[str, Any], identity: RunIdentity) -> list[str]:
     """How the finished run of ``manifest`` and run ``record`` (``format.RUN_RECORD_NAME``) differs from
     ``identity``'s run; empty when it is the same run."""
     differences = []
-    if manifest.get("cook_version") != __version__:
-        differences.append(f"made by cook {manifest.get('cook_version')}, this is cook {__version__}")
-    keys = _differing_keys(_without_ray(manifest.get("pipeline", {})), identity.pipeline)
+    if manifest.cook_version != __version__:
+        differences.append(f"made by cook {manifest.cook_version}, this is cook {__version__}")
+    keys = _differing_keys(_without_ray(dict(manifest.pipeline)), identity.pipeline)
     if keys:
         differences.append(f"{_some(keys)} {'differs' if len(keys) == 1 else 'differ'}")
-    if manifest.get("tokenizer", {}).get("sha256") != tokenizer_files_sha256(identity.tokenizer_path):
+    if dict(manifest.tokenizer.sha256) != tokenizer_files_sha256(identity.tokenizer_path):
         differences.append(f"the tokenizer files in {identity.tokenizer_path} differ")
     differences.extend(_input_differences(record.get("inputs", []), identity.inputs))
     if not differences and record.get("fingerprint") != identity.fingerprint:

@@ -21,6 +21,7 @@ from cook.runner.output_dir import STATE_NAME, OutputDir, OutputLock, stage_dir
 from cook.runner.plan import plan_units
 from cook.runner.resume import RunIdentity, RunState, run_identity, state_json
 from tests.conftest import DEMO_TOKENIZER, pipeline_dict, write_jsonl
+from tests.unit.test_manifest import MANIFEST
 
 ROWS = [
     {"messages": [{"role": "user", "content": f"q{i}"}, {"role": "assistant", "content": f"a{i}"}]} for i in range(4)
@@ -57,12 +58,13 @@ def _names(root: Path) -> list[str]:
 def _finished(out: Path, identity: RunIdentity) -> None:
     """A finished run's files, as far as opening reads them: manifest, run record, shard, rejects."""
     out.mkdir()
-    manifest = {
-        "cook_version": __version__,
-        "pipeline": identity.pipeline,
-        "tokenizer": {"sha256": tokenizer_files_sha256(str(DEMO_TOKENIZER))},
-    }
-    (out / fmt.MANIFEST_NAME).write_text(json.dumps(manifest))
+    manifest = replace(
+        MANIFEST,
+        pipeline=identity.pipeline,
+        tokenizer=replace(MANIFEST.tokenizer, sha256=tokenizer_files_sha256(str(DEMO_TOKENIZER))),
+        cook_version=__version__,
+    )
+    (out / fmt.MANIFEST_NAME).write_text(json.dumps(manifest.to_dict()))
     OutputDir(str(out), identity).write_run_record()
     (out / fmt.NV_META_DIR).mkdir()
     for name in (fmt.REJECTS_NAME, fmt.shard_name(0), fmt.shard_name(0) + fmt.INDEX_SUFFIX):

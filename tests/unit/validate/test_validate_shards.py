@@ -7,14 +7,17 @@ import hashlib
 import io
 import json
 import tarfile
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from cook import format as fmt
+from cook.manifest import ShardInfo
 from cook.packfiles import ShardWalk, find_pack
 from cook.validate.nv_meta import expand_braces, split_shards
 from cook.validate.scan import FAULT_CODES, check_index
+from tests.unit.test_manifest import MANIFEST
 from tests.unit.validate.packs_data import build, members, multimodal_members, sequence, write_tar
 
 
@@ -129,8 +132,8 @@ def test_index_missing_or_wrong(tmp_path: Path) -> None:
 
 def test_find_pack_seeks_through_the_index(tmp_path: Path) -> None:
     _shard(tmp_path)
-    shards = [{"name": fmt.shard_name(0), "first_pack": 0, "packs": 3}]
-    (tmp_path / fmt.MANIFEST_NAME).write_text(json.dumps({"shards": shards}))
+    shard = ShardInfo(fmt.shard_name(0), packs=3, first_pack=0, bytes=0, sha256="0" * 64)
+    (tmp_path / fmt.MANIFEST_NAME).write_text(json.dumps(replace(MANIFEST, shards=(shard,)).to_dict()))
     found = find_pack(str(tmp_path), 2)
     assert found is not None and found[1].key == fmt.pack_key(2)
     assert find_pack(str(tmp_path), 3) is None
