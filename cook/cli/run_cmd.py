@@ -88,8 +88,9 @@ def add_parser(sub: Any) -> None:
         "--workers",
         type=_workers_arg,
         default="auto",
-        help=f"cooking actors (overrides ray.num_actors); 0 cooks in-process; auto (default): in-process for a "
-        f"job of 1 work unit or under {AUTO_RAY_MIN_BYTES / 2**20:g} MiB of input, Ray (ray.num_actors) otherwise",
+        metavar="auto|N",
+        help=f"auto (default): in-process for a job of 1 work unit or under {AUTO_RAY_MIN_BYTES / 2**20:g} MiB of "
+        "input, else Ray with ray.num_actors actors; N: N Ray actors (overrides ray.num_actors); 0: in-process",
     )
     p.add_argument("--overwrite", action="store_true", help="replace a finished run in the output directory")
     p.add_argument("--quiet", action="store_true", help="no progress output")
