@@ -1,4 +1,10 @@
-"""``cook run PIPELINE.yaml [--input] [--output] [--set k=v ...] [--ray-address] [--workers N] [--overwrite]``.
+"""``cook run PIPELINE.yaml [--input] [--output] [--set k=v ...] [--ray-address] [--workers auto|N] [--overwrite]``.
+
+The executor: ``--workers 0`` cooks in-process, ``--workers N`` starts N Ray actors, and a Ray address
+(``--ray-address`` or ``ray.address``) joins that cluster. ``--workers auto`` (the default) reads the
+unit plan first: a job of one work unit, or of less than ``AUTO_RAY_MIN_BYTES`` of input, cooks
+in-process (Ray's start-up would outlast it), any other starts the embedded Ray with
+``ray.num_actors`` actors. One stderr line says which and why. The shards are the same bytes either way.
 
 Before any work: the pipeline is validated (``cook.config``), checked against the machine
 (``cook.cli.preflight``: media paths, tokenizer, output directory) and, with ``--ray-address``, the
@@ -26,7 +32,7 @@ import signal
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from cook.cli.preflight import preflight
@@ -34,11 +40,39 @@ from cook.config import PipelineConfig, load_config
 from cook.errors import ConfigError
 from cook.runner.driver import Executor
 from cook.runner.pipeline import ExecutorFactory, InterruptedAfterFinish, RunSummary, run_pipeline
+from cook.runner.plan import plan_units
 from cook.tokenize.tokenizer_files import needs_transformers
 
 TRUNCATION_WARN_SHARE = 0.01  # warn when more than this share of the packed records was truncated
 TOP_REASONS = 3
 INTERRUPTED_AFTER_FINISH = "interrupted after the run finished: the output is complete ({})"
+AUTO_RAY_MIN_BYTES = 256 * 2**20  # --workers auto: Ray only for 2+ work units of at least this much input
+
+
+@dataclass(frozen=True)
+class ExecutorChoice:
+    """What ``--workers auto`` picked: ``workers`` 0 cooks in-process, more starts Ray; ``reason`` is
+    the stderr line (without ``cook: ``)."""
+
+    workers: int
+    reason: str
+
+
+def choose_executor(units: int, input_bytes: int, num_actors: int) -> ExecutorChoice:
+    """``--workers auto`` without a Ray address: Ray (``num_actors`` actors) for a job of 2+ work units
+    and at least ``AUTO_RAY_MIN_BYTES`` of input, in-process for any other.
+
+    >>> choose_executor(1, 10 * 2**30, 2).reason
+    'in-process (1 work unit; Ray starts only for jobs of 2+ units and 256 MiB or more)'
+    """
+    threshold = f"{AUTO_RAY_MIN_BYTES / 2**20:g} MiB"
+    count = f"{units} work unit{'s' * (units != 1)}"
+    if units < 2:
+        return ExecutorChoice(0, f"in-process ({count}; Ray starts only for jobs of 2+ units and {threshold} or more)")
+    size = f"{count}, {input_bytes / 2**20:.1f} MiB of input"
+    if input_bytes < AUTO_RAY_MIN_BYTES:
+        return ExecutorChoice(0, f"in-process ({size}; Ray starts only for jobs of {threshold} or more)")
+    return ExecutorChoice(num_actors, f"Ray ({size}; in-process below 2 units or {threshold})")
 
 
 def add_parser(sub: Any) -> None:
@@ -50,11 +84,27 @@ def add_parser(sub: Any) -> None:
     p.add_argument(
         "--ray-address", help="join this Ray cluster (HOST:PORT, auto, ray://HOST[:PORT]) instead of an embedded one"
     )
-    p.add_argument("--workers", type=int, help="cooking actors (overrides ray.num_actors); 0 cooks in-process")
+    p.add_argument(
+        "--workers",
+        type=_workers_arg,
+        default="auto",
+        metavar="auto|N",
+        help=f"auto (default): in-process for a job of 1 work unit or under {AUTO_RAY_MIN_BYTES / 2**20:g} MiB of "
+        "input, else Ray with ray.num_actors actors; N: N Ray actors (overrides ray.num_actors); 0: in-process",
+    )
     p.add_argument("--overwrite", action="store_true", help="replace a finished run in the output directory")
     p.add_argument("--quiet", action="store_true", help="no progress output")
     p.add_argument("--json", action="store_true", help="print the run summary as one JSON object instead of a table")
     p.set_defaults(handler=handle)
+
+
+def _workers_arg(text: str) -> int | str:
+    if text == "auto":
+        return text
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected auto or an integer, got {text!r}") from None
 
 
 def executor_factory(address: str | None, workers: int, quiet: bool = True) -> ExecutorFactory:
@@ -136,7 +186,7 @@ def _overrides(args: argparse.Namespace) -> list[str]:
         overrides.append(f"input.path={args.input}")
     if args.output:
         overrides.append(f"output.dir={args.output}")
-    if args.workers is not None:
+    if isinstance(args.workers, int):
         if args.workers < 0:
             raise ConfigError("--workers: must be >= 0")
         if args.workers > 0:
@@ -192,7 +242,7 @@ def handle(args: argparse.Namespace) -> int:
     config = load_config(args.pipeline, _overrides(args))
     _import_libraries(config.tokenizer.path)
     preflight(config)
-    workers = 0 if args.workers == 0 else config.ray.num_actors
+    workers = pick_workers(args.workers, config, args.quiet)
     summary: RunSummary | None = None
     try:
         with joined_cluster(config, workers):
@@ -208,6 +258,20 @@ def handle(args: argparse.Namespace) -> int:
             raise  # work is left: cook.cli.main says to rerun the same command
         print(INTERRUPTED_AFTER_FINISH.format(config.output.dir), file=sys.stderr)
         return 130
+
+
+def pick_workers(requested: int | str, config: PipelineConfig, quiet: bool) -> int:
+    """The actors to start (0: in-process): ``--workers N`` as given, ``auto`` from the unit plan
+    (``choose_executor``, said on one stderr line) unless a Ray address is given."""
+    if requested == 0:
+        return 0
+    if requested != "auto" or config.ray.address is not None:
+        return config.ray.num_actors
+    units = plan_units(config.input)
+    choice = choose_executor(len(units), sum(unit.size_bytes for unit in units), config.ray.num_actors)
+    if not quiet:
+        print(f"cook: {choice.reason}", file=sys.stderr, flush=True)
+    return choice.workers
 
 
 def _report(summary: RunSummary, config: PipelineConfig, as_json: bool) -> int:
