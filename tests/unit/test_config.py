@@ -89,6 +89,15 @@ def test_a_bad_set_value_is_the_flags_not_the_files(tmp_path: Path, overrides: l
     assert str(info.value) == message
 
 
+def test_the_run_flags_set_values_as_given_and_errors_name_them(tmp_path: Path) -> None:
+    flags = {"output.dir": ("--output", "yes"), "input.path": ("--input", "1")}  # YAML would read True and 1
+    cfg = load_config(write(tmp_path, BASE), ["output.dir=elsewhere"], flags)
+    assert (cfg.output.dir, cfg.input.path) == ("yes", "1")
+    with pytest.raises(ConfigError) as info:
+        load_config(write(tmp_path, BASE), [], {"ray.num_actors": ("--workers", 0)})
+    assert str(info.value) == "--workers: 0 is less than the minimum of 1"
+
+
 def test_file_and_flag_errors_share_one_line(tmp_path: Path) -> None:
     path = write(tmp_path, {**BASE, "packing": {"pad_multiple": 0}})
     with pytest.raises(ConfigError) as info:
