@@ -20,8 +20,8 @@ $(STAMP): pyproject.toml
 cook: $(STAMP)
 	$(BIN)/cook run pipelines/demo.yaml --output out/demo --overwrite
 
-# Cooks the demo into out/demo unless it is current there (same pipeline, inputs, tokenizer and cook
-# version as recorded in out/demo/.train-demo.json), then SFT steps on CPU through cook.reader.
+# Cooks the demo into out/demo unless the same run finished there (cook run recognises it: `make cook`
+# then `make train-demo` cooks once), then SFT steps on CPU through cook.reader.
 train-demo: $(STAMP)
 	$(BIN)/python -m cook.train.demo --pipeline pipelines/demo.yaml --out out/demo
 

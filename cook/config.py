@@ -17,6 +17,7 @@ import dataclasses
 import difflib
 import types
 import typing
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -227,15 +228,20 @@ def pipeline_schema() -> dict[str, Any]:
 
 
 # ---------------------------------------------------------------- loading
+# A config problem: the keys it is about (the first is the one named; a relation names the others in its
+# text) and what is wrong.
+Problem = tuple[tuple[str, ...], str]
+
+
 # Keys a pipeline may still carry from an older cook: each is a config error that says what happens now.
 REMOVED_KEYS: dict[str, str] = {
     "ray.stage": "removed; cooked samples are always staged under output.dir (.cook-progress/stage), delete the key",
 }
 
 
-def _pop_removed(data: dict[str, Any]) -> list[str]:
+def _pop_removed(data: dict[str, Any]) -> list[Problem]:
     """Take the ``REMOVED_KEYS`` out of ``data`` (a copy's nested mappings are copied); -> their errors."""
-    found = []
+    found: list[Problem] = []
     for key, why in REMOVED_KEYS.items():
         *parents, name = key.split(".")
         node: Any = data
@@ -243,7 +249,7 @@ def _pop_removed(data: dict[str, Any]) -> list[str]:
             node = node.get(part) if isinstance(node, dict) else None
         if isinstance(node, dict) and name in node:
             del node[name]
-            found.append(f"{key}: {why}")
+            found.append(((key,), why))
     return found
 
 
@@ -262,8 +268,13 @@ def _error_path(error: Any) -> str:
     return ".".join(str(p) for p in error.absolute_path) or "<top level>"
 
 
-def config_from_dict(data: Any, origin: str = "pipeline") -> PipelineConfig:
-    """Validate a parsed pipeline mapping and build the frozen config; ``ConfigError`` lists all errors."""
+def config_from_dict(data: Any, origin: str = "pipeline", flags: Mapping[str, str] | None = None) -> PipelineConfig:
+    """Validate a parsed pipeline mapping and build the frozen config; ``ConfigError`` lists all errors.
+
+    ``flags`` maps the key paths a command-line flag wrote to that flag (``packing.seq_len`` -> ``--set
+    packing.seq_len``): an error at one of them (or below it) is the flag's, ``--set packing.seq_len:
+    'abc' is not of type 'integer'``, not ``origin``'s.
+    """
     import jsonschema
 
     if not isinstance(data, dict):
@@ -273,10 +284,32 @@ def config_from_dict(data: Any, origin: str = "pipeline") -> PipelineConfig:
     validator = jsonschema.Draft202012Validator(pipeline_schema())
     errors = sorted(validator.iter_errors(data), key=lambda e: (list(map(str, e.absolute_path)), e.message))
     if removed or errors:
-        raise ConfigError(f"{origin}: " + "; ".join([*removed, *(f"{_error_path(e)}: {_one_line(e)}" for e in errors)]))
+        raise _config_error(origin, [*removed, *(((_error_path(e),), _one_line(e)) for e in errors)], flags or {})
     config: PipelineConfig = _build(PipelineConfig, data)
-    _check_relations(config, origin)
+    problems = _relation_problems(config)
+    if problems:
+        raise _config_error(origin, problems, flags or {})
     return config
+
+
+def _config_error(origin: str, problems: list[Problem], flags: Mapping[str, str]) -> ConfigError:
+    """One line: the file's problems after ``origin: ``, then each flag's value's after the flag."""
+    in_file, by_flag = [], []
+    for keys, text in problems:
+        written = next(filter(None, (_written_by(key, flags) for key in keys)), None)
+        if written is None:
+            in_file.append(f"{keys[0]}: {text}")
+        else:
+            by_flag.append(
+                f"{flags[written]}: {text}" if written == keys[0] else f"{flags[written]}: {keys[0]}: {text}"
+            )
+    return ConfigError("; ".join([*([f"{origin}: " + "; ".join(in_file)] if in_file else []), *by_flag]))
+
+
+def _written_by(key: str, flags: Mapping[str, str]) -> str | None:
+    """The key path of ``flags`` that wrote ``key``: itself or the closest mapping above it; None: the file."""
+    written = [k for k in flags if key == k or key.startswith(f"{k}.")]
+    return max(written, key=len) if written else None
 
 
 _REGISTRY_KEYS = frozenset({"packing.algorithm"})  # enum keys named like a registry: unknown X; valid: ...
@@ -298,18 +331,22 @@ def _one_line(error: Any) -> str:
     return text
 
 
-def _check_relations(config: PipelineConfig, origin: str) -> None:
-    problems = []
+def _relation_problems(config: PipelineConfig) -> list[Problem]:
+    problems: list[Problem] = []
     p = config.packing
     if p.seq_len % p.pad_multiple:
-        problems.append(f"packing.seq_len: {p.seq_len} is not a multiple of packing.pad_multiple={p.pad_multiple}")
+        problems.append(
+            (
+                ("packing.seq_len", "packing.pad_multiple"),
+                f"{p.seq_len} is not a multiple of packing.pad_multiple={p.pad_multiple}",
+            )
+        )
     img, vid = config.media.image, config.media.video
     if img.min_patches > img.max_patches:
-        problems.append("media.image.min_patches: larger than media.image.max_patches")
+        problems.append((("media.image.min_patches", "media.image.max_patches"), "larger than media.image.max_patches"))
     if vid.min_frames > vid.max_frames:
-        problems.append("media.video.min_frames: larger than media.video.max_frames")
-    if problems:
-        raise ConfigError(f"{origin}: " + "; ".join(problems))
+        problems.append((("media.video.min_frames", "media.video.max_frames"), "larger than media.video.max_frames"))
+    return problems
 
 
 def _did_you_mean(name: str, valid: list[str]) -> str:
@@ -332,8 +369,8 @@ def _check_key_path(key: str) -> None:
         cls = typing.get_type_hints(cls)[part]
 
 
-def apply_override(data: dict[str, Any], assignment: str) -> None:
-    """Apply one ``--set key.path=value`` (value parsed as YAML) to the raw mapping, in place.
+def apply_override(data: dict[str, Any], assignment: str) -> str:
+    """Apply one ``--set key.path=value`` (value parsed as YAML) to the raw mapping, in place; -> the key path.
 
     The key path must name a key of the pipeline (``PipelineConfig``): ``--set packing.seqlen=1`` is
     ``--set packing.seqlen: unknown key (did you mean seq_len?)``, before the file's own keys are checked.
@@ -346,18 +383,27 @@ def apply_override(data: dict[str, Any], assignment: str) -> None:
         value = yaml.safe_load(raw) if raw else ""
     except yaml.YAMLError as err:
         raise ConfigError(f"--set {key}: value is not valid YAML ({err.__class__.__name__})") from None
+    _assign(data, key, value, f"--set {key}")
+    return key
+
+
+def _assign(data: dict[str, Any], key: str, value: Any, flag: str) -> None:
     node = data
     parts = key.split(".")
     for part in parts[:-1]:
         child = node.setdefault(part, {})
         if not isinstance(child, dict):
-            raise ConfigError(f"--set {key}: {part!r} is not a mapping")
+            raise ConfigError(f"{flag}: {part!r} is not a mapping")
         node = child
     node[parts[-1]] = value
 
 
-def load_config(path: str | Path, overrides: list[str] = ()) -> PipelineConfig:  # type: ignore[assignment]
-    """Read a pipeline YAML, apply ``--set`` overrides, validate. Relative paths stay as written."""
+def load_config(
+    path: str | Path, overrides: Sequence[str] = (), flags: Mapping[str, tuple[str, Any]] | None = None
+) -> PipelineConfig:
+    """Read a pipeline YAML, apply ``--set`` overrides, then ``flags`` (key path -> (flag, value), the
+    value taken as given: ``{"output.dir": ("--output", "out/x")}``), validate. An error in a value a
+    flag wrote names the flag. Relative paths stay as written."""
     path = Path(path)
     try:
         text = path.read_text(encoding="utf-8")
@@ -370,6 +416,8 @@ def load_config(path: str | Path, overrides: list[str] = ()) -> PipelineConfig: 
     data = {} if data is None else data
     if not isinstance(data, dict):
         raise ConfigError(f"{path}: the pipeline file must be a YAML mapping")
-    for assignment in overrides:
-        apply_override(data, assignment)
-    return config_from_dict(data, origin=str(path))
+    written = {key: f"--set {key}" for key in (apply_override(data, assignment) for assignment in overrides)}
+    for key, (flag, value) in (flags or {}).items():
+        _assign(data, key, value, flag)
+        written[key] = flag
+    return config_from_dict(data, origin=str(path), flags=written)

@@ -180,20 +180,21 @@ def nothing_packed(summary: RunSummary, config: PipelineConfig) -> str:
     )
 
 
-def _overrides(args: argparse.Namespace) -> list[str]:
-    overrides = list(args.overrides)
+def _flags(args: argparse.Namespace) -> dict[str, tuple[str, Any]]:
+    """The keys the run's own flags set: key path -> (flag, value as given)."""
+    flags: dict[str, tuple[str, Any]] = {}
     if args.input:
-        overrides.append(f"input.path={args.input}")
+        flags["input.path"] = ("--input", args.input)
     if args.output:
-        overrides.append(f"output.dir={args.output}")
+        flags["output.dir"] = ("--output", args.output)
     if isinstance(args.workers, int):
         if args.workers < 0:
             raise ConfigError("--workers: must be >= 0")
         if args.workers > 0:
-            overrides.append(f"ray.num_actors={args.workers}")
+            flags["ray.num_actors"] = ("--workers", args.workers)
     if args.ray_address:
-        overrides.append(f"ray.address={args.ray_address}")
-    return overrides
+        flags["ray.address"] = ("--ray-address", args.ray_address)
+    return flags
 
 
 @contextmanager
@@ -239,7 +240,7 @@ def already_finished(summary: RunSummary) -> str:
 
 
 def handle(args: argparse.Namespace) -> int:
-    config = load_config(args.pipeline, _overrides(args))
+    config = load_config(args.pipeline, args.overrides, _flags(args))
     _import_libraries(config.tokenizer.path)
     preflight(config)
     workers = pick_workers(args.workers, config, args.quiet)

@@ -11,33 +11,27 @@ MoE load-balancing term as trained, ``supervised`` the total effective aux weigh
 (``Σ scale_mb · P_mb / D``, exactly 1) and ``legacy`` the same with Megatron's scale 1 (``Σ P_mb / D``),
 ``tokens/s`` the tokens (padding included) of the step over its wall time, loader included.
 
-**Current** means: ``DIR/cook_manifest.json`` exists (a finished run) and ``DIR/.train-demo.json``,
-written after the cook, records the same sha256 of the pipeline file, of every input file (the
-input path, recursively) and of every tokenizer file, and the same cook version, as now. Anything
-else re-cooks with ``cook run PIPELINE --output DIR --overwrite --workers 0`` (in-process; the bytes
-are the same as with Ray actors). The reader checks the data contract (``expect``: the pipeline's
-tokenizer and ``seq_len``) before the first step.
+The demo is cooked by ``cook run PIPELINE --output DIR --workers 0`` (in-process; the bytes are the
+same as with Ray actors), which recognises the same run finished in ``DIR`` (its ``.cook-run.json`` and
+manifest: same pipeline, ray aside, inputs, tokenizer and cook version) and then changes nothing: a demo
+``make cook`` just cooked is reused as it is. A different run there (``cook run`` exits 2 and says how
+it differs) is replaced with ``--overwrite``. The reader checks the data contract (``expect``: the
+pipeline's tokenizer and ``seq_len``) before the first step.
 """
 
 from __future__ import annotations
 
 import argparse
-import glob
-import hashlib
 import json
-import os
 import subprocess
 import sys
 import time
-from pathlib import Path
-from typing import Any
+import warnings
 
 import torch
 import yaml
 from megatron.energon import WorkerConfig
 
-from cook import __version__
-from cook import format as fmt
 from cook.contract import Expectation
 from cook.manifest import load_manifest
 from cook.reader import make_loader, to_device
@@ -45,7 +39,9 @@ from cook.train.config import AUX_LOSS_SCALINGS, LOSS_NORMALIZATIONS, ModelConfi
 from cook.train.model import MoEDecoder
 from cook.train.step import StepResult, sft_step
 
-STAMP_NAME = ".train-demo.json"
+# Energon's loaders always ask torch's DataLoader for pinned memory, and torch warns on a machine without
+# an accelerator that nothing will be pinned; the demo trains on the CPU either way.
+PIN_MEMORY_WARNING = r"'pin_memory' argument is set as true but no accelerator is found"
 
 
 def step_line(step: int, result: StepResult, tokens_per_s: float) -> str:
@@ -57,54 +53,24 @@ def step_line(step: int, result: StepResult, tokens_per_s: float) -> str:
     )
 
 
-def _files(path: str) -> list[str]:
-    if os.path.isdir(path):
-        return sorted(str(p) for p in Path(path).rglob("*") if p.is_file())
-    return sorted(p for p in glob.glob(path) if os.path.isfile(p))
-
-
-def _digest(path: str) -> str:
-    """sha256 over the files at ``path`` (a file, directory or glob): names relative to it, and contents."""
-    hasher = hashlib.sha256()
-    root = path if os.path.isdir(path) else os.path.dirname(path)
-    for file in _files(path):
-        with open(file, "rb") as handle:
-            hasher.update(f"{os.path.relpath(file, root)}\0{hashlib.sha256(handle.read()).hexdigest()}\n".encode())
-    return hasher.hexdigest()
-
-
-def demo_stamp(pipeline: str) -> dict[str, str]:
-    """What makes a cooked demo current: the pipeline file, its inputs, its tokenizer, the cook version."""
-    with open(pipeline, encoding="utf-8") as handle:
-        data: dict[str, Any] = yaml.safe_load(handle)
-    return {
-        "cook_version": __version__,
-        "pipeline_sha256": _digest(pipeline),
-        "input_sha256": _digest(str(data["input"]["path"])),
-        "tokenizer_sha256": _digest(str(data["tokenizer"]["path"])),
-    }
-
-
-def is_current(out_dir: str, pipeline: str) -> bool:
-    stamp = os.path.join(out_dir, STAMP_NAME)
-    if not (os.path.isfile(os.path.join(out_dir, fmt.MANIFEST_NAME)) and os.path.isfile(stamp)):
-        return False
-    with open(stamp, encoding="utf-8") as handle:
-        recorded: dict[str, str] = json.load(handle)
-    return recorded == demo_stamp(pipeline)
-
-
 def ensure_cooked(out_dir: str, pipeline: str) -> bool:
-    """Cook ``pipeline`` into ``out_dir`` unless it is current there; returns True when it was reused."""
-    if is_current(out_dir, pipeline):
-        reason = "current: same pipeline, inputs, tokenizer, cook version"
-        print(f"train-demo: reusing {out_dir} ({reason})", file=sys.stderr)
+    """Cook ``pipeline`` into ``out_dir`` unless the same run finished there; True when it was reused."""
+    command = [sys.executable, "-m", "cook.cli.main", "run", pipeline, "--output", out_dir, "--workers", "0"]
+    first = subprocess.run([*command, "--quiet", "--json"], capture_output=True, text=True)
+    if first.returncode == 0 and json.loads(first.stdout)["already_finished"]:
+        print(f"train-demo: reusing {out_dir} (cook run: the same run finished there)", file=sys.stderr)
         return True
-    print(f"train-demo: cooking {pipeline} into {out_dir}", file=sys.stderr)
-    command = [sys.executable, "-m", "cook.cli.main", "run", pipeline, "--output", out_dir, "--overwrite"]
-    subprocess.run([*command, "--workers", "0", "--quiet"], check=True, stdout=subprocess.DEVNULL)
-    with open(os.path.join(out_dir, STAMP_NAME), "w", encoding="utf-8") as handle:
-        json.dump(demo_stamp(pipeline), handle, indent=2, sort_keys=True)
+    if first.returncode == 2:  # another run is there (cook run's line says how it differs), or a config error
+        why = first.stderr.strip().splitlines()[-1].removeprefix("cook: error: ") if first.stderr.strip() else ""
+        print(f"train-demo: cooking {pipeline} into {out_dir} with --overwrite ({why})", file=sys.stderr)
+        second = subprocess.run([*command, "--quiet", "--overwrite"], stdout=subprocess.DEVNULL)
+        if second.returncode:
+            sys.exit(second.returncode)
+    else:
+        sys.stderr.write(first.stderr)
+        if first.returncode:
+            sys.exit(first.returncode)
+    print(f"train-demo: cooked {pipeline} into {out_dir}", file=sys.stderr)
     return False
 
 
@@ -137,12 +103,15 @@ def main(argv: list[str] | None = None) -> int:
     config = TrainConfig(moe_aux_loss_scaling=args.scaling, loss_normalization=args.loss_normalization)
     optimizer = torch.optim.AdamW(model.parameters(), lr=config.lr)
     worker_config = WorkerConfig(rank=0, world_size=1, num_workers=0)
-    batches = iter(make_loader(args.out, batch_size=args.batch_size, worker_config=worker_config, expect=expect))
-    for step in range(1, args.steps + 1):
-        start = time.perf_counter()
-        micro_batches = [to_device(next(batches), "cpu") for _ in range(args.micro_batches)]
-        result = sft_step(model, optimizer, micro_batches, config)
-        print(step_line(step, result, result.tokens / (time.perf_counter() - start)), flush=True)
+    loader = make_loader(args.out, batch_size=args.batch_size, worker_config=worker_config, expect=expect)
+    with warnings.catch_warnings():  # the loader starts on the first next()
+        warnings.filterwarnings("ignore", PIN_MEMORY_WARNING, UserWarning, r"torch\.utils\.data\.dataloader")
+        batches = iter(loader)
+        for step in range(1, args.steps + 1):
+            start = time.perf_counter()
+            micro_batches = [to_device(next(batches), "cpu") for _ in range(args.micro_batches)]
+            result = sft_step(model, optimizer, micro_batches, config)
+            print(step_line(step, result, result.tokens / (time.perf_counter() - start)), flush=True)
     return 0
 
 

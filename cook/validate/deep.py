@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import sys
+import warnings
 from collections import Counter
 from typing import Any
 
@@ -22,6 +23,9 @@ from cook.validate.problems import Code, Problem
 from cook.validate.scan import pack_digest
 
 MAX_LISTED = 5
+# Energon's loaders always ask torch's DataLoader for pinned memory, and torch warns on a machine without
+# an accelerator that nothing will be pinned; the load here copies nothing to a device either way.
+PIN_MEMORY_WARNING = r"'pin_memory' argument is set as true but no accelerator is found"
 
 
 def _problem(detail: str, key: str = "") -> Problem:
@@ -57,7 +61,8 @@ def load_digests(root: str) -> Counter[tuple[str, str]]:
     from megatron.energon import WorkerConfig, get_loader, get_train_dataset
 
     seen: Counter[tuple[str, str]] = Counter()
-    with contextlib.redirect_stdout(sys.stderr):  # Energon may print; stdout is reserved for --json
+    with contextlib.redirect_stdout(sys.stderr), warnings.catch_warnings():  # stdout is reserved for --json
+        warnings.filterwarnings("ignore", PIN_MEMORY_WARNING, UserWarning, r"torch\.utils\.data\.dataloader")
         dataset = get_train_dataset(
             root,
             batch_size=1,

@@ -338,6 +338,7 @@ def test_truncation_is_reported(tmp_path: Path, capsys: pytest.CaptureFixture[st
         ),
         (["--set", f"packing.seq_len={10**12}"], {}, "packing.seq_len: 1000000000000 is greater than the maximum"),
         (["--set", "packing.seqlen=1"], {}, "--set packing.seqlen: unknown key (did you mean seq_len?)"),
+        (["--set", "packing.seq_len=abc"], {}, "cook: error: --set packing.seq_len: 'abc' is not of type 'integer'"),
         (["--output", "/proc/x"], {}, "output.dir (--output): '/proc/x' cannot be created in '/proc'"),
     ],
 )

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 
@@ -68,6 +69,14 @@ def test_the_cooked_dataset_loads(cooked: Path, capsys: pytest.CaptureFixture[st
     assert len(list(cooked.glob("*.tar"))) > 2
     assert _validate(cooked, capsys) == (0, set())
     assert not _energon_fails(cooked)
+
+
+def test_deep_validation_prints_no_pin_memory_warning(cooked: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Energon's loader asks torch for pinned memory; without an accelerator torch would warn on each load."""
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        assert _validate(cooked, capsys, "--deep") == (0, set())
+    assert [str(w.message) for w in seen if "pin_memory" in str(w.message)] == []
 
 
 def test_a_run_that_rejected_every_record(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

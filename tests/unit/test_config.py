@@ -64,6 +64,50 @@ def test_a_set_typo_is_the_flags_not_the_files(tmp_path: Path) -> None:
     assert str(info.value) == "--set packing.seqlen: unknown key (did you mean seq_len?)"
 
 
+@pytest.mark.parametrize(
+    ("overrides", "message"),
+    [
+        (["packing.seq_len=abc"], "--set packing.seq_len: 'abc' is not of type 'integer'"),
+        (["packing.seq_len=[1]"], "--set packing.seq_len: [1] is not of type 'integer'"),
+        (["packing.seq_len=0"], "--set packing.seq_len: 0 is less than the minimum of 1"),
+        (["packing.seq_len=1001"], "--set packing.seq_len: 1001 is not a multiple of packing.pad_multiple=8"),
+        (
+            ["packing.pad_multiple=3"],
+            "--set packing.pad_multiple: packing.seq_len: 8192 is not a multiple of packing.pad_multiple=3",
+        ),
+        (["packing={seq_len: abc}"], "--set packing: packing.seq_len: 'abc' is not of type 'integer'"),
+        (
+            ["media.video.max_frames=4"],
+            "--set media.video.max_frames: media.video.min_frames: larger than media.video.max_frames",
+        ),
+        (["ray.connect_timeout_s=0"], "--set ray.connect_timeout_s: 0 is less than or equal to the minimum of 0"),
+    ],
+)
+def test_a_bad_set_value_is_the_flags_not_the_files(tmp_path: Path, overrides: list, message: str) -> None:
+    with pytest.raises(ConfigError) as info:
+        load_config(write(tmp_path, BASE), overrides)
+    assert str(info.value) == message
+
+
+def test_the_run_flags_set_values_as_given_and_errors_name_them(tmp_path: Path) -> None:
+    flags = {"output.dir": ("--output", "yes"), "input.path": ("--input", "1")}  # YAML would read True and 1
+    cfg = load_config(write(tmp_path, BASE), ["output.dir=elsewhere"], flags)
+    assert (cfg.output.dir, cfg.input.path) == ("yes", "1")
+    with pytest.raises(ConfigError) as info:
+        load_config(write(tmp_path, BASE), [], {"ray.num_actors": ("--workers", 0)})
+    assert str(info.value) == "--workers: 0 is less than the minimum of 1"
+
+
+def test_file_and_flag_errors_share_one_line(tmp_path: Path) -> None:
+    path = write(tmp_path, {**BASE, "packing": {"pad_multiple": 0}})
+    with pytest.raises(ConfigError) as info:
+        load_config(path, ["ray.num_actors=0"])
+    assert str(info.value) == (
+        f"{path}: packing.pad_multiple: 0 is less than the minimum of 1; "
+        "--set ray.num_actors: 0 is less than the minimum of 1"
+    )
+
+
 REMOVED_STAGE = (
     "ray.stage: removed; cooked samples are always staged under output.dir (.cook-progress/stage), delete the key"
 )
