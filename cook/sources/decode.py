@@ -1,7 +1,8 @@
 """Bytes of one raw record -> ``RawRecord``, with every failure mapped to a reason code.
 
 The standard ``json`` module parses, with an ``object_pairs_hook`` that rejects duplicate keys (which
-value would win is ambiguous). A record that does not decode is a failed ``RawRecord`` in its place
+value would win is ambiguous); ``parse_json`` is that one rule, which the Parquet source applies to
+its JSON-text cells too. A record that does not decode is a failed ``RawRecord`` in its place
 (``RawRecord.failed``): its ``read()`` raises the reject.
 """
 
@@ -22,6 +23,15 @@ def _reject_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
         dup = next(k for k, _ in pairs if k in seen or seen.add(k))  # type: ignore[func-returns-value]
         raise ValueError(f"duplicate key {dup!r}")
     return out
+
+
+def parse_json(text: str) -> Any:
+    """The JSON value ``text`` holds. Raises ``ValueError`` with the reason: invalid JSON, a duplicate
+    key at any depth, nesting too deep for the parser."""
+    try:
+        return json.loads(text, object_pairs_hook=_reject_duplicates)
+    except RecursionError:
+        raise ValueError("JSON nested too deeply") from None
 
 
 def decode_record(
@@ -46,9 +56,7 @@ def decode_record(
     except UnicodeDecodeError as err:
         return RawRecord.failed(source, origin, RejectReason.BAD_UTF8, f"invalid UTF-8 at byte {err.start}{hint}")
     try:
-        value = json.loads(text, object_pairs_hook=_reject_duplicates)
-    except RecursionError:
-        return RawRecord.failed(source, origin, RejectReason.BAD_JSON, f"JSON nested too deeply{hint}")
+        value = parse_json(text)
     except ValueError as err:
         return RawRecord.failed(source, origin, RejectReason.BAD_JSON, f"{str(err)[:200]}{hint}")
     if not isinstance(value, dict):
