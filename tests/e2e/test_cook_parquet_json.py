@@ -11,6 +11,7 @@ from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+import pytest
 import yaml
 
 from cook import format as fmt
@@ -96,3 +97,12 @@ def test_a_row_whose_json_text_does_not_decode_is_bad_json(tmp_path: Path) -> No
     assert (counts["records_in"], counts["sources_packed"], counts["records_rejected"]) == (4, 2, 2)
     assert counts["records_in"] == counts["sources_packed"] + counts["records_rejected"]
     assert manifest["rejects_by_reason"] == {"bad_json": 2}
+
+
+def test_the_reference_check_reads_json_text_columns(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``cook validate --reference`` decodes the same JSON-text columns itself: every row is checked."""
+    out = _cook(tmp_path, "text", [_as_text(chat) for chat in CHATS])
+    capsys.readouterr()
+    assert main(["validate", str(out), "--json", "--quiet", "--jobs", "1", "--reference", "100"]) == 0
+    ref = json.loads(capsys.readouterr().out)["reference"]
+    assert (ref["checked"], ref["matched"], ref["not_checkable_reasons"]) == (12, 12, {})

@@ -131,7 +131,7 @@ class InputFiles:
             if row < first + rows:
                 if (path, group) not in self._groups:
                     self._groups = {(path, group): parquet.read_row_group(group).to_pylist()}  # one group cached
-                return dict(self._groups[(path, group)][row - first])
+                return _json_text_columns(dict(self._groups[(path, group)][row - first]))
             first += rows
         raise NotCheckable(f"the file has no row {row}")
 
@@ -239,3 +239,21 @@ def _with_targets(messages: Sequence[tuple[RefMessage, Any]], train_on: str) -> 
             target = train_on == "all_assistant" or i == last
         out.append(dataclasses.replace(message, target=target))
     return tuple(out)
+
+
+JSON_TEXT_COLUMNS = ("messages", "conversations", "tools")  # SPEC §4: Parquet may store these as JSON text
+
+
+def _json_text_columns(row: dict[str, Any]) -> dict[str, Any]:
+    """A Parquet row as its record: the columns SPEC §4 allows as JSON text (and each message's
+    ``tool_calls``) decoded, as ``json`` reads them."""
+    try:
+        for key in JSON_TEXT_COLUMNS:
+            if isinstance(row.get(key), str):
+                row[key] = json.loads(row[key])
+        for message in row.get("messages") or []:
+            if isinstance(message, dict) and isinstance(message.get("tool_calls"), str):
+                message["tool_calls"] = json.loads(message["tool_calls"])
+    except ValueError as err:
+        raise NotCheckable(f"a JSON-text column does not decode: {err}") from None
+    return row
