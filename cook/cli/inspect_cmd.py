@@ -109,7 +109,7 @@ def handle(args: argparse.Namespace) -> int:
             index = found_index
         found = find_pack(args.dir, index) if index >= 0 else None
     except PackUnreadable as err:
-        print(f"cook: error: {args.dir}: {_one_line(str(err))}; run cook validate", file=sys.stderr)
+        print(f"cook: error: {args.dir}: {one_line(str(err))}; run cook validate", file=sys.stderr)
         return 1
     if found is None:
         total = sum(span.packs for span in shard_spans(args.dir))
@@ -120,7 +120,7 @@ def handle(args: argparse.Namespace) -> int:
     if pack is not None:
         findings += check_pack(pack, pack_rules(manifest.to_dict(), None, deep=False))
     if pack is None or findings:
-        problems = _one_line("; ".join(f"{code.value}: {detail}" for code, detail in findings))
+        problems = one_line("; ".join(f"{code.value}: {detail}" for code, detail in findings))
         print(f"cook: error: {raw.key} in {shard} cannot be shown ({problems}); run cook validate", file=sys.stderr)
         return 1
     tokenizer, warnings = load_tokenizer(args.dir, args.tokenizer)
@@ -166,7 +166,8 @@ def _pack_sources(root: str) -> Iterator[tuple[int, list[str]]]:
             body = json.loads(bytes(raw.members.get(fmt.META, b"{}")))
         except ValueError:
             continue  # an unreadable meta.json holds no findable source; cook validate reports it
-        sequences = body.get("sequences", []) if isinstance(body, dict) else []
+        sequences = body.get("sequences") if isinstance(body, dict) else None
+        sequences = sequences if isinstance(sequences, list) else []
         if digits.isdigit():
             yield int(digits), [str(s.get("source", "")) for s in sequences if isinstance(s, dict)]
 
@@ -190,7 +191,7 @@ def _rejected(root: str, source: str) -> dict[str, dict[str, Any]]:
 
 
 def _listed(names: list[str]) -> str:
-    shown = ", ".join(_one_line(name) for name in sorted(names)[:SHOWN_MATCHES])
+    shown = ", ".join(one_line(name) for name in sorted(names)[:SHOWN_MATCHES])
     return shown + (f", ... ({len(names) - SHOWN_MATCHES} more)" if len(names) > SHOWN_MATCHES else "")
 
 
@@ -220,15 +221,15 @@ def locate_source(root: str, source: str) -> tuple[int | None, str]:
     return None, f"no pack in {root} holds source {source!r}, and rejects.jsonl does not name it"
 
 
-def _one_line(text: str) -> str:
+def one_line(text: str) -> str:
     """Data text made safe for one stderr line: control characters (newlines too) escaped."""
     return text.translate(_ESCAPES).replace("\n", "\\n").replace("\t", "\\t")
 
 
 def _rejection(name: str, row: dict[str, Any]) -> str:
-    detail = _one_line(str(row.get("detail", "")))[:200]
-    reason = _one_line(str(row.get("reason", "?")))
-    return f"source {_one_line(name)!r} was rejected ({reason}: {detail}), so no pack holds it; see rejects.jsonl"
+    detail = one_line(str(row.get("detail", "")))[:200]
+    reason = one_line(str(row.get("reason", "?")))
+    return f"source {one_line(name)!r} was rejected ({reason}: {detail}), so no pack holds it; see rejects.jsonl"
 
 
 def render(pack: Pack, key: str, shard: str, source: str | None, tokenizer: Any, color: bool) -> str:

@@ -8,8 +8,8 @@ sequence lengths, sources per pack, reject reasons. Truncation (``truncated_sequ
 counted). ``--global-batch-size N`` adds ``steps_per_epoch`` = packs // N (full global batches of N
 packs in one pass) and ``target_tokens_per_step`` (the manifest's target tokens per pack times N, a
 mean). Exit 0; 2 for a directory that is not a dataset or a ``--plot`` path that cannot be written
-(checked before the dataset is read); 1 for a manifest that cannot be read, or a shard or pack that
-cannot be (one line naming it; ``cook validate`` says more).
+(checked before the dataset is read); 1 for a manifest, a shard, a pack or a ``rejects.jsonl`` line that
+cannot be read (one line naming it; ``cook validate`` says more).
 
 ``--html FILE`` writes one self-contained page (``cook.view.stats_page``): the same plots, a table per
 input file and the reject reasons with examples; a path that cannot be written exits 2 before any work.
@@ -26,13 +26,14 @@ import os
 import sys
 from typing import IO, Any
 
+from cook.cli.inspect_cmd import one_line
 from cook.cli.paths import check_output_file
 from cook.dataset_stats import Distribution, Histogram, StatsSummary
 from cook.errors import ConfigError
 from cook.manifest import ManifestError
 from cook.packfiles import PackUnreadable
 from cook.validate import NotADataset, check_is_dataset
-from cook.validate.stats import compute_stats, summarize
+from cook.validate.stats import RejectsUnreadable, compute_stats, summarize
 from cook.view.stats_page import render_stats_page
 from cook.writer.atomic import atomic_write
 
@@ -64,8 +65,8 @@ def handle(args: argparse.Namespace) -> int:
     except ManifestError as err:
         print(f"cook: error: {err}; run cook validate", file=sys.stderr)
         return 1
-    except PackUnreadable as err:
-        print(f"cook: error: {args.dir}: {err}; run cook validate", file=sys.stderr)
+    except (PackUnreadable, RejectsUnreadable) as err:
+        print(f"cook: error: {args.dir}: {one_line(str(err))}; run cook validate", file=sys.stderr)
         return 1
     if args.plot:
         try:

@@ -19,8 +19,6 @@ are seeked over. Media tokens are the embeddings that ``media_sizes``/``audio_le
 
 from __future__ import annotations
 
-import json
-import os
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Final
@@ -42,6 +40,7 @@ from cook.packfiles import (
     visual_embeddings,
 )
 from cook.validate.members import SequenceColumns, sequence_columns
+from cook.validate.rejects import read_rejects
 
 READ_ONLY: Final = frozenset({fmt.INPUT_IDS, fmt.LOSS_MASK, fmt.PIXEL_PATCHES, fmt.AUDIO_FEATURES})
 FILL_BINS: Final = 10
@@ -62,6 +61,10 @@ class DatasetStats:
     video_tokens: int = 0
     audio_tokens: int = 0
     rejects: Counter[str] = field(default_factory=Counter)
+
+
+class RejectsUnreadable(Exception):
+    """A line of ``rejects.jsonl`` that ``cook.validate.rejects.read_rejects`` refuses (the line, and why)."""
 
 
 def _small_array(raw: RawPack, name: str) -> np.ndarray | None:
@@ -111,7 +114,8 @@ def _pack_media_tokens(raw: RawPack, media: list[list[str]]) -> tuple[int, int, 
 
 
 def compute_stats(root: str) -> DatasetStats:
-    """Stream every pack's small members once; a pack they do not describe raises ``PackUnreadable``."""
+    """Stream every pack's small members once, then count ``rejects.jsonl``'s reasons. A pack its small
+    members do not describe raises ``PackUnreadable``, a bad rejects line ``RejectsUnreadable``."""
     manifest = load_manifest(root)
     stats = DatasetStats(seq_len=manifest.seq_len, counts=manifest.counts)
     for _, raw in iter_packs(root, skip=READ_ONLY):
@@ -124,10 +128,10 @@ def compute_stats(root: str) -> DatasetStats:
         stats.image_tokens += image
         stats.video_tokens += video
         stats.audio_tokens += audio
-    rejects = os.path.join(root, fmt.REJECTS_NAME)
-    if os.path.isfile(rejects):
-        with open(rejects, encoding="utf-8") as handle:
-            stats.rejects.update(json.loads(line)["reason"] for line in handle if line.strip())
+    rejects = read_rejects(root, max_problems=1)
+    if rejects.lines is not None and rejects.problems:  # no rejects.jsonl: nothing rejected to count
+        raise RejectsUnreadable(rejects.problems[0].detail)
+    stats.rejects.update(rejects.by_reason)
     return stats
 
 

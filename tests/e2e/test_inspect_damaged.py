@@ -66,13 +66,15 @@ def _one_line_or_none(argv: list[str], capsys: pytest.CaptureFixture[str], allow
 
 def check_cli(root: Path, tmp: Path, capsys: pytest.CaptureFixture[str], packs: int = 0) -> list[int]:
     """Every CLI view of ``root``; their exit codes (inspect text of each of ``packs`` packs (0: as many as
-    the shards hold), --html of pack 0 and 1, stats table, --json and --html)."""
+    the shards hold), --html of pack 0 and 1, --source of the last record, stats table, --json and --html)."""
     codes = []
     for index in range(packs or _packs(root)):
         codes.append(_one_line_or_none(["inspect", str(root), "--pack", str(index)], capsys, {0, 1}))
     for index in (0, 1):
         html = ["--html", str(tmp / f"pack{index}.html")]
         codes.append(_one_line_or_none(["inspect", str(root), "--pack", str(index), *html], capsys, {0, 1}))
+    source = ["inspect", str(root), "--source", "raw.jsonl#39"]  # 2: no pack holds it (any more)
+    codes.append(_one_line_or_none(source, capsys, {0, 1, 2}))
     for extra in ([], ["--json"], ["--html", str(tmp / "stats.html")]):
         codes.append(_one_line_or_none(["stats", str(root), *extra], capsys, {0, 1}))
     return codes
@@ -218,12 +220,15 @@ CORPUS: dict[str, Edit] = {
     "meta_not_json": _in_pack(1, lambda m: m.__setitem__(fmt.META, b"{not json")),
     "meta_bad_entry": _in_pack(1, _meta(lambda meta: meta["sequences"][0].__setitem__("length", "many"))),
     "meta_no_sequences": _in_pack(1, _meta(lambda meta: meta.__setitem__("sequences", []))),
+    "meta_sequences_not_a_list": _in_pack(1, _meta(lambda meta: meta.__setitem__("sequences", 5))),
     "source_duplicate": _in_pack(0, _meta(_duplicate_source)),
     "manifest_count": lambda root: edit_manifest(root, lambda m: m["counts"].__setitem__("tokens", 1)),
     "manifest_broken": lambda root: (root / fmt.MANIFEST_NAME).write_text("{broken"),
     "manifest_shard_gone": lambda root: edit_manifest(root, lambda m: m["shards"].pop()),
     "sha256": lambda root: edit_manifest(root, lambda m: m["shards"][0].__setitem__("sha256", "0" * 64)),
     "rejects_line_gone": lambda root: (root / fmt.REJECTS_NAME).write_text(""),
+    "rejects_broken": lambda root: (root / fmt.REJECTS_NAME).write_text('{"source": "a#1", "reason": \n'),
+    "rejects_missing": lambda root: (root / fmt.REJECTS_NAME).unlink(),
     "nv_meta_split": lambda root: (root / fmt.NV_META_DIR / fmt.SPLIT_YAML).write_text("split_parts: {}\n"),
     "stale_index": _sql("DELETE FROM samples WHERE tar_file_id = 1 AND sample_index = 0"),
     "unreadable_index": lambda root: (root / fmt.NV_META_DIR / fmt.INDEX_SQLITE).write_bytes(b"not a db" * 100),
@@ -252,6 +257,8 @@ FAILING = {  # the kinds that inspect or stats refuse (exit 1); the rest show th
     *("truncated_tar", "corrupt_header", "missing_shard", "dtype", "shape", "member_missing", "meta_missing"),
     *("pickle_member", "member_unknown", "cu_seqlens", "loss_mask_start", "token_at_vocab_size", "negative_token"),
     *("meta_not_json", "meta_bad_entry", "meta_no_sequences", "manifest_broken"),
+    "meta_sequences_not_a_list",
+    "rejects_broken",
 }
 
 
