@@ -9,7 +9,9 @@ batch size) steps per epoch.
 
 Only the small members are read (cu_seqlens*, meta.json, media_sizes, audio_lengths); the large ones
 are seeked over. Media tokens are the embeddings that ``media_sizes``/``audio_lengths`` imply, which
-``cook validate`` proves equal to the ``<image>``/``<so_embedding>`` placeholders, so no tokenizer is needed.
+``cook validate`` proves equal to the ``<image>``/``<so_embedding>`` placeholders, so no tokenizer is needed;
+they are counted as image (images and tiles), video and audio, by each row's kind in meta.json.
+A pack whose small members are damaged raises ``PackUnreadable`` (``cook stats`` exits 1 on one line).
 ``seq_len``, the records read, the truncation counts and the target tokens come from the manifest
 (``cook.manifest.load_manifest``; an unreadable one raises ``ManifestError``).
 
