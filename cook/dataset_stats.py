@@ -31,10 +31,21 @@ class Distribution:
 
 @dataclass(frozen=True)
 class MediaTokens:
+    """Placeholder tokens the media rows imply: ``image`` counts images and tiles, ``video`` videos."""
+
     image: int
+    video: int
     audio: int
     image_share: float  # of the true tokens
+    video_share: float
     audio_share: float
+
+    def line(self) -> str:
+        """``image 1,024 (12.5%), video 0 (0.0%), audio 375 (4.6%)``"""
+        shares = ((self.image, self.image_share), (self.video, self.video_share), (self.audio, self.audio_share))
+        return ", ".join(
+            f"{kind} {n:,} ({share:.1%})" for kind, (n, share) in zip(("image", "video", "audio"), shares, strict=True)
+        )
 
 
 @dataclass(frozen=True)

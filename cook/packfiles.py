@@ -28,6 +28,7 @@ import os
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from tokenize import TokenError
 from typing import Any, Final
 
 import numpy as np
@@ -52,6 +53,12 @@ ONLY_META: Final = frozenset(set(fmt.MEMBERS) - {fmt.META})  # skip these to rea
 VISUAL_KINDS: Final = ("image", "video", "tiles")
 
 MemberData = bytes | memoryview
+
+
+class PackUnreadable(Exception):
+    """A shard that should hold packs cannot be opened, or its walk stopped on a fault (one line: the shard,
+    and the pack or byte where it stopped). ``cook inspect`` and ``cook stats`` report it; ``cook validate``
+    reads the walk's ``faults`` instead."""
 
 
 class TarFault(enum.Enum):
@@ -313,6 +320,7 @@ def _parse_header(header: bytes, offset: int) -> tuple[str, int] | str:
 
 # ---- .npy members
 
+NPY_ERRORS: Final = (ValueError, OSError, EOFError, SyntaxError, TokenError, RecursionError)
 _MAGIC_V1: Final = b"\x93NUMPY\x01\x00"
 _LAYOUT_CACHE: Final = 4096  # header dicts seen (one per dtype and shape: a dataset has a few hundred)
 _layouts: dict[bytes, tuple[np.dtype, tuple[int, ...], int]] = {}  # canonical header -> dtype, shape, count
@@ -320,7 +328,8 @@ _HEADER: Final = re.compile(rb"\{'descr': '([<>|][a-zA-Z]\d+)', 'fortran_order':
 
 
 def read_npy(data: MemberData) -> np.ndarray:
-    """One ``.npy`` member -> its array; raises ``ValueError`` (pickled, malformed, short or trailing bytes).
+    """One ``.npy`` member -> its array; raises one of ``NPY_ERRORS``: ``ValueError`` (pickled, malformed,
+    short or trailing bytes), or what ``np.load`` raises parsing a damaged header dict.
 
     The version-1.0 header ``np.save`` writes for a C-order array of a non-object dtype, e.g.
     ``{'descr': '<i4', 'fortran_order': False, 'shape': (8192,), }``, with exactly ``prod(shape) * itemsize``
@@ -399,11 +408,22 @@ def shard_spans(root: str) -> list[ShardSpan]:
 
 
 def iter_packs(root: str, skip: frozenset[str] = frozenset()) -> Iterator[tuple[str, RawPack]]:
-    """(shard name, pack) for every pack in dataset order; ``skip``: members not read."""
+    """(shard name, pack) for every pack in dataset order; ``skip``: members not read. Raises
+    ``PackUnreadable`` at a shard that cannot be opened or whose walk records a fault."""
     for span in shard_spans(root):
         walk = ShardWalk(os.path.join(root, span.name), hash_bytes=False, skip=skip)
-        for raw in walk.packs():
+        for raw in _walked(walk, span.name):
             yield span.name, raw
+        if walk.faults:
+            raise PackUnreadable(f"{span.name}: {walk.faults[0][1]}")
+
+
+def _walked(walk: ShardWalk, name: str, start_offset: int = 0) -> Iterator[RawPack]:
+    """``walk.packs(start_offset)``, with a shard that cannot be opened raised as ``PackUnreadable``."""
+    try:
+        yield from walk.packs(start_offset)
+    except OSError as err:
+        raise PackUnreadable(f"{name}: cannot be read ({err.strerror or err})") from None
 
 
 def _index_offset(shard_path: str, position: int) -> int:
@@ -418,16 +438,21 @@ def _index_offset(shard_path: str, position: int) -> int:
 
 
 def find_pack(root: str, index: int) -> tuple[str, RawPack] | None:
-    """(shard name, pack) of pack ``index``; None when no shard holds it."""
+    """(shard name, pack) of pack ``index``; None when no shard of the manifest spans it. Raises
+    ``PackUnreadable`` when the shard that spans it cannot be opened or does not yield it (a fault, or a
+    missing key)."""
     want = fmt.pack_key(index)
     for span in shard_spans(root):
         if not span.first_pack <= index < span.first_pack + span.packs:
             continue
         path = os.path.join(root, span.name)
         for start in (_index_offset(path, index - span.first_pack), 0):  # the index, then a plain walk
-            for raw in ShardWalk(path, hash_bytes=False).packs(start):
+            walk = ShardWalk(path, hash_bytes=False)
+            for raw in _walked(walk, span.name, start):
                 if raw.key == want:
                     return span.name, raw
                 if start:
                     break
+        why = walk.faults[0][1] if walk.faults else "the shard does not hold it"
+        raise PackUnreadable(f"{want} in {span.name} cannot be read: {why}")
     return None

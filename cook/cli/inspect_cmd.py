@@ -15,8 +15,11 @@ reassembled from the stored patches at its placeholders, targets highlighted; no
 are shown as small JPEG previews, marked as such.
 
 Exit 0; 2 for a directory that is not a dataset, a pack index out of range, an ambiguous suffix or a
-source no pack holds (a rejected one included); 1 for a manifest that cannot be read or a pack too
-broken to show (one line; ``cook validate`` says why).
+source no pack holds (a rejected one included); 1 for a manifest that cannot be read, a shard that cannot
+be walked to the pack (missing, truncated, corrupt), or a pack that breaks any per-pack invariant
+``cook validate`` checks (``validate.scan.check_pack``: ids outside the vocabulary, boundaries, masks,
+media rows), so that nothing damaged reaches the tokenizer or the page (one line naming the pack and its
+problems; ``cook validate`` says more).
 """
 
 from __future__ import annotations
@@ -35,10 +38,21 @@ from cook import format as fmt
 from cook.cli.paths import check_output_file
 from cook.errors import ConfigError
 from cook.manifest import Manifest, ManifestError, load_manifest
-from cook.packfiles import ONLY_META, VISUAL_KINDS, clip_tokens, find_pack, iter_packs, shard_spans, visual_embeddings
+from cook.packfiles import (
+    ONLY_META,
+    VISUAL_KINDS,
+    PackUnreadable,
+    clip_tokens,
+    find_pack,
+    iter_packs,
+    shard_spans,
+    visual_embeddings,
+)
 from cook.types import Pack
 from cook.validate import NotADataset, check_is_dataset
+from cook.validate.manifest import pack_rules
 from cook.validate.members import parse_pack
+from cook.validate.scan import check_pack
 from cook.validate.tokenizer_info import load_tokenizer
 from cook.view import tokens as view_tokens
 from cook.view.pack_page import DEFAULT_MAX_BYTES, render_pack_page
@@ -87,20 +101,26 @@ def handle(args: argparse.Namespace) -> int:
     if not args.html_max_mb >= 0:
         raise ConfigError(f"--html-max-mb: must be >= 0 (0 = no budget), got {args.html_max_mb}")
     index = args.pack
-    if args.source is not None:
-        found_index, problem = locate_source(args.dir, args.source)
-        if found_index is None:
-            return _fail(problem)
-        index = found_index
-    found = find_pack(args.dir, index) if index >= 0 else None
+    try:
+        if args.source is not None:
+            found_index, problem = locate_source(args.dir, args.source)
+            if found_index is None:
+                return _fail(problem)
+            index = found_index
+        found = find_pack(args.dir, index) if index >= 0 else None
+    except PackUnreadable as err:
+        print(f"cook: error: {args.dir}: {one_line(str(err))}; run cook validate", file=sys.stderr)
+        return 1
     if found is None:
         total = sum(span.packs for span in shard_spans(args.dir))
         held = f"packs 0..{total - 1}" if total else "no packs"
         return _fail(f"pack {index} is out of range: {args.dir} holds {held}")
     shard, raw = found
     pack, findings = parse_pack(raw)
-    if pack is None:
-        problems = "; ".join(f"{code.value}: {detail}" for code, detail in findings)
+    if pack is not None:
+        findings += check_pack(pack, pack_rules(manifest.to_dict(), None, deep=False))
+    if pack is None or findings:
+        problems = one_line("; ".join(f"{code.value}: {detail}" for code, detail in findings))
         print(f"cook: error: {raw.key} in {shard} cannot be shown ({problems}); run cook validate", file=sys.stderr)
         return 1
     tokenizer, warnings = load_tokenizer(args.dir, args.tokenizer)
@@ -146,7 +166,8 @@ def _pack_sources(root: str) -> Iterator[tuple[int, list[str]]]:
             body = json.loads(bytes(raw.members.get(fmt.META, b"{}")))
         except ValueError:
             continue  # an unreadable meta.json holds no findable source; cook validate reports it
-        sequences = body.get("sequences", []) if isinstance(body, dict) else []
+        sequences = body.get("sequences") if isinstance(body, dict) else None
+        sequences = sequences if isinstance(sequences, list) else []
         if digits.isdigit():
             yield int(digits), [str(s.get("source", "")) for s in sequences if isinstance(s, dict)]
 
@@ -170,7 +191,7 @@ def _rejected(root: str, source: str) -> dict[str, dict[str, Any]]:
 
 
 def _listed(names: list[str]) -> str:
-    shown = ", ".join(_one_line(name) for name in sorted(names)[:SHOWN_MATCHES])
+    shown = ", ".join(one_line(name) for name in sorted(names)[:SHOWN_MATCHES])
     return shown + (f", ... ({len(names) - SHOWN_MATCHES} more)" if len(names) > SHOWN_MATCHES else "")
 
 
@@ -200,15 +221,15 @@ def locate_source(root: str, source: str) -> tuple[int | None, str]:
     return None, f"no pack in {root} holds source {source!r}, and rejects.jsonl does not name it"
 
 
-def _one_line(text: str) -> str:
+def one_line(text: str) -> str:
     """Data text made safe for one stderr line: control characters (newlines too) escaped."""
     return text.translate(_ESCAPES).replace("\n", "\\n").replace("\t", "\\t")
 
 
 def _rejection(name: str, row: dict[str, Any]) -> str:
-    detail = _one_line(str(row.get("detail", "")))[:200]
-    reason = _one_line(str(row.get("reason", "?")))
-    return f"source {_one_line(name)!r} was rejected ({reason}: {detail}), so no pack holds it; see rejects.jsonl"
+    detail = one_line(str(row.get("detail", "")))[:200]
+    reason = one_line(str(row.get("reason", "?")))
+    return f"source {one_line(name)!r} was rejected ({reason}: {detail}), so no pack holds it; see rejects.jsonl"
 
 
 def render(pack: Pack, key: str, shard: str, source: str | None, tokenizer: Any, color: bool) -> str:

@@ -8,7 +8,8 @@ sequence lengths, sources per pack, reject reasons. Truncation (``truncated_sequ
 counted). ``--global-batch-size N`` adds ``steps_per_epoch`` = packs // N (full global batches of N
 packs in one pass) and ``target_tokens_per_step`` (the manifest's target tokens per pack times N, a
 mean). Exit 0; 2 for a directory that is not a dataset or a ``--plot`` path that cannot be written
-(checked before the dataset is read); 1 for a manifest that cannot be read (one line).
+(checked before the dataset is read); 1 for a manifest, a shard, a pack or a ``rejects.jsonl`` line that
+cannot be read (one line naming it; ``cook validate`` says more).
 
 ``--html FILE`` writes one self-contained page (``cook.view.stats_page``): the same plots, a table per
 input file and the reject reasons with examples; a path that cannot be written exits 2 before any work.
@@ -25,12 +26,14 @@ import os
 import sys
 from typing import IO, Any
 
+from cook.cli.inspect_cmd import one_line
 from cook.cli.paths import check_output_file
 from cook.dataset_stats import Distribution, Histogram, StatsSummary
 from cook.errors import ConfigError
 from cook.manifest import ManifestError
+from cook.packfiles import PackUnreadable
 from cook.validate import NotADataset, check_is_dataset
-from cook.validate.stats import compute_stats, summarize
+from cook.validate.stats import RejectsUnreadable, compute_stats, summarize
 from cook.view.stats_page import render_stats_page
 from cook.writer.atomic import atomic_write
 
@@ -61,6 +64,9 @@ def handle(args: argparse.Namespace) -> int:
         summary = summarize(compute_stats(args.dir), args.global_batch_size)
     except ManifestError as err:
         print(f"cook: error: {err}; run cook validate", file=sys.stderr)
+        return 1
+    except (PackUnreadable, RejectsUnreadable) as err:
+        print(f"cook: error: {args.dir}: {one_line(str(err))}; run cook validate", file=sys.stderr)
         return 1
     if args.plot:
         try:
@@ -117,7 +123,6 @@ def _distribution(d: Distribution, fmt_value: str = "{:,.0f}") -> str:
 
 
 def table(s: StatsSummary) -> str:
-    media = s.media_tokens
     lines = [
         f"packs               {s.packs:,}  (seq_len {s.seq_len})",
         f"sources             {s.sources:,}" + (f" of {s.records_in:,} records" if s.records_in else ""),
@@ -126,8 +131,7 @@ def table(s: StatsSummary) -> str:
         f"{s.truncated_tokens:,} tokens cut{_truncated_share(s)}",
         f"packing efficiency  {s.packing_efficiency:.2%}  (tokens / (packs * seq_len))",
         *_steps(s),
-        f"media tokens        image {media.image:,} ({media.image_share:.1%}), "
-        f"audio {media.audio:,} ({media.audio_share:.1%})",
+        f"media tokens        {s.media_tokens.line()}",
         "",
         f"pack fill (T / seq_len)      {_distribution(s.fill, '{:.2f}')}",
         *_histogram_rows(s.fill.histogram, "{lo:.1f}-{hi:.1f}"),
@@ -174,7 +178,7 @@ def plot(s: StatsSummary, path: str | IO[bytes], title: str) -> None:
     fig.suptitle(
         f"cook stats: {title}\n{s.packs:,} packs, {s.sources:,} sources, packing efficiency "
         f"{s.packing_efficiency:.1%}, media tokens: image {media.image_share:.1%}, "
-        f"audio {media.audio_share:.1%}",
+        f"video {media.video_share:.1%}, audio {media.audio_share:.1%}",
         fontsize=13,
     )
     panels = [

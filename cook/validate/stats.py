@@ -9,7 +9,9 @@ batch size) steps per epoch.
 
 Only the small members are read (cu_seqlens*, meta.json, media_sizes, audio_lengths); the large ones
 are seeked over. Media tokens are the embeddings that ``media_sizes``/``audio_lengths`` imply, which
-``cook validate`` proves equal to the ``<image>``/``<so_embedding>`` placeholders, so no tokenizer is needed.
+``cook validate`` proves equal to the ``<image>``/``<so_embedding>`` placeholders, so no tokenizer is needed;
+they are counted as image (images and tiles), video and audio, by each row's kind in meta.json.
+A pack whose small members are damaged raises ``PackUnreadable`` (``cook stats`` exits 1 on one line).
 ``seq_len``, the records read, the truncation counts and the target tokens come from the manifest
 (``cook.manifest.load_manifest``; an unreadable one raises ``ManifestError``).
 
@@ -19,18 +21,28 @@ are seeked over. Media tokens are the embeddings that ``media_sizes``/``audio_le
 
 from __future__ import annotations
 
-import json
-import os
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Final
 
 import numpy as np
+import orjson
 
 from cook import format as fmt
 from cook.dataset_stats import Distribution, Histogram, MediaTokens, StatsSummary, StepsPerEpoch
 from cook.manifest import load_manifest
-from cook.packfiles import VISUAL_KINDS, MemberData, clip_tokens, iter_packs, read_npy, visual_embeddings
+from cook.packfiles import (
+    NPY_ERRORS,
+    VISUAL_KINDS,
+    PackUnreadable,
+    RawPack,
+    clip_tokens,
+    iter_packs,
+    read_npy,
+    visual_embeddings,
+)
+from cook.validate.members import SequenceColumns, sequence_columns
+from cook.validate.rejects import read_rejects
 
 READ_ONLY: Final = frozenset({fmt.INPUT_IDS, fmt.LOSS_MASK, fmt.PIXEL_PATCHES, fmt.AUDIO_FEATURES})
 FILL_BINS: Final = 10
@@ -47,41 +59,81 @@ class DatasetStats:
     true_tokens: list[int] = field(default_factory=list)  # cu_seqlens[-1] of each pack
     sources_per_pack: list[int] = field(default_factory=list)
     seq_lengths: list[int] = field(default_factory=list)
-    image_tokens: int = 0
+    image_tokens: int = 0  # images and tiles
+    video_tokens: int = 0
     audio_tokens: int = 0
     rejects: Counter[str] = field(default_factory=Counter)
 
 
-def _pack_media_tokens(members: dict[str, MemberData], media: list[str]) -> tuple[int, int]:
-    visual = [kind for kind in media if kind in VISUAL_KINDS]
-    image = audio = 0
-    if fmt.MEDIA_SIZES in members:
-        sizes = read_npy(members[fmt.MEDIA_SIZES]).tolist()
-        image = sum(visual_embeddings(k, *row) for k, row in zip(visual, sizes, strict=False))
-    if fmt.AUDIO_LENGTHS in members:
-        audio = int(clip_tokens(read_npy(members[fmt.AUDIO_LENGTHS])).sum())
-    return image, audio
+class RejectsUnreadable(Exception):
+    """A line of ``rejects.jsonl`` that ``cook.validate.rejects.read_rejects`` refuses (the line, and why)."""
+
+
+def _small_array(raw: RawPack, name: str) -> np.ndarray | None:
+    """Member ``name`` parsed and of its schema dtype and rank (None when the pack has none); raises
+    ``PackUnreadable`` naming the pack when it cannot be read."""
+    if name not in raw.members:
+        return None
+    dtype, ndim, trailing = fmt.MEMBER_DTYPES[name]
+    try:
+        array = read_npy(raw.members[name])
+    except NPY_ERRORS as err:
+        raise PackUnreadable(f"{raw.key}: {name} is not a readable .npy ({err})") from None
+    if array.dtype != dtype or array.ndim != ndim or array.shape[ndim - len(trailing) :] != trailing:
+        raise PackUnreadable(f"{raw.key}: {name} is {array.dtype.str} {list(array.shape)}, not {dtype.str}")
+    return array
+
+
+def _pack_figures(raw: RawPack) -> tuple[np.ndarray, np.ndarray, SequenceColumns]:
+    """cu_seqlens, cu_seqlens_padded and meta.json's sequences of one pack, checked to agree in length
+    (``cook.validate.members.sequence_columns``); raises ``PackUnreadable`` naming the pack."""
+    cu, padded_cu = _small_array(raw, fmt.CU_SEQLENS), _small_array(raw, fmt.CU_SEQLENS_PADDED)
+    try:
+        body = orjson.loads(raw.members[fmt.META]) if fmt.META in raw.members else None
+    except orjson.JSONDecodeError as err:
+        raise PackUnreadable(f"{raw.key}: {fmt.META} is not JSON ({err})") from None
+    entries = body.get("sequences") if isinstance(body, dict) else None
+    columns = sequence_columns(entries) if isinstance(entries, list) and entries else "no sequences list"
+    if isinstance(columns, str):
+        raise PackUnreadable(f"{raw.key}: {fmt.META} sequences: {columns}")
+    if cu is None or padded_cu is None or not len(cu) == len(padded_cu) == len(columns.sources) + 1:
+        raise PackUnreadable(f"{raw.key}: cu_seqlens and cu_seqlens_padded must hold len(sequences) + 1 entries")
+    return cu, padded_cu, columns
+
+
+def _pack_media_tokens(raw: RawPack, media: list[list[str]]) -> tuple[int, int, int]:
+    """(image, video, audio) tokens that the pack's media rows imply; tiles count as image."""
+    visual = [kind for kinds in media for kind in kinds if kind in VISUAL_KINDS]
+    image = video = 0
+    sizes = _small_array(raw, fmt.MEDIA_SIZES)
+    if sizes is not None:
+        for kind, row in zip(visual, sizes.tolist(), strict=False):
+            tokens = visual_embeddings(kind, *row)
+            video += tokens if kind == "video" else 0
+            image += 0 if kind == "video" else tokens
+    lengths = _small_array(raw, fmt.AUDIO_LENGTHS)
+    return image, video, int(clip_tokens(lengths).sum()) if lengths is not None else 0
 
 
 def compute_stats(root: str) -> DatasetStats:
-    """Stream every pack's small members once."""
+    """Stream every pack's small members once, then count ``rejects.jsonl``'s reasons. A pack its small
+    members do not describe raises ``PackUnreadable``, a bad rejects line ``RejectsUnreadable``."""
     manifest = load_manifest(root)
     stats = DatasetStats(seq_len=manifest.seq_len, counts=manifest.counts)
     for _, raw in iter_packs(root, skip=READ_ONLY):
-        cu = read_npy(raw.members[fmt.CU_SEQLENS])
-        padded_cu = read_npy(raw.members[fmt.CU_SEQLENS_PADDED])
-        sequences = json.loads(bytes(raw.members[fmt.META]))["sequences"]
+        cu, padded_cu, columns = _pack_figures(raw)
         stats.pack_tokens.append(int(padded_cu[-1]))
         stats.true_tokens.append(int(cu[-1]))
-        stats.sources_per_pack.append(len(sequences))
+        stats.sources_per_pack.append(len(columns.sources))
         stats.seq_lengths.extend(np.diff(cu).tolist())
-        image, audio = _pack_media_tokens(raw.members, [k for s in sequences for k in s["media"]])
+        image, video, audio = _pack_media_tokens(raw, columns.media)
         stats.image_tokens += image
+        stats.video_tokens += video
         stats.audio_tokens += audio
-    rejects = os.path.join(root, fmt.REJECTS_NAME)
-    if os.path.isfile(rejects):
-        with open(rejects, encoding="utf-8") as handle:
-            stats.rejects.update(json.loads(line)["reason"] for line in handle if line.strip())
+    rejects = read_rejects(root, max_problems=1)
+    if rejects.lines is not None and rejects.problems:  # no rejects.jsonl: nothing rejected to count
+        raise RejectsUnreadable(rejects.problems[0].detail)
+    stats.rejects.update(rejects.by_reason)
     return stats
 
 
@@ -137,8 +189,10 @@ def summarize(stats: DatasetStats, global_batch_size: int | None = None) -> Stat
         sources_per_pack=distribution(stats.sources_per_pack, np.arange(0.5, most + width + 0.5, width)),
         media_tokens=MediaTokens(
             image=stats.image_tokens,
+            video=stats.video_tokens,
             audio=stats.audio_tokens,
             image_share=stats.image_tokens / tokens if tokens else 0.0,
+            video_share=stats.video_tokens / tokens if tokens else 0.0,
             audio_share=stats.audio_tokens / tokens if tokens else 0.0,
         ),
         rejects=dict(sorted(stats.rejects.items(), key=lambda item: (-item[1], item[0]))),

@@ -74,10 +74,7 @@ def _headline(s: StatsSummary) -> str:
         ("tokens", f"{s.tokens:,} + {s.padding_tokens:,} padding"),
         ("packing efficiency", f"{s.packing_efficiency:.2%} (tokens / (packs × seq_len))"),
         ("truncated", f"{s.truncated_sequences:,} sequences, {s.truncated_tokens:,} tokens cut"),
-        (
-            "media tokens",
-            f"image {media.image:,} ({media.image_share:.1%}), audio {media.audio:,} ({media.audio_share:.1%})",
-        ),
+        ("media tokens", media.line()),
     ]
     if s.steps is not None:
         steps = s.steps

@@ -143,7 +143,14 @@ def test_stats_json_matches_the_manifest(cooked: Path, capsys: pytest.CaptureFix
     assert sum(stats["sequence_length"]["histogram"]["counts"]) == stats["sources"]
     lengths = stats["sequence_length"]
     assert lengths["min"] <= lengths["median"] <= lengths["p90"] <= lengths["max"] <= 1024
-    assert stats["media_tokens"] == {"image": 0, "audio": 0, "image_share": 0.0, "audio_share": 0.0}
+    assert stats["media_tokens"] == {
+        "image": 0,
+        "video": 0,
+        "audio": 0,
+        "image_share": 0.0,
+        "video_share": 0.0,
+        "audio_share": 0.0,
+    }
     assert list(stats) == [*SUMMARY_KEYS, "truncated_sequences", "truncated_tokens"]
     assert list(stats["fill"]) == ["min", "median", "p90", "max", "mean", "histogram"]
     code, out, _ = _run(capsys, "stats", str(cooked), "--json", "--global-batch-size", "4")
@@ -170,7 +177,7 @@ def test_an_unreadable_manifest_is_one_line(
 def test_stats_media_share_table_and_plot(with_media: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = _run(capsys, "stats", str(with_media), "--json")
     media = json.loads(out)["media_tokens"]
-    assert code == 0 and (media["image"], media["audio"]) == (1, 13) and media["audio_share"] > 0
+    assert code == 0 and (media["image"], media["video"], media["audio"]) == (1, 0, 13) and media["audio_share"] > 0
     png = tmp_path / "stats.png"
     code, out, _ = _run(capsys, "stats", str(with_media), "--plot", str(png))
     assert code == 0 and "packing efficiency" in out and "sources per pack" in out and "bad_json" in out

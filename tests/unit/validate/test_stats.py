@@ -1,7 +1,7 @@
 """``cook.validate.stats.summarize``: the typed ``StatsSummary`` of hand-made stats, and its ``to_dict`` as
 ``cook stats --json`` prints it. The JSON strings were printed by the dict-returning ``summarize`` this
-type replaced (plus the truncation and ``--global-batch-size`` keys ``cook stats`` added to it): the
-output is unchanged byte for byte, key order and ``0`` against ``0.0`` included."""
+type replaced (plus the truncation and ``--global-batch-size`` keys ``cook stats`` added to it, and the
+``video`` and ``video_share`` media keys): key order and ``0`` against ``0.0`` included."""
 
 from __future__ import annotations
 
@@ -20,6 +20,7 @@ STATS = DatasetStats(
     sources_per_pack=[3, 5, 1],
     seq_lengths=[100, 200, 600, 50, 150, 200, 300, 300, 500],
     image_tokens=120,
+    video_tokens=240,
     audio_tokens=13,
     rejects=Counter({"too_long": 1, "bad_json": 2, "bad_role": 1}),
 )
@@ -32,8 +33,8 @@ STATS_JSON = (
     "128.0, 192.0, 256.0, 320.0, 384.0, 448.0, 512.0, 576.0, 640.0, 704.0, 768.0, 832.0, 896.0, 960.0, 1024.0], "
     '"counts": [1, 1, 1, 2, 2, 0, 0, 1, 0, 1, 0, 0, 0, 0, 0, 0]}}, "sources_per_pack": {"min": 1.0, "median": 3.0, '
     '"p90": 4.6, "max": 5.0, "mean": 3.0, "histogram": {"edges": [0.5, 1.5, 2.5, 3.5, 4.5, 5.5], "counts": [1, 0, '
-    '1, 0, 1]}}, "media_tokens": {"image": 120, "audio": 13, "image_share": 0.05, "audio_share": '
-    '0.005416666666666667}, "rejects": {"bad_json": 2, "bad_role": 1, "too_long": 1}, "truncated_sequences": 2, '
+    '1, 0, 1]}}, "media_tokens": {"image": 120, "video": 240, "audio": 13, "image_share": 0.05, '
+    '"video_share": 0.1, "audio_share": 0.005416666666666667}, "rejects": {"bad_json": 2, "bad_role": 1, "too_long": 1}, "truncated_sequences": 2, '
     '"truncated_tokens": 37, "global_batch_size": 2, "steps_per_epoch": 1, "target_tokens_per_step": 823}'
 )
 EMPTY_JSON = (
@@ -44,8 +45,8 @@ EMPTY_JSON = (
     "[0.0, 16.0, 32.0, 48.0, 64.0, 80.0, 96.0, 112.0, 128.0, 144.0, 160.0, 176.0, 192.0, 208.0, 224.0, 240.0, "
     '256.0], "counts": [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]}}, "sources_per_pack": {"min": 0, '
     '"median": 0, "p90": 0, "max": 0, "mean": 0, "histogram": {"edges": [0.5, 1.5], "counts": [0]}}, '
-    '"media_tokens": {"image": 0, "audio": 0, "image_share": 0.0, "audio_share": 0.0}, "rejects": {"bad_json": 2}, '
-    '"truncated_sequences": 0, "truncated_tokens": 0}'
+    '"media_tokens": {"image": 0, "video": 0, "audio": 0, "image_share": 0.0, "video_share": 0.0, "audio_share": '
+    '0.0}, "rejects": {"bad_json": 2}, "truncated_sequences": 0, "truncated_tokens": 0}'
 )
 
 
@@ -57,7 +58,10 @@ def test_summary_is_typed() -> None:
         edges=(0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0), counts=(0, 0, 0, 0, 0, 1, 0, 0, 0, 2)
     )
     assert (summary.sources_per_pack.min, summary.sources_per_pack.median, summary.sources_per_pack.max) == (1, 3, 5)
-    assert summary.media_tokens == MediaTokens(image=120, audio=13, image_share=0.05, audio_share=13 / 2400)
+    assert summary.media_tokens == MediaTokens(
+        image=120, video=240, audio=13, image_share=0.05, video_share=0.1, audio_share=13 / 2400
+    )
+    assert summary.media_tokens.line() == "image 120 (5.0%), video 240 (10.0%), audio 13 (0.5%)"
     assert list(summary.rejects.items()) == [("bad_json", 2), ("bad_role", 1), ("too_long", 1)]
     assert (summary.truncated_sequences, summary.truncated_tokens) == (2, 37)
     assert summary.steps == StepsPerEpoch(global_batch_size=2, steps_per_epoch=1, target_tokens_per_step=823)
