@@ -18,14 +18,13 @@ from __future__ import annotations
 import operator
 from dataclasses import dataclass
 from itertools import chain
-from tokenize import TokenError
 from typing import Any, Final
 
 import numpy as np
 import orjson
 
 from cook import format as fmt
-from cook.packfiles import MemberData, RawPack, read_npy
+from cook.packfiles import NPY_ERRORS, MemberData, RawPack, read_npy
 from cook.types import Pack, SequenceMeta
 from cook.validate.problems import Code, Finding
 
@@ -143,7 +142,7 @@ def _load_member(
         else:
             findings.append((Code.NPY_INVALID, f"{name} is not a readable .npy: {err}"))
         return None
-    except (OSError, EOFError, SyntaxError, TokenError, RecursionError) as err:  # np.load parses the header dict
+    except NPY_ERRORS as err:  # the rest: np.load parsing a damaged header dict
         findings.append((Code.NPY_INVALID, f"{name} is not a readable .npy: {err}"))
         return None
     if array.ndim != ndim or tuple(array.shape[ndim - len(trailing) :]) != trailing:
