@@ -41,6 +41,7 @@ from cook.errors import ConfigError
 from cook.runner.driver import Executor
 from cook.runner.pipeline import ExecutorFactory, InterruptedAfterFinish, RunSummary, run_pipeline
 from cook.runner.plan import plan_units
+from cook.runner.units import Unit
 from cook.tokenize.tokenizer_files import needs_transformers
 
 TRUNCATION_WARN_SHARE = 0.01  # warn when more than this share of the packed records was truncated
@@ -243,7 +244,8 @@ def handle(args: argparse.Namespace) -> int:
     config = load_config(args.pipeline, args.overrides, _flags(args))
     _import_libraries(config.tokenizer.path)
     preflight(config)
-    workers = pick_workers(args.workers, config, args.quiet)
+    units = plan_units(config.input)  # once: the executor choice and the run share it
+    workers = pick_workers(args.workers, config, args.quiet, units)
     summary: RunSummary | None = None
     try:
         with joined_cluster(config, workers):
@@ -252,6 +254,7 @@ def handle(args: argparse.Namespace) -> int:
                 executor_factory(config.ray.address, workers, args.quiet),
                 overwrite=args.overwrite,
                 progress=not args.quiet,
+                units=units,
             )
         return _report(summary, config, args.json)
     except KeyboardInterrupt as interrupt:
@@ -261,14 +264,16 @@ def handle(args: argparse.Namespace) -> int:
         return 130
 
 
-def pick_workers(requested: int | str, config: PipelineConfig, quiet: bool) -> int:
+def pick_workers(requested: int | str, config: PipelineConfig, quiet: bool, units: list[Unit] | None = None) -> int:
     """The actors to start (0: in-process): ``--workers N`` as given, ``auto`` from the unit plan
-    (``choose_executor``, said on one stderr line) unless a Ray address is given."""
+    (``units``, planned here when not given; ``choose_executor``, said on one stderr line) unless a
+    Ray address is given."""
     if requested == 0:
         return 0
     if requested != "auto" or config.ray.address is not None:
         return config.ray.num_actors
-    units = plan_units(config.input)
+    if units is None:
+        units = plan_units(config.input)
     choice = choose_executor(len(units), sum(unit.size_bytes for unit in units), config.ray.num_actors)
     if not quiet:
         print(f"cook: {choice.reason}", file=sys.stderr, flush=True)

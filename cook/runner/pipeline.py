@@ -133,16 +133,21 @@ def _finished_summary(output: OutputDir, started: float) -> RunSummary:
 
 
 def run_pipeline(
-    config: PipelineConfig, executor_factory: ExecutorFactory, overwrite: bool = False, progress: bool = True
+    config: PipelineConfig,
+    executor_factory: ExecutorFactory,
+    overwrite: bool = False,
+    progress: bool = True,
+    units: list[Unit] | None = None,
 ) -> RunSummary:
     """Run (or resume) the whole pipeline into ``config.output.dir``; returns the summary counts, or
     those of the same run finished there before (``already_finished``; nothing is written).
+    ``units``: ``plan_units(config.input)``, when the caller has it already (the input is read once).
 
     An interrupt once the manifest is on disk (this run's, or the same run's before) is raised as
     ``InterruptedAfterFinish``: the output is complete.
     """
     started = time.monotonic()
-    units = plan_units(config.input)
+    units = plan_units(config.input) if units is None else units
     output = OutputDir(config.output.dir, run_identity(config, units), overwrite)
     try:
         with output:
