@@ -28,7 +28,7 @@ from typing import IO, Any
 
 from cook.cli.inspect_cmd import one_line
 from cook.cli.paths import check_output_file
-from cook.dataset_stats import Distribution, Histogram, StatsSummary
+from cook.dataset_stats import Distribution, Histogram, StatsSummary, packing_figure_rows
 from cook.errors import ConfigError
 from cook.manifest import ManifestError
 from cook.packfiles import PackUnreadable
@@ -129,7 +129,7 @@ def table(s: StatsSummary) -> str:
         f"tokens              {s.tokens:,} + {s.padding_tokens:,} padding",
         f"truncated           {s.truncated_sequences:,} sequences, "
         f"{s.truncated_tokens:,} tokens cut{_truncated_share(s)}",
-        f"packing efficiency  {s.packing_efficiency:.2%}  (tokens / (packs * seq_len))",
+        *(f"{name:<20}{figure}" for name, figure in packing_figure_rows(s.packing_efficiency, s.stored_fill)),
         *_steps(s),
         f"media tokens        {s.media_tokens.line()}",
         "",
@@ -176,9 +176,9 @@ def plot(s: StatsSummary, path: str | IO[bytes], title: str) -> None:
     media = s.media_tokens
     fig, axes = plt.subplots(2, 2, figsize=(12, 8.5), constrained_layout=True)
     fig.suptitle(
-        f"cook stats: {title}\n{s.packs:,} packs, {s.sources:,} sources, packing efficiency "
-        f"{s.packing_efficiency:.1%}, media tokens: image {media.image_share:.1%}, "
-        f"video {media.video_share:.1%}, audio {media.audio_share:.1%}",
+        f"cook stats: {title}\n{s.packs:,} packs, {s.sources:,} sources, media tokens: image "
+        f"{media.image_share:.1%}, video {media.video_share:.1%}, audio {media.audio_share:.1%}\n"
+        + ", ".join(f"{name} {figure}" for name, figure in packing_figure_rows(s.packing_efficiency, s.stored_fill)),
         fontsize=13,
     )
     panels = [

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from cook import format as fmt
+from cook.dataset_stats import PACKING_EFFICIENCY, STORED_FILL, packing_efficiency, stored_fill
 from cook.validate.problems import Code, PackRules, Problem, TokenInfo
 
 _SHARD_KEYS: Final = {"name": str, "packs": int, "first_pack": int, "bytes": int, "sha256": str}
@@ -80,10 +81,15 @@ def read_manifest(root: str) -> tuple[dict[str, Any] | None, list[Problem]]:
         ("shards", list),
         *((f"counts.{key}", int) for key in fmt.COUNT_KEYS),
     ]
+    optional: list[tuple[str, type | tuple[type, ...]]] = [("stored_fill", (int, float))]  # added within v1
     problems = [
         _problem(Code.MANIFEST_INVALID, f"{fmt.MANIFEST_NAME}: {path} is missing or not {_kind_name(kind)}")
         for path, kind in required
         if lookup(manifest, path, kind) is None
+    ] + [
+        _problem(Code.MANIFEST_INVALID, f"{fmt.MANIFEST_NAME}: {path} is not {_kind_name(kind)}")
+        for path, kind in optional
+        if path in manifest and lookup(manifest, path, kind) is None
     ]
     for key, want in (("schema_version", fmt.MANIFEST_SCHEMA_VERSION), ("pack_schema_version", fmt.SCHEMA_VERSION)):
         if lookup(manifest, key, int) not in (None, want):
@@ -219,11 +225,13 @@ def _compare_totals(manifest: Mapping[str, Any], counts: Mapping[str, Any], tota
         if lookup(counts, key, int) is not None and counts[key] != value
     ]
     seq_len = lookup(manifest, "pipeline.packing.seq_len", int)
-    efficiency = lookup(manifest, "packing_efficiency", (int, float))
-    if seq_len and efficiency is not None:
-        want = totals.tokens / (totals.packs * seq_len) if totals.packs else 0.0
-        if not math.isclose(efficiency, want, rel_tol=1e-9, abs_tol=1e-12):
-            problems.append(
-                _problem(Code.MANIFEST_COUNT, f"packing_efficiency {efficiency} != tokens / (packs * seq_len) = {want}")
-            )
+    figures = [("stored_fill", STORED_FILL, stored_fill(totals.tokens, totals.padded))]
+    if seq_len:  # a missing seq_len is a problem of its own
+        figures.insert(
+            0, ("packing_efficiency", PACKING_EFFICIENCY, packing_efficiency(totals.tokens, totals.packs, seq_len))
+        )
+    for key, (_, rule), want in figures:
+        stored = lookup(manifest, key, (int, float))
+        if stored is not None and not math.isclose(stored, want, rel_tol=1e-9, abs_tol=1e-12):
+            problems.append(_problem(Code.MANIFEST_COUNT, f"{key} {stored} != {rule} = {want}"))
     return problems
