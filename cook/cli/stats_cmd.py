@@ -1,5 +1,6 @@
-"""``cook stats DIR [--plot FILE.png] [--json] [--global-batch-size N]``: packing efficiency, pack fill
-and sequence-length histograms, sources per pack, media-token share, truncation and reject reasons.
+"""``cook stats DIR [--plot FILE.png] [--json] [--global-batch-size N]``: packing efficiency and stored
+fill (``cook.dataset_stats``), pack fill and sequence-length histograms, sources per pack, media-token
+share, truncation and reject reasons.
 
 A text table on stdout, or one JSON object with ``--json`` (``StatsSummary.to_dict``, from
 ``cook.validate.stats.summarize``). ``--plot`` writes a 2x2 PNG (matplotlib, Agg): fill histogram,
@@ -39,7 +40,7 @@ from cook.writer.atomic import atomic_write
 
 
 def add_parser(sub: Any) -> None:
-    p = sub.add_parser("stats", help="packing efficiency, fill and length histograms, media share, rejects")
+    p = sub.add_parser("stats", help="packing efficiency, stored fill, histograms, media share, rejects")
     p.add_argument("dir", help="cooked dataset directory")
     p.add_argument("--plot", metavar="FILE.png", help="write a 2x2 PNG of the histograms")
     p.add_argument("--html", metavar="FILE", help="write one self-contained HTML page: plots, per-file table, rejects")
