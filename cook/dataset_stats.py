@@ -1,6 +1,19 @@
 """``cook stats``'s figures as types: ``StatsSummary`` (built by ``cook.validate.stats.summarize``) and its
 parts. ``StatsSummary.to_dict()`` is the ``cook stats --json`` object.
 
+The two packing figures are defined here, once (docs/DESIGN.md says why), and every place that
+computes or prints one goes through these functions: the packer's ``PackingStats``, the manifest,
+``cook validate``, the run summary, ``cook stats`` and its HTML page::
+
+    packing efficiency = tokens / (packs × seq_len)    packing_efficiency(tokens, packs, seq_len)
+    stored fill        = tokens / stored tokens         stored_fill(tokens, stored_tokens)
+
+``tokens`` are the real tokens, ``stored tokens`` the packs' ``T`` summed (real tokens plus
+``pad_multiple`` padding). Worked example, seq_len 16384, pad_multiple 1024, one pack holding one
+2,944-token sequence, stored as T = 3,072::
+
+    packing efficiency = 2944 / (1 × 16384) = 17.97%     stored fill = 2944 / 3072 = 95.83%
+
 L0 (stdlib only): ``cook.validate`` builds it; ``cook.cli`` and ``cook.view`` read it.
 """
 
@@ -8,7 +21,33 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import Any, Final
+
+PACKING_EFFICIENCY: Final = ("packing efficiency", "tokens / (packs × seq_len)")  # (name, rule) as printed
+STORED_FILL: Final = ("stored fill", "tokens / stored tokens")
+
+
+def packing_efficiency(tokens: int, packs: int, seq_len: int) -> float:
+    """Real tokens over the packs' capacity: the share of the token slots a trainer that pads every pack
+    to ``seq_len`` computes on that are real. 0.0 when there are no packs."""
+    return tokens / (packs * seq_len) if packs else 0.0
+
+
+def stored_fill(tokens: int, stored_tokens: int) -> float:
+    """Real tokens over the stored tokens (each pack's ``T``): the share of what is written, and of what
+    cook's reader computes on, that is not ``pad_multiple`` padding. 0.0 when nothing is stored."""
+    return tokens / stored_tokens if stored_tokens else 0.0
+
+
+def packing_figure_rows(efficiency: float, fill: float) -> tuple[tuple[str, str], tuple[str, str]]:
+    """``(name, "value (rule)")`` of a packing efficiency and a stored fill, as the run summary, ``cook stats``
+    and its HTML page print them::
+
+        ("packing efficiency", "17.97% (tokens / (packs × seq_len))")
+        ("stored fill", "95.83% (tokens / stored tokens)")
+    """
+    (efficiency_name, efficiency_rule), (fill_name, fill_rule) = PACKING_EFFICIENCY, STORED_FILL
+    return (efficiency_name, f"{efficiency:.2%} ({efficiency_rule})"), (fill_name, f"{fill:.2%} ({fill_rule})")
 
 
 @dataclass(frozen=True)
@@ -70,7 +109,8 @@ class StatsSummary:
     tokens: int
     padded_tokens: int
     padding_tokens: int
-    packing_efficiency: float
+    packing_efficiency: float  # packing_efficiency(tokens, packs, seq_len)
+    stored_fill: float  # stored_fill(tokens, padded_tokens)
     fill: Distribution  # T / seq_len of each pack
     sequence_length: Distribution
     sources_per_pack: Distribution

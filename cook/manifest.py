@@ -15,7 +15,8 @@ already as that object's ``to_dict()``/``asdict``, since those types live in hig
 
 Keys added within schema v1 are optional when read: ``tokenizer_backend`` and ``contract`` are None
 without them, the truncation counts 0, and ``seq_len`` (written since it was added) falls back to
-``pipeline.packing.seq_len``, the value it records.
+``pipeline.packing.seq_len``, the value it records. ``packing_efficiency`` and ``stored_fill`` are
+written from the counts and not read back: the properties recompute them.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from typing import Any, Final
 from cook import __version__
 from cook import format as fmt
 from cook.contract import CONTRACT_KEY, Contract
+from cook.dataset_stats import packing_efficiency, stored_fill
 
 _KIND_NAMES: Final = {int: "an integer", str: "a string", dict: "an object", list: "a list"}
 _PACKING_KEYS: Final = ("algorithm", "windows", "windows_short_of_pack_count_multiple")
@@ -114,8 +116,13 @@ class Manifest:
 
     @property
     def packing_efficiency(self) -> float:
-        packs = self.counts.packs
-        return self.counts.tokens / (packs * self.seq_len) if packs else 0.0
+        """tokens / (packs × seq_len) (``cook.dataset_stats.packing_efficiency``)."""
+        return packing_efficiency(self.counts.tokens, self.counts.packs, self.seq_len)
+
+    @property
+    def stored_fill(self) -> float:
+        """tokens / stored tokens (``cook.dataset_stats.stored_fill``)."""
+        return stored_fill(self.counts.tokens, self.counts.tokens + self.counts.padding_tokens)
 
     def to_dict(self) -> dict[str, Any]:
         data = {
@@ -126,6 +133,7 @@ class Manifest:
             "tokenizer": self.tokenizer.to_dict(),
             "counts": self.counts.to_dict(),
             "packing_efficiency": self.packing_efficiency,
+            "stored_fill": self.stored_fill,
             "packing": self.packing.to_dict(),
             "rejects_by_reason": dict(sorted(self.rejects_by_reason.items())),
             "shards": [asdict(s) for s in self.shards],

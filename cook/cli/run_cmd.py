@@ -37,6 +37,7 @@ from typing import Any
 
 from cook.cli.preflight import preflight
 from cook.config import PipelineConfig, load_config
+from cook.dataset_stats import packing_efficiency, packing_figure_rows, stored_fill
 from cook.errors import ConfigError
 from cook.runner.driver import Executor
 from cook.runner.pipeline import ExecutorFactory, InterruptedAfterFinish, RunSummary, run_pipeline
@@ -147,7 +148,10 @@ def summary_table(summary: RunSummary, seq_len: int) -> str:
         ("padding tokens", f"{c['padding_tokens']:,} (each sequence to packing.pad_multiple)"),
         ("tail padding", f"{tail_padding(summary, seq_len):,} (each pack to seq_len)"),
         ("packs x seq_len", f"{c['packs'] * seq_len:,} (tokens + padding + tail)"),
-        ("packing efficiency", f"{summary.packing_efficiency:.2%}"),
+        *packing_figure_rows(
+            packing_efficiency(c["tokens"], c["packs"], seq_len),
+            stored_fill(c["tokens"], c["tokens"] + c["padding_tokens"]),
+        ),
         ("wall time", f"{summary.seconds:.1f} s"),
         ("throughput", f"{c['tokens'] / max(summary.seconds, 1e-9):,.0f} tokens/s"),
     ]

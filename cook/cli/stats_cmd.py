@@ -1,5 +1,6 @@
-"""``cook stats DIR [--plot FILE.png] [--json] [--global-batch-size N]``: packing efficiency, pack fill
-and sequence-length histograms, sources per pack, media-token share, truncation and reject reasons.
+"""``cook stats DIR [--plot FILE.png] [--json] [--global-batch-size N]``: packing efficiency and stored
+fill (``cook.dataset_stats``), pack fill and sequence-length histograms, sources per pack, media-token
+share, truncation and reject reasons.
 
 A text table on stdout, or one JSON object with ``--json`` (``StatsSummary.to_dict``, from
 ``cook.validate.stats.summarize``). ``--plot`` writes a 2x2 PNG (matplotlib, Agg): fill histogram,
@@ -28,7 +29,7 @@ from typing import IO, Any
 
 from cook.cli.inspect_cmd import one_line
 from cook.cli.paths import check_output_file
-from cook.dataset_stats import Distribution, Histogram, StatsSummary
+from cook.dataset_stats import Distribution, Histogram, StatsSummary, packing_figure_rows
 from cook.errors import ConfigError
 from cook.manifest import ManifestError
 from cook.packfiles import PackUnreadable
@@ -39,7 +40,7 @@ from cook.writer.atomic import atomic_write
 
 
 def add_parser(sub: Any) -> None:
-    p = sub.add_parser("stats", help="packing efficiency, fill and length histograms, media share, rejects")
+    p = sub.add_parser("stats", help="packing efficiency, stored fill, histograms, media share, rejects")
     p.add_argument("dir", help="cooked dataset directory")
     p.add_argument("--plot", metavar="FILE.png", help="write a 2x2 PNG of the histograms")
     p.add_argument("--html", metavar="FILE", help="write one self-contained HTML page: plots, per-file table, rejects")
@@ -129,7 +130,7 @@ def table(s: StatsSummary) -> str:
         f"tokens              {s.tokens:,} + {s.padding_tokens:,} padding",
         f"truncated           {s.truncated_sequences:,} sequences, "
         f"{s.truncated_tokens:,} tokens cut{_truncated_share(s)}",
-        f"packing efficiency  {s.packing_efficiency:.2%}  (tokens / (packs * seq_len))",
+        *(f"{name:<20}{figure}" for name, figure in packing_figure_rows(s.packing_efficiency, s.stored_fill)),
         *_steps(s),
         f"media tokens        {s.media_tokens.line()}",
         "",
@@ -176,9 +177,9 @@ def plot(s: StatsSummary, path: str | IO[bytes], title: str) -> None:
     media = s.media_tokens
     fig, axes = plt.subplots(2, 2, figsize=(12, 8.5), constrained_layout=True)
     fig.suptitle(
-        f"cook stats: {title}\n{s.packs:,} packs, {s.sources:,} sources, packing efficiency "
-        f"{s.packing_efficiency:.1%}, media tokens: image {media.image_share:.1%}, "
-        f"video {media.video_share:.1%}, audio {media.audio_share:.1%}",
+        f"cook stats: {title}\n{s.packs:,} packs, {s.sources:,} sources, media tokens: image "
+        f"{media.image_share:.1%}, video {media.video_share:.1%}, audio {media.audio_share:.1%}\n"
+        + ", ".join(f"{name} {figure}" for name, figure in packing_figure_rows(s.packing_efficiency, s.stored_fill)),
         fontsize=13,
     )
     panels = [

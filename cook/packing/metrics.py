@@ -4,10 +4,12 @@
 numpy pass, ``merge`` combines the stats of two windows or workers,
 and ``to_dict`` gives plain JSON types for the manifest and ``cook stats``.
 
-Every pack is charged the full ``capacity`` (the trainer pads each pack to ``seq_len``), so
+Every pack is charged its full ``capacity`` (``seq_len``): a pack stores its padded use, and
+``tail_padding`` is what padding it to ``capacity`` would add, so
 
     packs * capacity == tokens + pad_multiple_padding + tail_padding
 
+``efficiency`` is the packing efficiency of ``cook.dataset_stats.packing_efficiency`` (docs/DESIGN.md).
 Worked example, capacity 12, pad_multiple 4, lengths [5, 2, 8], packs [[0, 1], [2]]::
 
     padded lengths 8, 4 | 8      pad_multiple_padding = 3 + 2 + 0 = 5
@@ -26,6 +28,7 @@ from itertools import chain
 import numpy as np
 
 from cook import format as fmt
+from cook.dataset_stats import packing_efficiency
 
 __all__ = ["FILL_BINS", "PackingStats", "stats_for"]
 
@@ -54,8 +57,8 @@ class PackingStats:
 
     @property
     def efficiency(self) -> float:
-        """Raw tokens / (packs * capacity); 0.0 when there are no packs."""
-        return self.tokens / (self.packs * self.capacity) if self.packs else 0.0
+        """Packing efficiency: raw tokens / (packs * capacity); 0.0 when there are no packs."""
+        return packing_efficiency(self.tokens, self.packs, self.capacity)
 
     def merge(self, other: PackingStats) -> PackingStats:
         if (other.capacity, other.pad_multiple) != (self.capacity, self.pad_multiple):

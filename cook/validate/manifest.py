@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from cook import format as fmt
+from cook.dataset_stats import PACKING_EFFICIENCY, STORED_FILL, packing_efficiency, stored_fill
 from cook.validate.problems import Code, PackRules, Problem, TokenInfo
 
 _SHARD_KEYS: Final = {"name": str, "packs": int, "first_pack": int, "bytes": int, "sha256": str}
@@ -80,10 +81,15 @@ def read_manifest(root: str) -> tuple[dict[str, Any] | None, list[Problem]]:
         ("shards", list),
         *((f"counts.{key}", int) for key in fmt.COUNT_KEYS),
     ]
+    optional: list[tuple[str, type | tuple[type, ...]]] = [("stored_fill", (int, float))]  # added within v1
     problems = [
         _problem(Code.MANIFEST_INVALID, f"{fmt.MANIFEST_NAME}: {path} is missing or not {_kind_name(kind)}")
         for path, kind in required
         if lookup(manifest, path, kind) is None
+    ] + [
+        _problem(Code.MANIFEST_INVALID, f"{fmt.MANIFEST_NAME}: {path} is not {_kind_name(kind)}")
+        for path, kind in optional
+        if path in manifest and lookup(manifest, path, kind) is None
     ]
     for key, want in (("schema_version", fmt.MANIFEST_SCHEMA_VERSION), ("pack_schema_version", fmt.SCHEMA_VERSION)):
         if lookup(manifest, key, int) not in (None, want):
@@ -219,11 +225,16 @@ def _compare_totals(manifest: Mapping[str, Any], counts: Mapping[str, Any], tota
         if lookup(counts, key, int) is not None and counts[key] != value
     ]
     seq_len = lookup(manifest, "pipeline.packing.seq_len", int)
-    efficiency = lookup(manifest, "packing_efficiency", (int, float))
-    if seq_len and efficiency is not None:
-        want = totals.tokens / (totals.packs * seq_len) if totals.packs else 0.0
-        if not math.isclose(efficiency, want, rel_tol=1e-9, abs_tol=1e-12):
-            problems.append(
-                _problem(Code.MANIFEST_COUNT, f"packing_efficiency {efficiency} != tokens / (packs * seq_len) = {want}")
-            )
-    return problems
+    if seq_len:  # a missing seq_len is reported as a missing key
+        efficiency = packing_efficiency(totals.tokens, totals.packs, seq_len)
+        problems += _check_figure(manifest, "packing_efficiency", PACKING_EFFICIENCY, efficiency)
+    return problems + _check_figure(manifest, "stored_fill", STORED_FILL, stored_fill(totals.tokens, totals.padded))
+
+
+def _check_figure(manifest: Mapping[str, Any], key: str, figure: tuple[str, str], want: float) -> list[Problem]:
+    """The manifest's ``key`` (when present and a number) equals ``want``, the figure of the shards' totals."""
+    stored = lookup(manifest, key, (int, float))
+    if stored is None or math.isclose(stored, want, rel_tol=1e-9, abs_tol=1e-12):
+        return []
+    _, rule = figure
+    return [_problem(Code.MANIFEST_COUNT, f"{key} {stored} != {rule} = {want}")]

@@ -1,5 +1,5 @@
-"""A cooked dataset -> ``DatasetStats`` -> ``StatsSummary`` (``cook stats``): packing efficiency, pack fill,
-sequence lengths, sources per pack, media-token share, truncation, reject reasons and (given a global
+"""A cooked dataset -> ``DatasetStats`` -> ``StatsSummary`` (``cook stats``): packing efficiency, stored fill,
+pack fill, sequence lengths, sources per pack, media-token share, truncation, reject reasons and (given a global
 batch size) steps per epoch.
 
     compute_stats(DIR) -> DatasetStats -summarize(stats, global_batch_size)-> StatsSummary -.to_dict()-> --json
@@ -15,8 +15,9 @@ A pack whose small members are damaged raises ``PackUnreadable`` (``cook stats``
 ``seq_len``, the records read, the truncation counts and the target tokens come from the manifest
 (``cook.manifest.load_manifest``; an unreadable one raises ``ManifestError``).
 
-    fill of a pack        = T / seq_len                        (padding included)
-    packing efficiency    = true tokens / (packs * seq_len)    (as in the manifest)
+    fill of a pack        = T / seq_len                  (padding included)
+    packing efficiency    = tokens / (packs × seq_len)   (cook.dataset_stats.packing_efficiency, as in the manifest)
+    stored fill           = tokens / stored tokens (ΣT)  (cook.dataset_stats.stored_fill, as in the manifest)
 """
 
 from __future__ import annotations
@@ -29,7 +30,15 @@ import numpy as np
 import orjson
 
 from cook import format as fmt
-from cook.dataset_stats import Distribution, Histogram, MediaTokens, StatsSummary, StepsPerEpoch
+from cook.dataset_stats import (
+    Distribution,
+    Histogram,
+    MediaTokens,
+    StatsSummary,
+    StepsPerEpoch,
+    packing_efficiency,
+    stored_fill,
+)
 from cook.manifest import load_manifest
 from cook.packfiles import (
     NPY_ERRORS,
@@ -183,7 +192,8 @@ def summarize(stats: DatasetStats, global_batch_size: int | None = None) -> Stat
         tokens=tokens,
         padded_tokens=padded,
         padding_tokens=padded - tokens,
-        packing_efficiency=tokens / (packs * capacity) if packs else 0.0,
+        packing_efficiency=packing_efficiency(tokens, packs, capacity),
+        stored_fill=stored_fill(tokens, padded),
         fill=distribution(fills, np.linspace(0.0, 1.0, FILL_BINS + 1)),
         sequence_length=distribution(stats.seq_lengths, np.linspace(0, capacity, LENGTH_BINS + 1)),
         sources_per_pack=distribution(stats.sources_per_pack, np.arange(0.5, most + width + 0.5, width)),

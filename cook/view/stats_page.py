@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from cook import format as fmt
-from cook.dataset_stats import StatsSummary
+from cook.dataset_stats import StatsSummary, packing_figure_rows
 from cook.packfiles import ONLY_META, iter_packs
 from cook.view.media_images import data_uri
 from cook.view.page import page, text
@@ -72,7 +72,7 @@ def _headline(s: StatsSummary) -> str:
         ("packs", f"{s.packs:,} (seq_len {s.seq_len})"),
         ("sources", f"{s.sources:,}" + (f" of {s.records_in:,} records" if s.records_in else "")),
         ("tokens", f"{s.tokens:,} + {s.padding_tokens:,} padding"),
-        ("packing efficiency", f"{s.packing_efficiency:.2%} (tokens / (packs × seq_len))"),
+        *packing_figure_rows(s.packing_efficiency, s.stored_fill),
         ("truncated", f"{s.truncated_sequences:,} sequences, {s.truncated_tokens:,} tokens cut"),
         ("media tokens", media.line()),
     ]

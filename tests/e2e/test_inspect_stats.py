@@ -74,7 +74,7 @@ def with_media(cooked: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 SUMMARY_KEYS = ["packs", "sources", "seq_len", "records_in", "tokens", "padded_tokens", "padding_tokens",
-                "packing_efficiency", "fill", "sequence_length", "sources_per_pack", "media_tokens", "rejects"]  # fmt: skip
+                "packing_efficiency", "stored_fill", "fill", "sequence_length", "sources_per_pack", "media_tokens", "rejects"]  # fmt: skip
 STEPS_KEYS = ["global_batch_size", "steps_per_epoch", "target_tokens_per_step"]
 
 
@@ -135,7 +135,8 @@ def test_stats_json_matches_the_manifest(cooked: Path, capsys: pytest.CaptureFix
     stats, manifest = json.loads(out), json.loads((cooked / fmt.MANIFEST_NAME).read_text())
     assert code == 0 and out.count("\n") == 1
     assert stats["packs"] == manifest["counts"]["packs"] and stats["sources"] == manifest["counts"]["sources_packed"]
-    assert stats["packing_efficiency"] == pytest.approx(manifest["packing_efficiency"])
+    assert stats["packing_efficiency"] == manifest["packing_efficiency"]
+    assert stats["stored_fill"] == manifest["stored_fill"]
     assert stats["padding_tokens"] == manifest["counts"]["padding_tokens"]
     assert stats["rejects"] == manifest["rejects_by_reason"] == {"bad_json": 1, "bad_role": 1}
     assert sum(stats["fill"]["histogram"]["counts"]) == stats["packs"]

@@ -55,6 +55,7 @@ def test_every_field_survives_write_and_read(tmp_path: Path) -> None:
     write_manifest(str(tmp_path), MANIFEST)
     written = json.loads((tmp_path / fmt.MANIFEST_NAME).read_text())
     assert written["seq_len"] == 256 and written["packing_efficiency"] == 600 / (3 * 256)
+    assert written["stored_fill"] == 600 / (600 + 168)  # tokens / (tokens + padding_tokens)
     assert written["packing"]["windows_short_of_pack_count_multiple"] == 1
     assert load_manifest(str(tmp_path)) == MANIFEST
     assert Manifest.from_dict(written).to_dict() == written

@@ -1,5 +1,5 @@
 """``cook run``'s report: the summary table adds up to packs x seq_len (tail padding beside pad-multiple
-padding), truncation is shown and warned about above 1%, and a run that packed nothing is one line."""
+padding), shows the packing efficiency and the stored fill by their rules, truncation is shown and warned about above 1%, and a run that packed nothing is one line."""
 
 from __future__ import annotations
 
@@ -47,6 +47,12 @@ def test_tail_padding_makes_the_numbers_add_up() -> None:
         for name in ("tokens", "padding tokens", "tail padding", "packs x seq_len")
     )
     assert (tokens, padding, tail, whole) == (2000, 40, 520, 2560) and tokens + padding + tail == whole
+
+
+def test_packing_efficiency_and_stored_fill_rows() -> None:
+    table = summary_table(_summary(), seq_len=256)
+    assert _row(table, "packing efficiency") == "78.12% (tokens / (packs × seq_len))"  # 2000 / 2560
+    assert _row(table, "stored fill") == "98.04% (tokens / stored tokens)"  # 2000 / 2040
 
 
 def test_truncation_rows_and_counts_without_them() -> None:

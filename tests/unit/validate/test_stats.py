@@ -1,6 +1,6 @@
 """``cook.validate.stats.summarize``: the typed ``StatsSummary`` of hand-made stats, and its ``to_dict`` as
 ``cook stats --json`` prints it. The JSON strings were printed by the dict-returning ``summarize`` this
-type replaced (plus the truncation and ``--global-batch-size`` keys ``cook stats`` added to it, and the
+type replaced (plus the truncation, ``stored_fill`` and ``--global-batch-size`` keys ``cook stats`` added to it, and the
 ``video`` and ``video_share`` media keys): key order and ``0`` against ``0.0`` included."""
 
 from __future__ import annotations
@@ -26,7 +26,8 @@ STATS = DatasetStats(
 )
 STATS_JSON = (
     '{"packs": 3, "sources": 9, "seq_len": 1024, "records_in": 12, "tokens": 2400, "padded_tokens": 2536, '
-    '"padding_tokens": 136, "packing_efficiency": 0.78125, "fill": {"min": 0.5, "median": 0.9765625, '
+    '"padding_tokens": 136, "packing_efficiency": 0.78125, "stored_fill": 0.9463722397476341, '
+    '"fill": {"min": 0.5, "median": 0.9765625, '
     '"p90": 0.9953125, "max": 1.0, "mean": 0.8255208333333334, "histogram": {"edges": [0.0, 0.1, 0.2, 0.3, 0.4, '
     '0.5, 0.6, 0.7, 0.8, 0.9, 1.0], "counts": [0, 0, 0, 0, 0, 1, 0, 0, 0, 2]}}, "sequence_length": {"min": 50.0, '
     '"median": 200.0, "p90": 520.0, "max": 600.0, "mean": 266.6666666666667, "histogram": {"edges": [0.0, 64.0, '
@@ -39,7 +40,7 @@ STATS_JSON = (
 )
 EMPTY_JSON = (
     '{"packs": 0, "sources": 0, "seq_len": 256, "records_in": 2, "tokens": 0, "padded_tokens": 0, '
-    '"padding_tokens": 0, "packing_efficiency": 0.0, "fill": {"min": 0, "median": 0, "p90": 0, "max": 0, "mean": 0, '
+    '"padding_tokens": 0, "packing_efficiency": 0.0, "stored_fill": 0.0, "fill": {"min": 0, "median": 0, "p90": 0, "max": 0, "mean": 0, '
     '"histogram": {"edges": [0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0], "counts": [0, 0, 0, 0, 0, 0, 0, '
     '0, 0, 0]}}, "sequence_length": {"min": 0, "median": 0, "p90": 0, "max": 0, "mean": 0, "histogram": {"edges": '
     "[0.0, 16.0, 32.0, 48.0, 64.0, 80.0, 96.0, 112.0, 128.0, 144.0, 160.0, 176.0, 192.0, 208.0, 224.0, 240.0, "
@@ -53,7 +54,7 @@ EMPTY_JSON = (
 def test_summary_is_typed() -> None:
     summary = summarize(STATS, global_batch_size=2)
     assert (summary.packs, summary.sources, summary.tokens, summary.padding_tokens) == (3, 9, 2400, 136)
-    assert summary.packing_efficiency == 2400 / (3 * 1024)
+    assert summary.packing_efficiency == 2400 / (3 * 1024) and summary.stored_fill == 2400 / 2536
     assert summary.fill.histogram == Histogram(
         edges=(0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0), counts=(0, 0, 0, 0, 0, 1, 0, 0, 0, 2)
     )
