@@ -6,11 +6,8 @@ one data contract (``seq_len`` included; the packing algorithm and shard sizes m
 with one line naming the part and the differing fields. A dataset reached by two parts (same
 directory, manifest or shards) is a warning on stderr: Energon would draw it with the sum of the
 weights. The YAML is written atomically; stdout gets a table of each part's packs, target tokens and
-shares, or one JSON object with ``--json``. Shares are expectations over Energon's draws::
-
-    sample share        s_i = w_i / sum_j w_j
-    target-token share  t_i = s_i * T_i / P_i / sum_j (s_j * T_j / P_j)     (P packs, T target tokens)
-    steps per epoch     P_i / (N * s_i)          epochs in S steps    S * N * s_i / P_i
+shares, or one JSON object with ``--json``. The shares are expectations over Energon's draws
+(``DESCRIPTION``: the formulas of ``cook.blend``).
 """
 
 from __future__ import annotations
@@ -26,13 +23,22 @@ from cook.errors import ConfigError
 from cook.validate import NotADataset, check_is_dataset
 from cook.writer.atomic import atomic_write
 
+DESCRIPTION = """\
+Write an Energon metadataset (MetadatasetV2) whose train split draws each pack from part i with
+probability s_i = w_i / sum(w), before batching. All parts must share one data contract (seq_len
+included). Expected shares, with P_i packs and T_i target tokens in part i (its manifest):
+  samples (packs)   s_i = w_i / sum_j w_j
+  target tokens     s_i * T_i / P_i  /  sum_j (s_j * T_j / P_j)
+  steps per epoch of part i at --global-batch-size N:   P_i / (N * s_i)
+  epochs of part i in --steps S:                        S * N * s_i / P_i"""
+
 
 def add_parser(sub: Any) -> None:
     p = sub.add_parser(
         "blend",
         help="write an Energon metadataset mixing cooked datasets by weight",
-        description="s_i = w_i / sum(w) of the packs drawn; target-token share s_i*T_i/P_i normalized; "
-        "steps per epoch of part i = P_i / (N * s_i); epochs in S steps = S * N * s_i / P_i",
+        description=DESCRIPTION,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("parts", nargs="+", metavar="NAME=WEIGHT DIR", help="a part's name, weight and cooked dataset")
     p.add_argument("--output", required=True, metavar="FILE.yaml", help="the metadataset to write")
