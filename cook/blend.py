@@ -196,7 +196,7 @@ def read_blend(path: str) -> list[PartSpec]:
             target = os.path.join(os.path.dirname(os.path.abspath(path)), str(entry["path"]))
             name = (entry.get("subflavors") or {}).get(BLEND_PART_KEY) or os.path.basename(target)
             specs.append(PartSpec(str(name), check_weight(str(name), str(entry.get("weight", 1.0))), target))
-    except (OSError, yaml.YAMLError, KeyError, TypeError, AttributeError) as err:
+    except (OSError, ValueError, yaml.YAMLError, KeyError, TypeError, AttributeError) as err:
         reason = err.strerror if isinstance(err, OSError) else f"not a blend of weight/path entries ({err!r})"
         raise ConfigError(f"{path}: {reason}") from None
     return specs

@@ -238,3 +238,14 @@ def test_stats_of_a_blend(chat: Path, code: Path, tmp_path: Path, capsys: pytest
     assert f"== blend {output}\npart " in text
     assert main(["stats", str(output), "--html", str(tmp_path / "s.html")]) == 2
     assert "give one cooked dataset, not the blend" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("content", [b"a: 1\n", b"", b"\xff\xfe\x00binary"])
+def test_stats_of_a_file_that_is_no_blend_exits_2(
+    content: bytes, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "other.yaml"
+    path.write_bytes(content)
+    assert main(["stats", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"cook: error: {path}: not a blend of weight/path entries (") and err.count("\n") == 1
