@@ -17,7 +17,7 @@ import json
 import sys
 from typing import Any
 
-from cook.blend import BlendReport, PartSpec, blend_report, blend_yaml, check_weight, duplicates, load_parts
+from cook.blend import BlendPart, BlendReport, PartSpec, blend_report, blend_yaml, check_weight, duplicates, load_parts
 from cook.cli.paths import check_output_file
 from cook.errors import ConfigError
 from cook.validate import NotADataset, check_is_dataset
@@ -70,16 +70,21 @@ def check_run_length(global_batch_size: int | None, steps: int | None) -> None:
         raise ConfigError("--steps: must be >= 1 and needs --global-batch-size")
 
 
-def handle(args: argparse.Namespace) -> int:
-    specs = parse_parts(args.parts)
-    check_output_file("--output", args.output, "blend.yaml")
-    check_run_length(args.global_batch_size, args.steps)
+def load_datasets(specs: list[PartSpec]) -> tuple[BlendPart, ...]:
+    """``cook.blend.load_parts`` after checking that every part is a finished cooked dataset."""
     for spec in specs:
         try:
             check_is_dataset(spec.path)
         except NotADataset as err:
             raise ConfigError(f"blend part {spec.name}: {err}") from None
-    parts = load_parts(specs)
+    return load_parts(specs)
+
+
+def handle(args: argparse.Namespace) -> int:
+    specs = parse_parts(args.parts)
+    check_output_file("--output", args.output, "blend.yaml")
+    check_run_length(args.global_batch_size, args.steps)
+    parts = load_datasets(specs)
     warnings = duplicates(parts)
     for line in warnings:
         print(f"cook blend: warning: {line}", file=sys.stderr)

@@ -31,8 +31,8 @@ import os
 import sys
 from typing import IO, Any
 
-from cook.blend import blend_report, load_parts, read_blend
-from cook.cli.blend_cmd import check_run_length
+from cook.blend import blend_report, read_blend
+from cook.cli.blend_cmd import check_run_length, load_datasets
 from cook.cli.blend_cmd import table as blend_table
 from cook.cli.inspect_cmd import one_line
 from cook.cli.paths import check_output_file
@@ -68,8 +68,7 @@ def handle(args: argparse.Namespace) -> int:
         check_plot_path(args.plot)
     if args.html:
         check_output_file("--html", args.html, "stats.html")
-    if args.global_batch_size is not None and args.global_batch_size < 1:
-        raise ConfigError(f"--global-batch-size: must be >= 1, got {args.global_batch_size}")
+    check_run_length(args.global_batch_size, None)
     summary = read_summary(args.dir, args.global_batch_size)
     if summary is None:
         return 1
@@ -110,12 +109,7 @@ def handle_blend(args: argparse.Namespace) -> int:
         raise ConfigError(f"--plot/--html: give one cooked dataset, not the blend {args.dir}")
     check_run_length(args.global_batch_size, None)
     specs = read_blend(args.dir)
-    for spec in specs:
-        try:
-            check_is_dataset(spec.path)
-        except NotADataset as err:
-            raise ConfigError(f"{args.dir}: blend part {spec.name}: {err}") from None
-    parts = load_parts(specs)
+    parts = load_datasets(specs)
     summaries = []
     for spec in specs:
         summary = read_summary(spec.path, args.global_batch_size)
