@@ -25,9 +25,15 @@ class _Parser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from cook.cli import inspect_cmd, run_cmd, stats_cmd, validate_cmd
+    from cook.cli import blend_cmd, inspect_cmd, run_cmd, stats_cmd, validate_cmd
 
-    commands = {"run": run_cmd, "validate": validate_cmd, "inspect": inspect_cmd, "stats": stats_cmd}
+    commands = {
+        "run": run_cmd,
+        "validate": validate_cmd,
+        "inspect": inspect_cmd,
+        "stats": stats_cmd,
+        "blend": blend_cmd,
+    }
     parser = _Parser(prog="cook", description="Cook raw multimodal conversations into packed Energon shards.")
     parser.add_argument("--version", action="store_true", help="print the version and exit")
     sub = parser.add_subparsers(dest="command", parser_class=_Parser)

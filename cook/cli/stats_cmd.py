@@ -1,6 +1,11 @@
-"""``cook stats DIR [--plot FILE.png] [--json] [--global-batch-size N]``: packing efficiency and stored
+"""``cook stats DIR|BLEND.yaml [--plot FILE.png] [--json] [--global-batch-size N]``: packing efficiency and stored
 fill (``cook.dataset_stats``), pack fill and sequence-length histograms, sources per pack, media-token
 share, truncation and reject reasons.
+
+``cook stats blend.yaml`` (written by ``cook blend``) shows each part's figures and then the blend's
+(``cook blend``'s table: packs, target tokens, sample and target-token shares, steps per epoch);
+``--json`` gives ``{"parts": [{name, weight, path, stats}], "blend": {...}}``. A part that is not a
+cooked dataset, or parts whose contracts differ, exit 2; ``--plot``/``--html`` take one dataset.
 
 A text table on stdout, or one JSON object with ``--json`` (``StatsSummary.to_dict``, from
 ``cook.validate.stats.summarize``). ``--plot`` writes a 2x2 PNG (matplotlib, Agg): fill histogram,
@@ -27,6 +32,9 @@ import os
 import sys
 from typing import IO, Any
 
+from cook.blend import blend_report, read_blend
+from cook.cli.blend_cmd import check_run_length, load_datasets
+from cook.cli.blend_cmd import table as blend_table
 from cook.cli.inspect_cmd import one_line
 from cook.cli.paths import check_output_file
 from cook.dataset_stats import Distribution, Histogram, StatsSummary, packing_figure_rows
@@ -41,7 +49,7 @@ from cook.writer.atomic import atomic_write
 
 def add_parser(sub: Any) -> None:
     p = sub.add_parser("stats", help="packing efficiency, stored fill, histograms, media share, rejects")
-    p.add_argument("dir", help="cooked dataset directory")
+    p.add_argument("dir", help="cooked dataset directory, or a blend YAML (cook blend): each part, then the blend")
     p.add_argument("--plot", metavar="FILE.png", help="write a 2x2 PNG of the histograms")
     p.add_argument("--html", metavar="FILE", help="write one self-contained HTML page: plots, per-file table, rejects")
     p.add_argument("--json", action="store_true", help="print one JSON object on stdout")
@@ -50,6 +58,8 @@ def add_parser(sub: Any) -> None:
 
 
 def handle(args: argparse.Namespace) -> int:
+    if os.path.isfile(args.dir):
+        return handle_blend(args)
     try:
         check_is_dataset(args.dir)
     except NotADataset as err:
@@ -59,15 +69,9 @@ def handle(args: argparse.Namespace) -> int:
         check_plot_path(args.plot)
     if args.html:
         check_output_file("--html", args.html, "stats.html")
-    if args.global_batch_size is not None and args.global_batch_size < 1:
-        raise ConfigError(f"--global-batch-size: must be >= 1, got {args.global_batch_size}")
-    try:
-        summary = summarize(compute_stats(args.dir), args.global_batch_size)
-    except ManifestError as err:
-        print(f"cook: error: {err}; run cook validate", file=sys.stderr)
-        return 1
-    except (PackUnreadable, RejectsUnreadable) as err:
-        print(f"cook: error: {args.dir}: {one_line(str(err))}; run cook validate", file=sys.stderr)
+    check_run_length(args.global_batch_size, None)
+    summary = read_summary(args.dir, args.global_batch_size)
+    if summary is None:
         return 1
     if args.plot:
         try:
@@ -77,11 +81,52 @@ def handle(args: argparse.Namespace) -> int:
         print(f"cook stats: wrote {args.plot}", file=sys.stderr)
     if args.html:
         write_html(summary, args.html, args.dir)
+    show(json.dumps(summary.to_dict()) if args.json else table(summary))
+    return 0
+
+
+def read_summary(root: str, global_batch_size: int | None) -> StatsSummary | None:
+    """The dataset's ``StatsSummary``; None after printing the one line that says what cannot be read."""
     try:
-        print(json.dumps(summary.to_dict()) if args.json else table(summary))
+        return summarize(compute_stats(root), global_batch_size)
+    except ManifestError as err:
+        print(f"cook: error: {err}; run cook validate", file=sys.stderr)
+    except (PackUnreadable, RejectsUnreadable) as err:
+        print(f"cook: error: {root}: {one_line(str(err))}; run cook validate", file=sys.stderr)
+    return None
+
+
+def show(text: str) -> None:
+    try:
+        print(text)
         sys.stdout.flush()
     except BrokenPipeError:  # a pager or `head` closed stdout
         sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - keeps the interpreter's final flush quiet
+
+
+def handle_blend(args: argparse.Namespace) -> int:
+    """``cook stats blend.yaml``: each part's figures, then the blend's shares (``cook.blend``)."""
+    if args.plot or args.html:
+        raise ConfigError(f"--plot/--html: give one cooked dataset, not the blend {args.dir}")
+    check_run_length(args.global_batch_size, None)
+    specs = read_blend(args.dir)
+    parts = load_datasets(specs)
+    summaries = []
+    for spec in specs:
+        summary = read_summary(spec.path, args.global_batch_size)
+        if summary is None:
+            return 1
+        summaries.append(summary)
+    report = blend_report(parts, args.global_batch_size)
+    if args.json:
+        entries = [{**vars(spec), "stats": s.to_dict()} for spec, s in zip(specs, summaries, strict=True)]
+        show(json.dumps({"parts": entries, "blend": report.to_dict()}))
+        return 0
+    sections = [
+        f"== part {spec.name} (weight {spec.weight:g}): {spec.path}\n{table(s)}"
+        for spec, s in zip(specs, summaries, strict=True)
+    ]
+    show("\n\n".join([*sections, f"== blend {args.dir}\n{blend_table(report)}"]))
     return 0
 
 

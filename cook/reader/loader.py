@@ -77,7 +77,9 @@ def make_loader(
 
     ``worker_config`` is Energon's (rank, world size, worker processes, error handler);
     ``loader_kwargs`` go to ``megatron.energon.get_savable_loader``. ``path`` is a cooked dataset or an
-    Energon metadataset blending several: cooked datasets with different contracts are refused
+    Energon metadataset blending several (``cook blend`` writes one; Energon draws each pack from a
+    part with probability weight / sum of weights, every part repeated, so a weighted blend needs
+    ``repeat=True``): cooked datasets with different contracts are refused
     (``cook.contract.ContractMismatch``), and given ``expect`` (the trainer's tokenizer directory, media
     settings, ``seq_len``, context-parallel size) so is any dataset that differs from it, in one error
     naming every field, before anything is read.

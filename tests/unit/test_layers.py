@@ -19,7 +19,8 @@ ALLOWED: dict[str, set[str]] = {
     "runner": L0 | {"config"} | L2,
     "validate": L0,
     "view": L0,  # HTML pages of a pack or the stats: reads packs through packfiles, like validate
-    "cli": L0 | {"config", "runner", "validate", "view"} | L2,
+    "cli": L0 | {"config", "runner", "validate", "view", "blend"} | L2,
+    "blend": L0,  # cook blend: manifests and contracts of cooked datasets -> a metadataset YAML
     "reader": L0,
     "train": L0 | {"reader"},
 }
