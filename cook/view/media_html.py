@@ -7,6 +7,19 @@ its frames; tiles are one picture of the tile grid, plus an ``<img class="thumb"
 A picture is shown downscaled; its "full size" link (``#m<row>``, CSS ``:target``, no script) shows it at
 its stored size. The patch-grid overlay is toggled by the page's "patch grid" checkbox.
 
+**Geometry.** An image or a tile grid is drawn in one box, ``<span class="pic">``, sized from the stored
+pixels alone (``width: W px; aspect-ratio: W / H``, capped by the page's CSS): the picture fills that box
+and every overlay is placed in percentages of it, so the outlines stay on the pixels at any page width,
+before the picture decodes, and for a preview JPEG as for the exact PNG. Tile ``k`` (raster order, as
+``cook/media/tiles.py`` cuts them: row ``k // cols``, column ``k % cols``) is ``<span class="tile"
+data-tile="k">`` at left ``100 c / cols`` %, top ``100 r / rows`` %, ``100 / cols`` % x ``100 / rows`` %.
+A 4x3 grid::
+
+    tile 5 (row 1, column 1): left 25%, top 33.3333%, 25% x 33.3333%  -> pixels [512:1024, 512:1024]
+
+The thumbnail (cook's 512x512 resize of the whole image) is drawn at the grid's aspect ``cols / rows``,
+the shape of the image it was made from.
+
 **Page budget.** ``Pictures`` encodes each picture as a lossless PNG at its stored size (pixel-exact)
 while the page stays under its byte budget (``cook inspect --html-max-mb``, default 3 MB; 0 = none).
 Every picture holds back room for a preview (``PREVIEW_RESERVE``) and a text allowance is set aside, so
@@ -69,13 +82,29 @@ class Pictures:
         return uri
 
 
-def _pct(parts: int) -> str:
-    return f"{100.0 / parts:.4f}%"
+def _pct(part: int, parts: int) -> str:
+    return f"{100.0 * part / parts:.4f}%"
 
 
 def _grid(item: mi.VisualItem, cols: int = 1, rows: int = 1) -> str:
     grid_w, grid_h = cols * item.width_px // fmt.PATCH_SIZE, rows * item.height_px // fmt.PATCH_SIZE
-    return f'<span class="grid" style="background-size:{_pct(grid_w)} {_pct(grid_h)}"></span>'
+    return f'<span class="grid" style="background-size:{_pct(1, grid_w)} {_pct(1, grid_h)}"></span>'
+
+
+def _pic(width_px: int, height_px: int) -> str:
+    """The opening tag of a picture's box: its stored size and aspect (module docstring, Geometry)."""
+    return f'<span class="pic" style="width:{width_px}px;aspect-ratio:{width_px}/{height_px}">'
+
+
+def _tiles(cols: int, rows: int) -> str:
+    """One outline per tile, in raster order, placed in percentages of the picture's box."""
+    boxes = "".join(
+        f'<span class="tile" data-tile="{r * cols + c}" title="tile {r * cols + c}: row {r}, column {c}" '
+        f'style="left:{_pct(c, cols)};top:{_pct(r, rows)};width:{_pct(1, cols)};height:{_pct(1, rows)}"></span>'
+        for r in range(rows)
+        for c in range(cols)
+    )
+    return f'<span class="tilegrid">{boxes}</span>'
 
 
 def _links(anchor: str, exact: bool) -> str:
@@ -88,9 +117,10 @@ def _item_key(item: mi.VisualItem) -> str:
     return f'data-item="{item.index}"'
 
 
-def _img(css: str, key: str, uri: str, exact: bool, size: tuple[int, int] | None, alt: str) -> str:
+def _img(css: str, key: str, uri: str, exact: bool, size: tuple[int, int] | None, alt: str, style: str = "") -> str:
     dims = f'width="{size[0]}" height="{size[1]}" ' if size else ""
-    return f'<img class="{css}{"" if exact else " preview"}" {key} src="{uri}" {dims}alt="{alt}">'
+    styled = f'style="{style}" ' if style else ""
+    return f'<img class="{css}{"" if exact else " preview"}" {key} src="{uri}" {dims}{styled}alt="{alt}">'
 
 
 def image_html(pack: Pack, item: mi.VisualItem, pictures: Pictures) -> str:
@@ -99,7 +129,7 @@ def image_html(pack: Pack, item: mi.VisualItem, pictures: Pictures) -> str:
     embeddings = visual_embeddings(item.kind, item.frames, item.height_px, item.width_px)
     size = (item.width_px, item.height_px)
     return (
-        f'<span class="item image" id="{anchor}"><span class="pic">'
+        f'<span class="item image" id="{anchor}">{_pic(item.width_px, item.height_px)}'
         f"{_img('media', _item_key(item), uri, exact, size, f'image {item.index}')}{_grid(item)}</span>"
         f'<span class="caption">image {item.index}: {item.width_px}x{item.height_px} px, '
         f"{item.width_px // fmt.PATCH_SIZE}x{item.height_px // fmt.PATCH_SIZE} patches, {embeddings} embeddings"
@@ -116,15 +146,15 @@ def tiles_html(pack: Pack, item: mi.VisualItem, pictures: Pictures) -> str:
     thumb = ""
     if tiles.shape[0] > 1:
         thumb_uri, thumb_exact = pictures.encode(tiles[-1])
-        thumb = _img("thumb", "", thumb_uri, thumb_exact, None, f"thumbnail of {item.index}")
-    tile_lines = f'<span class="tilegrid" style="background-size:{_pct(cols)} {_pct(rows)}"></span>'
+        aspect = f"aspect-ratio:{cols}/{rows}"
+        thumb = _img("thumb", "", thumb_uri, thumb_exact, None, f"thumbnail of {item.index}", aspect)
     size = (whole.shape[1], whole.shape[0])
     return (
-        f'<span class="item tiles" id="{anchor}"><span class="pic">'
+        f'<span class="item tiles" id="{anchor}">{_pic(*size)}'
         f"{_img('media', _item_key(item), uri, exact, size, f'tiles {item.index}')}"
-        f"{_grid(item, cols, rows)}{tile_lines}</span>{thumb}"
+        f"{_grid(item, cols, rows)}{_tiles(cols, rows)}</span>{thumb}"
         f'<span class="caption">tiles {item.index}: {cols}x{rows} grid of {fmt.TILE_SIZE} px tiles'
-        f"{' + thumbnail' if thumb else ''} ({item.frames} tiles, "
+        f"{' + thumbnail (drawn at the grid aspect)' if thumb else ''} ({item.frames} tiles, "
         f"{fmt.tiles_embeddings(item.frames)} embeddings){_links(anchor, exact)}</span></span>"
     )
 

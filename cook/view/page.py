@@ -40,16 +40,16 @@ section.picked{border:2px solid #e0a030}tr.picked{background:#fdf0d0}
 .role{display:block;border-top:2px solid #bbb;margin-top:10px;padding-top:3px;font-weight:600;color:#333}
 .role-user{border-color:#6b8fd6}.role-assistant{border-color:#3a9a3a}.role-system{border-color:#999}.role-tool{border-color:#c08a2a}
 .item{display:block;margin:6px 0 8px;white-space:normal;font:12px/1.4 system-ui,sans-serif;color:#444}
-.pic{position:relative;display:inline-block;vertical-align:top;line-height:0}
-.pic img{max-width:min(100%,420px);height:auto;border:1px solid #ccc}
-.item:target .pic img{max-width:none}
-.grid,.tilegrid{position:absolute;inset:1px;pointer-events:none}
+.pic{position:relative;display:inline-block;vertical-align:top;max-width:min(100%,420px);outline:1px solid #ccc}
+.item:target .pic{max-width:none}
+.pic img,.grid,.tilegrid,.tile{position:absolute;display:block}
+.pic img,.grid,.tilegrid{inset:0;width:100%;height:100%}
+.grid,.tilegrid{pointer-events:none}
 .grid{display:none;background-image:linear-gradient(to right,rgba(0,220,255,.7) 1px,transparent 1px),
  linear-gradient(to bottom,rgba(0,220,255,.7) 1px,transparent 1px)}
-.tilegrid{background-image:linear-gradient(to right,#e33 2px,transparent 2px),
- linear-gradient(to bottom,#e33 2px,transparent 2px)}
+.tile{box-shadow:inset 0 0 0 1px #e33}
 #show-grid:checked~main .grid{display:block}
-img.thumb{width:128px;height:128px;border:1px solid #ccc;margin-left:8px;vertical-align:top}
+img.thumb{height:128px;width:auto;outline:1px solid #ccc;margin-left:8px;vertical-align:top}
 .strip{display:block;max-width:100%;overflow-x:auto}.reel{display:inline-block;vertical-align:top}
 .strip img{height:128px;width:auto;border:1px solid #ccc;display:block}
 .item:target .strip img{height:auto}

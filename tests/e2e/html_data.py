@@ -1,6 +1,6 @@
 """The demo dataset plus records that try to inject markup, cooked once per test module, and the checks
 every pack page must pass (tests/e2e/test_inspect_html.py with Python's parser, test_browser_pages.py
-with Chromium's DOM)."""
+with Chromium's DOM); two generated photos cooked in tiles or plain image mode (picture geometry)."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ import shutil
 from pathlib import Path
 
 import numpy as np
+from PIL import Image
 
 from cook import format as fmt
 from cook.cli.main import main
@@ -43,6 +44,51 @@ def cook_demo_with_evil(tmp: Path, *extra: str) -> Path:
     out = tmp / "out"
     sets = [f"input.path={data}", f"input.media_root={data / 'media'}", f"tokenizer.path={DEMO_TOKENIZER}", *extra]
     argv = ["run", str(REPO / "pipelines" / "demo.yaml"), "--output", str(out), "--workers", "0", "--quiet"]
+    assert main(argv + [arg for s in sets for arg in ("--set", s)]) == 0
+    return out
+
+
+PHOTOS = {
+    "photo43.png": (800, 600),
+    "square.png": (400, 400),
+}  # tiles mode, 12 tiles at most: 4x3 (+ thumbnail) and 1x1
+
+
+def photo(width_px: int, height_px: int) -> np.ndarray:
+    """uint8 [H, W, 3]: a red ramp left to right, a green ramp top to bottom and a 50 px checkerboard in
+    blue, so every tile of it differs and the page shows at a glance where a tile was cut."""
+    y, x = np.mgrid[0:height_px, 0:width_px]
+    blue = ((x // 50 + y // 50) % 2) * 200
+    return np.stack([x * 255 // width_px, y * 255 // height_px, blue], axis=-1).astype(np.uint8)
+
+
+def cook_photos(tmp: Path, mode: str) -> Path:
+    """``pipelines/nano_vl_sft.yaml`` (image mode ``mode``) on two records, one photo each (PHOTOS), one
+    pack -> the dataset dir."""
+    data = tmp / "data"
+    data.mkdir(parents=True)
+    for name, (width_px, height_px) in PHOTOS.items():
+        Image.fromarray(photo(width_px, height_px)).save(data / name)
+    write_jsonl(
+        data / "photos.jsonl",
+        [
+            {
+                "messages": [
+                    {"role": "user", "content": [{"type": "image", "image": name}, {"type": "text", "text": "What?"}]},
+                    {"role": "assistant", "content": "A test card."},
+                ]
+            }
+            for name in PHOTOS
+        ],
+    )
+    out = tmp / "out"
+    sets = [
+        f"input.path={data}",
+        f"input.media_root={data}",
+        f"tokenizer.path={DEMO_TOKENIZER}",
+        f"media.image.mode={mode}",
+    ]
+    argv = ["run", str(REPO / "pipelines" / "nano_vl_sft.yaml"), "--output", str(out), "--workers", "0", "--quiet"]
     assert main(argv + [arg for s in sets for arg in ("--set", s)]) == 0
     return out
 

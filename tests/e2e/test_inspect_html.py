@@ -14,6 +14,7 @@ from cook import format as fmt
 from cook.cli.main import main
 from tests.e2e.html_data import ONERROR, SCRIPT, check_page, cook_demo_with_evil, load_pack, media_packs
 from tests.unit.view.dom import find, parse, picture
+from tests.unit.view.geometry import check_geometry
 
 
 @pytest.fixture(scope="module")
@@ -141,13 +142,16 @@ def test_html_max_mb_must_not_be_negative_and_0_lifts_the_budget(cooked: Path, t
     assert not find(elements, "img", "preview")
 
 
-def test_tiles_mode_pages_show_each_grid_and_its_thumbnail(tmp_path_factory: pytest.TempPathFactory) -> None:
+def test_tiles_mode_pages_show_each_grid_its_outlines_and_its_thumbnail(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
     root = cook_demo_with_evil(tmp_path_factory.mktemp("tiles"), "media.image.mode=tiles", "media.image.max_tiles=6")
     tmp = tmp_path_factory.mktemp("tiles_pages")
-    seen = 0
+    seen = outlines = 0
     for index, pack in media_packs(root).items():
         elements = parse(_page(root, tmp, "--pack", str(index), "--html-max-mb", "0"))
         check_page(elements, pack)
+        outlines += check_geometry(elements, pack)  # each tile outline over the pixels of its stored tile
         kinds = [k for s in pack.sequences for k in s.media if k != "audio"]
         assert pack.media_sizes is not None or not kinds
         tiles = [int(pack.media_sizes[row, 0]) for row, k in enumerate(kinds) if k == "tiles"] if kinds else []
@@ -161,4 +165,4 @@ def test_tiles_mode_pages_show_each_grid_and_its_thumbnail(tmp_path_factory: pyt
             cells = shown.shape[0] // 512 * (shown.shape[1] // 512)
             assert shown.shape[0] % 512 == 0 and shown.shape[1] % 512 == 0
             assert cells == max(1, int(pack.media_sizes[row, 0]) - 1)  # the grid: every tile but the thumbnail
-    assert seen >= 5
+    assert seen >= 5 and outlines >= seen
