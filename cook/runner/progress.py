@@ -8,13 +8,60 @@ has a true total and an ETA however records are sized), with records, tokens and
 
     cook: 25% of 4.0 MB, 10 records (5/s), 500 tokens, 1 rejects, ETA 6s
     cook validate: 30% of 10 shards, ETA 5s
+
+**Within a unit.** A worker reports how far it has read the unit it cooks (``UnitProgress``: input
+bytes and records so far), at most once every ``REPORT_INTERVAL_S`` (``UnitReporter``), so the bar
+moves while a large file cooks, not only when it is done. The driver adds what each report says
+beyond the last one of its unit, and when the unit's summary comes, the rest of the unit: a unit
+counts its planned bytes and its records exactly once, and the bar ends on the plan's total.
+
+**ETA.** None is shown until the work has a rate: ``MIN_RATE_S`` after the first work reported,
+the rate is the work done since that first report over the time since it (the start-up before it,
+Ray's or a tokenizer's, is not work, and the first report's own amount took an unknown time). It is
+the mean over the whole run so far, so one slow record or a burst of finished units barely moves it.
+
+**Status lines** (``Progress.status``) print above a live bar, never into it.
 """
 
 from __future__ import annotations
 
 import sys
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
+
+from cook.sources.cursor import Cursor
+
+REPORT_INTERVAL_S = 0.5  # a worker's reports of one unit, at most one per this
+MIN_RATE_S = 1.0  # no ETA until work has been reported for this long
+
+
+@dataclass(frozen=True)
+class UnitProgress:
+    """How far a worker is in a unit: ``bytes_read`` of its planned ``Unit.size_bytes``, ``records`` read."""
+
+    unit: int
+    bytes_read: int
+    records: int
+
+
+class UnitReporter:
+    """Turns a reader's ``Cursor`` into ``UnitProgress`` reports of one unit, at most one every
+    ``interval_s`` (``tick`` is called once per record, and costs a clock read when it reports nothing)."""
+
+    def __init__(
+        self, report: Callable[[UnitProgress], object], unit: int, size_bytes: int, cursor: Cursor, interval_s: float
+    ) -> None:
+        self.report, self.unit, self.size_bytes = report, unit, size_bytes
+        self.cursor, self.interval_s = cursor, interval_s
+        self._last = time.monotonic()
+
+    def tick(self, records: int) -> None:
+        now = time.monotonic()
+        if now - self._last >= self.interval_s:
+            self._last = now
+            self.report(UnitProgress(self.unit, int(self.size_bytes * self.cursor.share), records))
 
 
 class Progress:
@@ -32,6 +79,7 @@ class Progress:
         self.total, self.done, self.desc, self.unit = total, 0, desc, unit
         self.counts: dict[str, int] = {}
         self.start = time.monotonic()
+        self._first: tuple[float, int] | None = None  # (when, done) at the first work reported
         self._last_line = self.start
         self._interval_s = interval_s
         self._enabled = enabled
@@ -41,15 +89,23 @@ class Progress:
             from tqdm import tqdm
 
             self._bar = tqdm(
-                total=total, unit=unit, unit_scale=unit == "B", file=sys.stderr, dynamic_ncols=True, desc=desc
+                total=total,
+                unit=unit,
+                unit_scale=unit == "B",
+                file=sys.stderr,
+                dynamic_ncols=True,
+                desc=desc,
+                bar_format="{desc}: {percentage:3.0f}%|{bar}| {n_fmt}/{total_fmt} [{elapsed}{postfix}]",
             )
 
     def update(self, amount: int, **counts: int) -> None:
         self.done += amount
+        if self._first is None and amount > 0:
+            self._first = (time.monotonic(), self.done)
         for name, value in counts.items():
             self.counts[name] = self.counts.get(name, 0) + value
         if self._bar is not None:
-            self._bar.set_postfix(self.counts, refresh=False)
+            self._bar.set_postfix_str(", ".join(self._beside()), refresh=False)
             self._bar.update(amount)
         elif self._enabled and (
             time.monotonic() - self._last_line >= self._interval_s or (self._print_last and self.done >= self.total)
@@ -57,16 +113,38 @@ class Progress:
             self._last_line = time.monotonic()
             print(self.line(), file=sys.stderr, flush=True)
 
-    def line(self) -> str:
+    def eta_s(self) -> float | None:
+        """Seconds left at the rate since the first work reported; None until it has been ``MIN_RATE_S``."""
+        if self._first is None:
+            return None
+        since, done_then = self._first
+        elapsed = time.monotonic() - since
+        if elapsed < MIN_RATE_S or self.done <= done_then:
+            return None
+        return max(0, self.total - self.done) * elapsed / (self.done - done_then)
+
+    def _beside(self) -> list[str]:
+        """The counters (the first with its rate) and the ETA once there is one."""
         elapsed = time.monotonic() - self.start
-        share = self.done / self.total if self.total else 1.0
-        left = elapsed * (1 - share) / share if share else float("nan")
-        total = f"{self.total / 1e6:,.1f} MB" if self.unit == "B" else f"{self.total} {self.unit}"
-        parts = [f"{self.desc}: {share:.0%} of {total}"]
+        parts = []
         for i, (name, value) in enumerate(self.counts.items()):
             rate = f" ({value / elapsed if elapsed else 0.0:.0f}/s)" if i == 0 else ""
             parts.append(f"{value} {name}{rate}")
-        return ", ".join([*parts, f"ETA {left:.0f}s"])
+        eta = self.eta_s()
+        return parts if eta is None else [*parts, f"ETA {eta:.0f}s"]
+
+    def line(self) -> str:
+        share = self.done / self.total if self.total else 1.0
+        total = f"{self.total / 1e6:,.1f} MB" if self.unit == "B" else f"{self.total} {self.unit}"
+        return ", ".join([f"{self.desc}: {share:.0%} of {total}", *self._beside()])
+
+    @staticmethod
+    def status(message: str) -> None:
+        """Print one status line on stderr; a live bar is cleared first and drawn again below it."""
+        from tqdm import tqdm
+
+        tqdm.write(message, file=sys.stderr)
+        sys.stderr.flush()
 
     def close(self) -> None:
         if self._bar is not None:
