@@ -10,15 +10,17 @@ has a true total and an ETA however records are sized), with records, tokens and
     cook validate: 30% of 10 shards, ETA 5s
 
 **Within a unit.** A worker reports how far it has read the unit it cooks (``UnitProgress``: input
-bytes and records so far), at most once every ``REPORT_INTERVAL_S`` (``UnitReporter``), so the bar
-moves while a large file cooks, not only when it is done. The driver adds what each report says
-beyond the last one of its unit, and when the unit's summary comes, the rest of the unit: a unit
-counts its planned bytes and its records exactly once, and the bar ends on the plan's total.
+bytes and records so far), at most once every ``REPORT_INTERVAL_S`` and once when the unit is cooked
+(``UnitReporter``), so the bar moves while a large file cooks, not only when it is done. The driver
+adds what each report says beyond the last one of its unit, and when the unit's summary comes, the
+rest of the unit: a unit counts its planned bytes and its records exactly once, and the bar ends on
+the plan's total.
 
-**ETA.** None is shown until the work has a rate: ``MIN_RATE_S`` after the first work reported,
-the rate is the work done since that first report over the time since it (the start-up before it,
-Ray's or a tokenizer's, is not work, and the first report's own amount took an unknown time). It is
-the mean over the whole run so far, so one slow record or a burst of finished units barely moves it.
+**ETA and rate.** Neither is shown until the work has a rate: ``MIN_RATE_S`` after the first work
+reported, the rate is the work done since that first report over the time since it (the start-up
+before it, Ray's or a tokenizer's, is not work, and the first report's own amount took an unknown
+time). It is the mean over the run so far, so one slow record or a burst of finished units barely
+moves it. The first counter's rate (records/s) is taken the same way.
 
 **Status lines** (``Progress.status``) print above a live bar, never into it.
 """
@@ -61,7 +63,12 @@ class UnitReporter:
         now = time.monotonic()
         if now - self._last >= self.interval_s:
             self._last = now
-            self.report(UnitProgress(self.unit, int(self.size_bytes * self.cursor.share), records))
+            self.send(records)
+
+    def send(self, records: int) -> None:
+        """Report now; the worker also calls it once the unit is cooked, since its summary may wait a
+        while (a window's shards, the driver's other work) before the driver takes it."""
+        self.report(UnitProgress(self.unit, int(self.size_bytes * self.cursor.share), records))
 
 
 class Progress:
@@ -79,7 +86,7 @@ class Progress:
         self.total, self.done, self.desc, self.unit = total, 0, desc, unit
         self.counts: dict[str, int] = {}
         self.start = time.monotonic()
-        self._first: tuple[float, int] | None = None  # (when, done) at the first work reported
+        self._first: tuple[float, int, dict[str, int]] | None = None  # when, done, counts at the first work
         self._last_line = self.start
         self._interval_s = interval_s
         self._enabled = enabled
@@ -100,10 +107,10 @@ class Progress:
 
     def update(self, amount: int, **counts: int) -> None:
         self.done += amount
-        if self._first is None and amount > 0:
-            self._first = (time.monotonic(), self.done)
         for name, value in counts.items():
             self.counts[name] = self.counts.get(name, 0) + value
+        if self._first is None and amount > 0:
+            self._first = (time.monotonic(), self.done, dict(self.counts))
         if self._bar is not None:
             self._bar.set_postfix_str(", ".join(self._beside()), refresh=False)
             self._bar.update(amount)
@@ -113,23 +120,28 @@ class Progress:
             self._last_line = time.monotonic()
             print(self.line(), file=sys.stderr, flush=True)
 
-    def eta_s(self) -> float | None:
-        """Seconds left at the rate since the first work reported; None until it has been ``MIN_RATE_S``."""
+    def _since_first(self) -> float | None:
+        """Seconds since the first work reported, once there is a rate (``MIN_RATE_S``); else None."""
         if self._first is None:
             return None
-        since, done_then = self._first
-        elapsed = time.monotonic() - since
-        if elapsed < MIN_RATE_S or self.done <= done_then:
+        elapsed = time.monotonic() - self._first[0]
+        return elapsed if elapsed >= MIN_RATE_S and self.done > self._first[1] else None
+
+    def eta_s(self) -> float | None:
+        """Seconds left at the rate since the first work reported; None until there is a rate."""
+        elapsed = self._since_first()
+        if elapsed is None or self._first is None:
             return None
-        return max(0, self.total - self.done) * elapsed / (self.done - done_then)
+        return max(0, self.total - self.done) * elapsed / (self.done - self._first[1])
 
     def _beside(self) -> list[str]:
-        """The counters (the first with its rate) and the ETA once there is one."""
-        elapsed = time.monotonic() - self.start
+        """The counters (the first with its rate since the first work, once there is one) and the ETA."""
+        elapsed = self._since_first()
         parts = []
         for i, (name, value) in enumerate(self.counts.items()):
-            rate = f" ({value / elapsed if elapsed else 0.0:.0f}/s)" if i == 0 else ""
-            parts.append(f"{value} {name}{rate}")
+            parts.append(f"{value} {name}")
+            if i == 0 and elapsed is not None and self._first is not None:
+                parts[-1] += f" ({(value - self._first[2].get(name, 0)) / elapsed:.0f}/s)"
         eta = self.eta_s()
         return parts if eta is None else [*parts, f"ETA {eta:.0f}s"]
 

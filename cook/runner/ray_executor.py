@@ -10,8 +10,8 @@ Starting or joining Ray (bounded connect, token-auth hints) is ``cook.runner.ray
 
 Progress of the units cooking takes a side channel, a ``ProgressBoard`` actor: each actor posts its
 unit's ``UnitProgress`` there (fire and forget, at most every ``REPORT_INTERVAL_S``), and the driver,
-waiting in ``next_done``, takes the board's latest reports every ``POLL_S`` and whenever a job
-finishes, and passes them to ``on_progress``. No cook ever waits on it.
+waiting in ``next_done``, takes the board's reports every ``POLL_S`` and whenever a job finishes,
+and passes them to ``on_progress``. No cook ever waits on it.
 
 When an actor dies on a unit, Ray restarts the actor and the unit is cooked again with a trace
 (``Attempt.trace``, under the output directory, so it must be on storage the driver can read). If
@@ -52,16 +52,16 @@ def _last_traced(path: str) -> int | None:
 
 
 class ProgressBoard:
-    """The latest ``UnitProgress`` of each unit cooking, posted by the actors, taken by the driver."""
+    """The ``UnitProgress`` reports the actors post, in the order posted, until the driver takes them."""
 
     def __init__(self) -> None:
-        self._latest: dict[int, UnitProgress] = {}
+        self._posted: list[UnitProgress] = []
 
     def post(self, progress: UnitProgress) -> None:
-        self._latest[progress.unit] = progress
+        self._posted.append(progress)
 
     def take(self) -> list[UnitProgress]:
-        taken, self._latest = list(self._latest.values()), {}
+        taken, self._posted = self._posted, []
         return taken
 
 

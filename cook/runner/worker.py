@@ -9,7 +9,7 @@ A worker holds what is expensive to load (the tokenizer, the media store) and re
 unit. It knows nothing about Ray: the Ray layer wraps it in an actor, the local executor calls it
 directly. Every record read ends up exactly once in the staged samples or in ``rejects``. While it
 cooks a unit, it tells ``report`` how far it is (``UnitProgress``, at most once every
-``report_interval_s``); the executor carries that to the driver's progress bar.
+``report_interval_s``, and once when it is cooked); the executor carries that to the driver's progress bar.
 
 Each record's cook and media stages run under a time budget (``ray.record_timeout_s``, enforced
 with ``SIGALRM`` when the worker runs on its process's main thread; ``RecordBudget``): a pathological record becomes a
@@ -126,7 +126,7 @@ class CookWorker:
         report: Callable[[UnitProgress], object] = _no_report,
         report_interval_s: float = REPORT_INTERVAL_S,
     ) -> None:
-        """``report`` gets how far a unit's cook is, at most once every ``report_interval_s``."""
+        """``report`` gets how far a unit's cook is, at most once every ``report_interval_s`` and at its end."""
         self.config = config
         self.store: SampleStore = store if store is not None else DiskStore(config.output.dir)
         self.report, self.report_interval_s = report, report_interval_s
@@ -193,6 +193,7 @@ class CookWorker:
                 batch = []
             reporter.tick(records_in)
         samples += self._tokenize_and_fit(batch, rejects)
+        reporter.send(records_in)
         summary = UnitSummary(
             unit=unit.index,
             records_in=records_in,
