@@ -42,6 +42,7 @@ from cook.errors import ConfigError
 from cook.runner.driver import Executor
 from cook.runner.pipeline import ExecutorFactory, InterruptedAfterFinish, RunSummary, run_pipeline
 from cook.runner.plan import plan_units
+from cook.runner.progress import Progress
 from cook.runner.units import Unit
 from cook.tokenize.tokenizer_files import needs_transformers
 
@@ -119,10 +120,20 @@ def executor_factory(address: str | None, workers: int, quiet: bool = True) -> E
 
         actors = min(workers, config.ray.num_actors)  # run_pipeline caps it at the number of units
         if not quiet:
-            print(f"cook: starting Ray ({actors} actor{'s' * (actors > 1)})...", file=sys.stderr, flush=True)
+            Progress.status(ray_line(address, actors))
         return RayExecutor(config, address, actors)
 
     return make
+
+
+def ray_line(address: str | None, actors: int) -> str:
+    """The status line of a Ray run: cook starts Ray only without a cluster address.
+
+    >>> ray_line(None, 2), ray_line("10.0.0.5:6379", 1)
+    ('cook: starting Ray (2 actors)...', 'cook: joining Ray at 10.0.0.5:6379 (1 actor)...')
+    """
+    ray = "starting Ray" if address in (None, "local") else f"joining Ray at {address}"
+    return f"cook: {ray} ({actors} actor{'s' * (actors > 1)})..."
 
 
 def tail_padding(summary: RunSummary, seq_len: int) -> int:

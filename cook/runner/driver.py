@@ -12,19 +12,22 @@ The driver holds no samples. It sends ``Unit``s to cook and ``ShardTask``s to wr
 - Shards are committed in index order: their Energon index rows are added, their counts summed.
   A window whose shards are all committed is complete: the state moves to its end and the staged
   units before it are dropped.
+- Progress: the executor passes on the workers' reports of units still cooking (``UnitProgress``);
+  the bar moves by what each adds, and by the rest of its unit when the unit's summary is consumed
+  (``cook.runner.progress``), so every unit counts its planned bytes once.
 """
 
 from __future__ import annotations
 
 from collections import Counter, deque
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Protocol
 
 from cook.config import PipelineConfig
 from cook.packing.metrics import PackingStats
 from cook.runner.output_dir import OutputDir
-from cook.runner.progress import Progress
+from cook.runner.progress import Progress, UnitProgress
 from cook.runner.resume import CHECKPOINT_SHARDS
 from cook.runner.staging import SampleStore
 from cook.runner.units import ShardDone, ShardTask, Unit, UnitSummary
@@ -41,6 +44,7 @@ class Executor(Protocol):
     slots: int  # jobs it takes at once
     lookahead: int  # units cooking or cooked but not yet consumed, at most
     received_bytes: int  # what crossed to the driver
+    on_progress: Callable[[UnitProgress], None]  # gets the workers' reports of units cooking (set by the driver)
 
     def submit(self, job: Unit | ShardTask) -> None: ...
     def outstanding(self) -> int: ...
@@ -71,7 +75,9 @@ class Driver:
         self.windows: deque[WindowPlan] = deque()
         self.tasks: deque[ShardTask] = deque()
         self.dropped = self.resume.unit  # staged units below this are gone
-        self.unit_bytes: dict[int, int] = {}  # input bytes per unit, for progress
+        self.unit_bytes: dict[int, int] = {}  # input bytes per unit not yet consumed, for progress
+        self.reported: dict[int, UnitProgress] = {}  # the most each unit's reports said, until it is consumed
+        executor.on_progress = self._advance
         self.since_checkpoint = 0
         self.shards_by_writer: Counter[str] = Counter()
 
@@ -128,14 +134,28 @@ class Driver:
             self.records_in += summary.records_in
         rejects_bytes, by_reason = self.writer.rejects_position()
         self.snapshots[summary.unit] = (rejects_bytes, self.records_in, by_reason)
+        reported = self.reported.pop(summary.unit, UnitProgress(summary.unit, 0, 0))
         self.progress.update(
-            self.unit_bytes.get(summary.unit, 0),
-            records=summary.records_in,
+            self.unit_bytes.pop(summary.unit, 0) - reported.bytes_read,
+            records=summary.records_in - reported.records,
             tokens=summary.tokens,
             rejects=len(summary.rejects),
         )
         for plan in self.planner.add(summary):
             self._open(plan)
+
+    def _advance(self, report: UnitProgress) -> None:
+        """Move the bar by what ``report`` adds to its unit's reports (a cook run again after a crash
+        reports from 0 again: only what goes beyond counts); a report on a consumed unit is late, and moot."""
+        size = self.unit_bytes.get(report.unit)
+        if size is None:
+            return
+        before = self.reported.get(report.unit, UnitProgress(report.unit, 0, 0))
+        now = UnitProgress(
+            report.unit, min(size, max(before.bytes_read, report.bytes_read)), max(before.records, report.records)
+        )
+        self.reported[report.unit] = now
+        self.progress.update(now.bytes_read - before.bytes_read, records=now.records - before.records)
 
     def _open(self, plan: WindowPlan) -> None:
         self.windows.append(plan)

@@ -8,6 +8,11 @@ never samples, which the actors stage under the output directory (``cook.runner.
 shared storage on a cluster).
 Starting or joining Ray (bounded connect, token-auth hints) is ``cook.runner.ray_connect``.
 
+Progress of the units cooking takes a side channel, a ``ProgressBoard`` actor: each actor posts its
+unit's ``UnitProgress`` there (fire and forget, at most every ``REPORT_INTERVAL_S``), and the driver,
+waiting in ``next_done``, takes the board's reports every ``POLL_S`` and whenever a job finishes,
+and passes them to ``on_progress``. No cook ever waits on it.
+
 When an actor dies on a unit, Ray restarts the actor and the unit is cooked again with a trace
 (``Attempt.trace``, under the output directory, so it must be on storage the driver can read). If
 it dies again, the last traced record is the one that kills workers: it is rejected as
@@ -19,11 +24,13 @@ from __future__ import annotations
 
 import math
 import os
+from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
 from cook import format as fmt
 from cook.config import PipelineConfig
+from cook.runner.progress import REPORT_INTERVAL_S, UnitProgress
 from cook.runner.ray_connect import start_ray, worker_env
 from cook.runner.staging import DiskStore, SampleStore
 from cook.runner.units import Attempt, ShardDone, ShardTask, Unit, UnitSummary, decode_result, encode_result
@@ -32,6 +39,7 @@ from cook.runner.worker import CookWorker
 IN_FLIGHT_PER_ACTOR = 2  # jobs running or queued on an actor
 LOOKAHEAD_PER_ACTOR = 6  # units cooked ahead of the one whose turn it is (their summaries are small)
 MAX_ATTEMPTS = 8
+POLL_S = 0.5  # the driver takes the progress board's reports at least this often while it waits
 
 
 def _last_traced(path: str) -> int | None:
@@ -43,8 +51,26 @@ def _last_traced(path: str) -> int | None:
     return int(lines[-1]) if lines else None
 
 
+class ProgressBoard:
+    """The ``UnitProgress`` reports the actors post, in the order posted, until the driver takes them."""
+
+    def __init__(self) -> None:
+        self._posted: list[UnitProgress] = []
+
+    def post(self, progress: UnitProgress) -> None:
+        self._posted.append(progress)
+
+    def take(self) -> list[UnitProgress]:
+        taken, self._posted = self._posted, []
+        return taken
+
+
 class RayWorker(CookWorker):
-    """The actor: a CookWorker whose results cross to the driver as JSON bytes."""
+    """The actor: a CookWorker whose results cross to the driver as JSON bytes, and whose progress
+    reports go to the ``board`` actor."""
+
+    def __init__(self, config: PipelineConfig, board: Any, report_interval_s: float) -> None:
+        super().__init__(config, report=board.post.remote, report_interval_s=report_interval_s)
 
     def run(self, job: Unit | ShardTask, attempt: Attempt) -> bytes:
         if isinstance(job, Unit):
@@ -56,14 +82,18 @@ class RayWorker(CookWorker):
 
 
 class RayExecutor:
-    def __init__(self, config: PipelineConfig, address: str | None, num_actors: int) -> None:
+    def __init__(
+        self, config: PipelineConfig, address: str | None, num_actors: int, report_interval_s: float = REPORT_INTERVAL_S
+    ) -> None:
         import ray
 
         cpus = max(os.cpu_count() or 1, math.ceil(num_actors * config.ray.cpus_per_actor))
         self._owns_ray = start_ray(address, cpus, config.ray.connect_timeout_s)
+        self._board: Any = ray.remote(num_cpus=0)(ProgressBoard).remote()
+        self.on_progress: Callable[[UnitProgress], None] = lambda progress: None
         actor_class = ray.remote(num_cpus=config.ray.cpus_per_actor, max_restarts=-1, max_task_retries=0)(RayWorker)
         options = actor_class.options(runtime_env={"env_vars": worker_env()})
-        self.actors: list[Any] = [options.remote(config) for _ in range(num_actors)]
+        self.actors: list[Any] = [options.remote(config, self._board, report_interval_s) for _ in range(num_actors)]
         self.store: SampleStore = DiskStore(config.output.dir)
         self.slots = IN_FLIGHT_PER_ACTOR * num_actors
         self.lookahead = LOOKAHEAD_PER_ACTOR * num_actors
@@ -98,7 +128,12 @@ class RayExecutor:
         from ray.exceptions import RayActorError, WorkerCrashedError
 
         while True:
-            (ref,), _ = ray.wait(list(self._running), num_returns=1)
+            ready, _ = ray.wait(list(self._running), num_returns=1, timeout=POLL_S)
+            for progress in ray.get(self._board.take.remote()):
+                self.on_progress(progress)
+            if not ready:
+                continue
+            (ref,) = ready
             job, attempt, actor, tries = self._running.pop(ref)
             self._busy[actor] -= 1
             self._writes[actor] -= isinstance(job, ShardTask)
@@ -130,6 +165,7 @@ class RayExecutor:
         for actor in self.actors:
             ray.kill(actor)
         self.actors = []
+        ray.kill(self._board)
         if self._owns_ray:
             ray.shutdown()
 

@@ -7,7 +7,9 @@
 
 A worker holds what is expensive to load (the tokenizer, the media store) and reuses it for every
 unit. It knows nothing about Ray: the Ray layer wraps it in an actor, the local executor calls it
-directly. Every record read ends up exactly once in the staged samples or in ``rejects``.
+directly. Every record read ends up exactly once in the staged samples or in ``rejects``. While it
+cooks a unit, it tells ``report`` how far it is (``UnitProgress``, at most once every
+``report_interval_s``, and once when it is cooked); the executor carries that to the driver's progress bar.
 
 Each record's cook and media stages run under a time budget (``ray.record_timeout_s``, enforced
 with ``SIGALRM`` when the worker runs on its process's main thread; ``RecordBudget``): a pathological record becomes a
@@ -34,10 +36,11 @@ from cook.cookers import COOKERS
 from cook.errors import Rejected, RejectReason
 from cook.format import Counts
 from cook.packing.packer import build_pack, fit_sample
+from cook.runner.progress import REPORT_INTERVAL_S, UnitProgress, UnitReporter
 from cook.runner.reject_log import RejectLog
 from cook.runner.staging import DiskStore, SampleStore
 from cook.runner.units import Attempt, ShardDone, ShardTask, Unit, UnitSummary
-from cook.sources import SOURCES, source_name
+from cook.sources import SOURCES, Cursor, source_name
 from cook.tokenize import ChatTokenizer, tokenize_batch
 from cook.tokenize.backends import SAMPLE_TEXTS
 from cook.types import Conversation, MediaItem, Pack, RawRecord, TextPart, TokenizedSample
@@ -111,10 +114,22 @@ def _no_cyclic_gc() -> Iterator[None]:
             gc.enable()
 
 
+def _no_report(progress: UnitProgress) -> None:
+    pass
+
+
 class CookWorker:
-    def __init__(self, config: PipelineConfig, store: SampleStore | None = None) -> None:
+    def __init__(
+        self,
+        config: PipelineConfig,
+        store: SampleStore | None = None,
+        report: Callable[[UnitProgress], object] = _no_report,
+        report_interval_s: float = REPORT_INTERVAL_S,
+    ) -> None:
+        """``report`` gets how far a unit's cook is, at most once every ``report_interval_s`` and at its end."""
         self.config = config
         self.store: SampleStore = store if store is not None else DiskStore(config.output.dir)
+        self.report, self.report_interval_s = report, report_interval_s
         self.tokenizer = ChatTokenizer(
             config.tokenizer.path, config.tokenizer.backend, chat_format=config.tokenizer.chat_format
         )
@@ -165,7 +180,9 @@ class CookWorker:
         samples: list[TokenizedSample] = []
         batch: list[Cooked] = []
         records_in = 0
-        for ordinal, raw in read_unit(self.config, unit, attempt.trace):
+        cursor = Cursor()
+        reporter = UnitReporter(self.report, unit.index, unit.size_bytes, cursor, self.report_interval_s)
+        for ordinal, raw in read_unit(self.config, unit, attempt.trace, cursor):
             records_in += 1
             with rejects.catch(raw.source):
                 record = raw.read()
@@ -174,7 +191,9 @@ class CookWorker:
             if len(batch) == TOKENIZE_BATCH:
                 samples += self._tokenize_and_fit(batch, rejects)
                 batch = []
+            reporter.tick(records_in)
         samples += self._tokenize_and_fit(batch, rejects)
+        reporter.send(records_in)
         summary = UnitSummary(
             unit=unit.index,
             records_in=records_in,
@@ -208,12 +227,16 @@ class CookWorker:
         return ShardDone(task.shard_index, info, layout, _packed_counts(packs, samples))
 
 
-def read_unit(config: PipelineConfig, unit: Unit, trace: str | None = None) -> Iterator[tuple[int, RawRecord]]:
+def read_unit(
+    config: PipelineConfig, unit: Unit, trace: str | None = None, cursor: Cursor | None = None
+) -> Iterator[tuple[int, RawRecord]]:
     """``unit``'s records, numbered from 0. With a ``trace`` path, each number is written there (and
-    flushed) before its record is handed on, so the executor can name a record that kills a worker."""
+    flushed) before its record is handed on, so the executor can name a record that kills a worker.
+    ``cursor`` follows how far the reader is."""
     name = source_name(unit.path, config.input.path)
+    reader = SOURCES[unit.format]
     records = enumerate(
-        SOURCES[unit.format](unit.path, config.input.max_record_bytes, unit.span, unit.first_index, name=name)
+        reader(unit.path, config.input.max_record_bytes, unit.span, unit.first_index, name=name, cursor=cursor)
     )
     if trace is None:
         yield from records

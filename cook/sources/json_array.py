@@ -25,11 +25,13 @@ fails to decode. A file whose first non-blank byte is not ``[`` is read as JSON 
 from __future__ import annotations
 
 import codecs
+import os
 import re
 from collections.abc import Iterator
 from typing import BinaryIO, Final
 
 from cook.errors import RejectReason
+from cook.sources.cursor import Cursor
 from cook.sources.decode import decode_record
 from cook.sources.jsonl import read_jsonl
 from cook.types import RawRecord
@@ -121,19 +123,23 @@ def read_json(
     span: tuple[int, int] | None = None,
     first_index: int = 1,
     name: str | None = None,
+    cursor: Cursor | None = None,
 ) -> Iterator[RawRecord]:
     """The records of a JSON array file. The file is always one whole unit: ``span`` and
     ``first_index`` are accepted and ignored."""
     name = path if name is None else name
+    cursor = Cursor() if cursor is None else cursor
     with open(path, "rb") as handle:
         offset = _array_start(handle)
         if offset is None:
-            yield from read_jsonl(path, max_record_bytes, name=name)
+            yield from read_jsonl(path, max_record_bytes, name=name, cursor=cursor)
             return
+        cursor.total = os.fstat(handle.fileno()).st_size
         scanner = _ArrayScanner(handle, max_record_bytes, offset)
         end = _END_OF_FILE
         for index, (data, size, end) in enumerate(scanner.slots(), start=1):
             source = f"{name}#{index}"
+            cursor.done = scanner.base + scanner.pos
             if end == _CLOSE_ARRAY and index == 1 and data == b"":
                 continue  # [] holds no records
             if data is None:

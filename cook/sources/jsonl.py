@@ -11,9 +11,11 @@ A file whose first non-blank byte is ``[`` is most likely a pretty-printed JSON 
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from typing import BinaryIO, Final
 
+from cook.sources.cursor import Cursor
 from cook.sources.decode import decode_record
 from cook.sources.files import first_byte
 from cook.types import RawRecord
@@ -27,12 +29,16 @@ def read_jsonl(
     span: tuple[int, int] | None = None,
     first_index: int = 1,
     name: str | None = None,
+    cursor: Cursor | None = None,
 ) -> Iterator[RawRecord]:
     name = path if name is None else name
+    cursor = Cursor() if cursor is None else cursor
     hint = ARRAY_HINT if first_byte(path) == b"[" else ""
     with open(path, "rb") as handle:
+        cursor.total = os.fstat(handle.fileno()).st_size if span is None else span[1] - span[0]
         lines = handle if span is None else _span_lines(handle, *span)
         for line_number, line in enumerate(lines, start=first_index):
+            cursor.done += len(line)
             if not line.strip():
                 continue
             yield decode_record(line, f"{name}#{line_number}", path, max_record_bytes, hint=hint)

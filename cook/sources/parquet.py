@@ -24,6 +24,7 @@ from collections.abc import Iterator
 from typing import Any, Final
 
 from cook.errors import RejectReason
+from cook.sources.cursor import Cursor
 from cook.sources.decode import parse_json
 from cook.types import RawRecord
 
@@ -37,21 +38,26 @@ def read_parquet(
     span: tuple[int, int] | None = None,
     first_index: int = 1,
     name: str | None = None,
+    cursor: Cursor | None = None,
 ) -> Iterator[RawRecord]:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
     name = path if name is None else name
+    cursor = Cursor() if cursor is None else cursor
 
     try:
         parquet = pq.ParquetFile(path)
         groups = None if span is None else list(range(*span))
+        meta = parquet.metadata
+        cursor.total = meta.num_rows if groups is None else sum(meta.row_group(g).num_rows for g in groups)
         batches = parquet.iter_batches(batch_size=BATCH_ROWS, row_groups=groups)
         row = first_index - 1
         for batch in batches:
             sizes = _row_sizes(batch)
             for index, fields in enumerate(batch.to_pylist()):
                 row += 1
+                cursor.done += 1
                 source = f"{name}#{row}"
                 if sizes is not None and sizes[index] > max_record_bytes:
                     detail = "row larger than input.max_record_bytes"

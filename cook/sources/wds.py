@@ -15,11 +15,13 @@ names the offset where reading stopped; the samples before it are kept. A failur
 
 from __future__ import annotations
 
+import os
 import posixpath
 import tarfile
 from collections.abc import Iterator
 
 from cook.errors import RejectReason
+from cook.sources.cursor import Cursor
 from cook.sources.decode import decode_record
 from cook.sources.tar_member import unsafe_reason
 from cook.types import RawRecord
@@ -38,13 +40,16 @@ def read_wds(
     span: tuple[int, int] | None = None,
     first_index: int = 1,
     name: str | None = None,
+    cursor: Cursor | None = None,
 ) -> Iterator[RawRecord]:
     """A tar is always one whole unit: ``span`` and ``first_index`` are accepted and ignored."""
     name = path if name is None else name
+    cursor = Cursor() if cursor is None else cursor
     key: str | None = None
     members: dict[str, bytes] = {}
     problem: str | None = None
     try:
+        cursor.total = os.path.getsize(path)
         with tarfile.open(path, mode="r|*") as tar:
             for member in tar:
                 if member.isdir():
@@ -52,6 +57,7 @@ def read_wds(
                 member_key, ext = split_member_name(member.name)
                 if member_key != key:
                     if key is not None:
+                        cursor.done = tar.offset
                         yield _sample(path, name, key, members, problem, max_record_bytes)
                     key, members, problem = member_key, {}, None
                 reason = unsafe_reason(member)
@@ -69,6 +75,7 @@ def read_wds(
             key = None
         yield RawRecord.failed(f"{name}#<archive>", path, RejectReason.BAD_ARCHIVE, f"tar unreadable: {err}"[:300])
     if key is not None:
+        cursor.done = cursor.total
         yield _sample(path, name, key, members, problem, max_record_bytes)
 
 
