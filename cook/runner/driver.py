@@ -118,7 +118,7 @@ class Driver:
                 if not self.tasks and not (todo and not waiting):
                     raise RuntimeError(f"driver stalled at unit {turn}: nothing to run and nothing running")
                 continue
-            self.writer.open_index()  # once (then a no-op): the first jobs are out, so its slow import overlaps them
+            self.writer.open_index()  # once (then a no-op): Ray's first jobs are out, so its slow import overlaps them
             result = executor.next_done()
             if isinstance(result, UnitSummary):
                 cooking -= 1

@@ -1,7 +1,8 @@
 """In-process executor: the same CookWorker, called directly (``--workers 0``, tests, benchmarks).
 
-Each job runs when it is submitted and its result waits in a queue for ``next_done``; the worker's
-progress reports of a unit reach ``on_progress`` while it cooks. Samples are staged in memory for
+Each job waits in a queue and runs when the driver asks for ``next_done`` (so the driver's own start-up
+work before that call, such as opening Energon's index, comes before the first cook and not in the
+middle of the progress bar); the worker's progress reports of a unit reach ``on_progress`` while it cooks. Samples are staged in memory for
 windowed packing, on disk for ``buffer_size: all`` (pass 1 stages the whole dataset, so it must not
 need the whole dataset in memory).
 """
@@ -28,19 +29,17 @@ class LocalExecutor:
         self.store: SampleStore = DiskStore(config.output.dir) if all_at_once else MemoryStore()
         self.on_progress: Callable[[UnitProgress], None] = lambda progress: None
         self.worker = CookWorker(config, self.store, lambda progress: self.on_progress(progress), report_interval_s)
-        self._done: deque[UnitSummary | ShardDone] = deque()
+        self._jobs: deque[Unit | ShardTask] = deque()
 
     def submit(self, job: Unit | ShardTask) -> None:
-        if isinstance(job, Unit):
-            self._done.append(self.worker.cook_unit(job))
-        else:
-            self._done.append(self.worker.write_shard(job))
+        self._jobs.append(job)
 
     def outstanding(self) -> int:
-        return len(self._done)
+        return len(self._jobs)
 
     def next_done(self) -> UnitSummary | ShardDone:
-        return self._done.popleft()
+        job = self._jobs.popleft()
+        return self.worker.cook_unit(job) if isinstance(job, Unit) else self.worker.write_shard(job)
 
     def close(self) -> None:
         pass
