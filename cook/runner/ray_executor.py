@@ -24,7 +24,7 @@ from typing import Any
 
 from cook import format as fmt
 from cook.config import PipelineConfig
-from cook.runner.ray_connect import start_ray, worker_env
+from cook.runner.ray_connect import start_ray, stop_ray, worker_env
 from cook.runner.staging import DiskStore, SampleStore
 from cook.runner.units import Attempt, ShardDone, ShardTask, Unit, UnitSummary, decode_result, encode_result
 from cook.runner.worker import CookWorker
@@ -131,7 +131,7 @@ class RayExecutor:
             ray.kill(actor)
         self.actors = []
         if self._owns_ray:
-            ray.shutdown()
+            stop_ray()
 
 
 def _describe(job: Unit | ShardTask) -> str:
