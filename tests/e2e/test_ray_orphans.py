@@ -97,6 +97,25 @@ def _wait_for_a_shard(proc: subprocess.Popen[bytes], out: Path, log: Path) -> No
     assert proc.poll() is None and _wrote_a_shard(out), f"not mid-run: {log.read_text()[-2000:]}"
 
 
+def _wait_for_actors(proc: subprocess.Popen[bytes], root: int, log: Path) -> None:
+    """Until ``proc`` runs: a cook actor (``ray::RayWorker``) among ``root``'s descendants."""
+    deadline = time.monotonic() + START_WITHIN_S
+    while proc.poll() is None and time.monotonic() < deadline:
+        if any(_name(p).startswith("ray::RayWorker") for p in _processes(root)):
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"no actor started: {log.read_text()[-2000:]}")
+
+
+def _name(process: object) -> str:
+    import psutil
+
+    assert isinstance(process, psutil.Process)
+    with contextlib.suppress(psutil.NoSuchProcess):
+        return str(process.name())
+    return ""
+
+
 def _processes(pid: int) -> list:
     """``pid``'s descendants (psutil, which compares start times: a reused pid is not one of them)."""
     import psutil
@@ -193,13 +212,14 @@ def _free_port() -> int:
 
 
 def _agents(pid: int) -> list:
-    return [p for p in _processes(pid) if p.name() in ("ray::DashboardAgent", "ray::RuntimeEnvAgent")]
+    return [p for p in _processes(pid) if _name(p) in ("ray::DashboardAgent", "ray::RuntimeEnvAgent")]
 
 
 @contextlib.contextmanager
-def users_cluster(log: Path) -> Iterator[tuple[int, list]]:
+def users_cluster(log: Path) -> Iterator[tuple[int, int, list]]:
     """A user's ``ray start --head --block`` on 127.0.0.1, in its own session and temp dir; yields the GCS
-    port and its processes (but idle workers) once its agents run; stops them after, by pid."""
+    port, the pid of ``ray start`` and its processes (but idle workers) once its agents run; stops them
+    after, by pid."""
     temp_dir = tempfile.mkdtemp(prefix="cookray-", dir="/tmp")  # short: Ray's socket paths must fit
     port = _free_port()
     start = [
@@ -229,8 +249,8 @@ def users_cluster(log: Path) -> Iterator[tuple[int, list]]:
         while head.poll() is None and time.monotonic() < deadline and len(_agents(head.pid)) < 2:
             time.sleep(0.2)
         assert head.poll() is None and len(_agents(head.pid)) == 2, log.read_text()[-3000:]
-        processes = [p for p in _processes(head.pid) if "IDLE" not in p.name()]  # idle workers come and go
-        yield port, processes
+        processes = [p for p in _processes(head.pid) if "IDLE" not in _name(p)]  # idle workers come and go
+        yield port, head.pid, processes
     finally:
         _stop([*processes, *_processes(head.pid)])
         head.kill()
@@ -240,21 +260,24 @@ def users_cluster(log: Path) -> Iterator[tuple[int, list]]:
 
 @pytest.mark.slow
 def test_kill_9_leaves_a_users_cluster_and_a_run_joined_to_it(raw: Path, reference: dict, tmp_path: Path) -> None:
-    killed_pipeline, killed_out = _pipeline(tmp_path, raw, "killed")
+    killed_pipeline, _ = _pipeline(tmp_path, raw, "killed")
     joined_pipeline, joined_out = _pipeline(tmp_path, raw, "joined")
     killed_log, joined_log = tmp_path / "killed.err", tmp_path / "joined.err"
-    with users_cluster(tmp_path / "head.log") as (port, cluster):
-        joined = _cook(joined_pipeline, joined_log, "--ray-address", f"127.0.0.1:{port}", "--workers", "1")
+    with users_cluster(tmp_path / "head.log") as (port, head, cluster):
         killed = _cook(killed_pipeline, killed_log, "--workers", "2")
+        joined: subprocess.Popen[bytes] | None = None
         try:
-            _wait_for_a_shard(killed, killed_out, killed_log)
-            assert joined.poll() is None, joined_log.read_text()[-2000:]
+            _wait_for_actors(killed, killed.pid, killed_log)
+            joined = _cook(joined_pipeline, joined_log, "--ray-address", f"127.0.0.1:{port}", "--workers", "1")
+            _wait_for_actors(joined, head, joined_log)  # its actor runs on the user's cluster
+            assert killed.poll() is None, killed_log.read_text()[-2000:]
             processes, err = _kill_driver(killed, killed_log)
             _stopped_line(err, killed.pid, len(processes))
             assert _alive(cluster) == cluster, "the user's cluster was touched"
             assert "stopped" not in _finish(joined, joined_log)
             assert _alive(cluster) == cluster, "the user's cluster was touched"
         finally:
-            joined.kill()
+            if joined is not None:
+                joined.kill()
             _stop(_processes(killed.pid))
     assert _digest(joined_out) == reference
