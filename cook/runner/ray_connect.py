@@ -9,8 +9,8 @@
 
 The embedded Ray's processes outlive a driver that dies without ``stop_ray`` (``kill -9``): its GCS
 and raylet die with it, but Ray's agents wait a minute for the dead GCS. So each embedded Ray gets a
-watchdog process and a mark in the environment of everything it starts; when the driver dies, the
-watchdog kills the marked processes, and only those (``cook.runner.ray_watchdog``).
+watchdog process, and the processes ``ray.init`` starts get a mark in their environment; when the
+driver dies, the watchdog kills those and their descendants, and nothing else (``cook.runner.ray_watchdog``).
 
 SPEC §2: an unreachable ``--ray-address`` exits 2 with a one-line reason after a bounded timeout.
 Ray itself retries an unreachable GCS for minutes, ends a bad ``ray://`` in a traceback, and a
