@@ -70,12 +70,12 @@ def ray_session():
     """One embedded local Ray for the tests that need it, shut down at the end."""
     import ray
 
-    from cook.runner.ray_connect import start_ray
+    from cook.runner.ray_connect import start_ray, stop_ray
 
     started = start_ray(None, num_cpus=2)
     yield ray
     if started:
-        ray.shutdown()
+        stop_ray()  # and its watchdog
 
 
 @pytest.fixture(scope="module")

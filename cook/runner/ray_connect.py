@@ -2,8 +2,15 @@
 
     start_ray(None, num_cpus)                          -> an embedded local Ray on 127.0.0.1 (capped CPUs,
                                                           object store; cook's settings, LOCAL_RAY_ENV)
+                                                          with a watchdog (cook.runner.ray_watchdog)
     start_ray("HOST:PORT" | "auto" | "ray://HOST[:PORT]", num_cpus, connect_timeout_s)
                                                        -> joins that cluster, or raises ConfigError
+    stop_ray()                                         -> ray.shutdown(); an embedded Ray's processes are gone
+
+The embedded Ray's processes outlive a driver that dies without ``stop_ray`` (``kill -9``): its GCS
+and raylet die with it, but Ray's agents wait a minute for the dead GCS. So each embedded Ray gets a
+watchdog process, and the processes ``ray.init`` starts get a mark in their environment; when the
+driver dies, the watchdog kills those and their descendants, and nothing else (``cook.runner.ray_watchdog``).
 
 SPEC §2: an unreachable ``--ray-address`` exits 2 with a one-line reason after a bounded timeout.
 Ray itself retries an unreachable GCS for minutes, ends a bad ``ray://`` in a traceback, and a
@@ -36,11 +43,15 @@ import contextlib
 import math
 import os
 import re
+import secrets
 import socket
+import subprocess
+import sys
 from collections.abc import Iterator
 from typing import Any, Final
 
 from cook.errors import ConfigError
+from cook.runner import ray_watchdog
 from cook.tokenize.tokenizer import SINGLE_THREADED
 
 OBJECT_STORE_BYTES: Final = 512 * 2**20
@@ -68,6 +79,7 @@ _HOST: Final = r"(?P<host>[A-Za-z0-9](?:[A-Za-z0-9.-]*[A-Za-z0-9])?|\[[0-9A-Fa-f
 _GCS_ADDRESS: Final = re.compile(_HOST + r":(?P<port>[0-9]{1,5})")
 _CLIENT_ADDRESS: Final = re.compile(r"ray://" + _HOST + r"(?::(?P<port>[0-9]{1,5}))?")
 _FORMS: Final = "auto, HOST:PORT or ray://HOST[:PORT]"
+_watchdog: subprocess.Popen[bytes] | None = None  # of the embedded Ray this process started
 
 
 def worker_env() -> dict[str, str]:
@@ -108,16 +120,19 @@ def start_ray(address: str | None, num_cpus: int, connect_timeout_s: float = DEF
     if address is None or address == "local":
         for name, value in LOCAL_RAY_ENV.items():
             os.environ.setdefault(name, value)
-        ray.init(
-            address="local",
-            num_cpus=num_cpus,
-            object_store_memory=OBJECT_STORE_BYTES,
-            include_dashboard=False,
-            _node_ip_address="127.0.0.1",
-            runtime_env=runtime_env,
-            log_to_driver=False,
-            configure_logging=False,
-        )
+        mark = f"{os.getpid()}-{secrets.token_hex(8)}"
+        _start_watchdog(mark)
+        with _environ(ray_watchdog.MARK_ENV, mark):  # inherited by every process this Ray starts
+            ray.init(
+                address="local",
+                num_cpus=num_cpus,
+                object_store_memory=OBJECT_STORE_BYTES,
+                include_dashboard=False,
+                _node_ip_address="127.0.0.1",
+                runtime_env=runtime_env,
+                log_to_driver=False,
+                configure_logging=False,
+            )
         return True
     if not connect_timeout_s > 0:
         raise ConfigError(f"ray.connect_timeout_s: must be > 0, got {connect_timeout_s!r}")
@@ -137,6 +152,50 @@ def start_ray(address: str | None, num_cpus: int, connect_timeout_s: float = DEF
         except getattr(ray.exceptions, "AuthenticationError", ()):  # RAY_AUTH_MODE=token and no token
             raise ConfigError(_no_token(named)) from None
     return True
+
+
+def stop_ray() -> None:
+    """``ray.shutdown()``; for an embedded Ray, then its watchdog kills any process of it still there."""
+    import ray
+
+    ray.shutdown()
+    _stop_watchdog()
+
+
+def _start_watchdog(mark: str) -> None:
+    """The watchdog of the Ray marked ``mark``: its stdin is a pipe only this process writes to (the
+    end here is close-on-exec), so it reads EOF when this process ends, however it ends. Linux only."""
+    global _watchdog
+    _stop_watchdog()  # of an earlier embedded Ray, shut down without stop_ray
+    if not sys.platform.startswith("linux"):
+        return
+    _watchdog = subprocess.Popen(
+        [sys.executable, "-I", ray_watchdog.__file__, mark, str(os.getpid())],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+
+
+def _stop_watchdog() -> None:
+    global _watchdog
+    watchdog, _watchdog = _watchdog, None
+    if watchdog is not None:
+        watchdog.communicate(ray_watchdog.STOP)  # it kills what is left of that Ray, quietly, and exits
+
+
+@contextlib.contextmanager
+def _environ(name: str, value: str) -> Iterator[None]:
+    """``os.environ[name] = value`` inside the block, as it was after."""
+    previous = os.environ.get(name)
+    os.environ[name] = value
+    try:
+        yield
+    finally:
+        if previous is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = previous
 
 
 def _no_token(named: str) -> str:
@@ -261,13 +320,5 @@ def _probe_auth(named: str, kind: str, host: str, port: int, timeout_s: float, s
 @contextlib.contextmanager
 def _bounded_gcs_wait(timeout_s: float) -> Iterator[None]:
     """``ray.init`` retries the GCS about once a second ``RAY_gcs_server_port_wait_time_s`` times (default 20)."""
-    name = "RAY_gcs_server_port_wait_time_s"
-    previous = os.environ.get(name)
-    os.environ[name] = str(max(1, math.ceil(timeout_s)))
-    try:
+    with _environ("RAY_gcs_server_port_wait_time_s", str(max(1, math.ceil(timeout_s)))):
         yield
-    finally:
-        if previous is None:
-            os.environ.pop(name, None)
-        else:
-            os.environ[name] = previous

@@ -31,7 +31,7 @@ from typing import Any
 from cook import format as fmt
 from cook.config import PipelineConfig
 from cook.runner.progress import REPORT_INTERVAL_S, UnitProgress
-from cook.runner.ray_connect import start_ray, worker_env
+from cook.runner.ray_connect import start_ray, stop_ray, worker_env
 from cook.runner.staging import DiskStore, SampleStore
 from cook.runner.units import Attempt, ShardDone, ShardTask, Unit, UnitSummary, decode_result, encode_result
 from cook.runner.worker import CookWorker
@@ -167,7 +167,7 @@ class RayExecutor:
         self.actors = []
         ray.kill(self._board)
         if self._owns_ray:
-            ray.shutdown()
+            stop_ray()
 
 
 def _describe(job: Unit | ShardTask) -> str:
