@@ -86,17 +86,6 @@ def _cook(pipeline: Path, log: Path, *extra: str) -> subprocess.Popen[bytes]:
         )
 
 
-def _wrote_a_shard(out: Path) -> bool:
-    return out.is_dir() and any(name.endswith(".tar") for name in os.listdir(out))
-
-
-def _wait_for_a_shard(proc: subprocess.Popen[bytes], out: Path, log: Path) -> None:
-    deadline = time.monotonic() + START_WITHIN_S
-    while proc.poll() is None and not _wrote_a_shard(out) and time.monotonic() < deadline:
-        time.sleep(0.01)
-    assert proc.poll() is None and _wrote_a_shard(out), f"not mid-run: {log.read_text()[-2000:]}"
-
-
 def _wait_for_actors(proc: subprocess.Popen[bytes], root: int, log: Path) -> None:
     """Until ``proc`` runs: a cook actor (``ray::RayWorker``) among ``root``'s descendants."""
     deadline = time.monotonic() + START_WITHIN_S
@@ -105,6 +94,13 @@ def _wait_for_actors(proc: subprocess.Popen[bytes], root: int, log: Path) -> Non
             return
         time.sleep(0.05)
     raise AssertionError(f"no actor started: {log.read_text()[-2000:]}")
+
+
+def _freeze(proc: subprocess.Popen[bytes], log: Path) -> None:
+    """SIGSTOP the driver once its actors run: mid-run, however fast the machine, while its Ray runs on
+    (a small job would otherwise finish before the test looks; SIGKILL and SIGCONT both reach it)."""
+    proc.send_signal(signal.SIGSTOP)
+    assert proc.poll() is None, f"finished before it was stopped: {log.read_text()[-2000:]}"
 
 
 def _name(process: object) -> str:
@@ -188,14 +184,17 @@ def test_kill_9_stops_that_runs_ray_and_not_another_runs(raw: Path, reference: d
     other = _cook(other_pipeline, other_log, "--workers", "1")
     others: list = []
     try:
-        _wait_for_a_shard(other, other_out, other_log)
-        _wait_for_a_shard(killed, killed_out, killed_log)
-        others = _processes(other.pid)
+        _wait_for_actors(other, other.pid, other_log)
+        _freeze(other, other_log)
+        _wait_for_actors(killed, killed.pid, killed_log)
+        _freeze(killed, killed_log)
+        others = [p for p in _processes(other.pid) if "IDLE" not in _name(p)]  # idle workers come and go
         other_mark = _mark(others)
         processes, err = _kill_driver(killed, killed_log)
         _stopped_line(err, killed.pid, len(processes))
         assert other.poll() is None and _alive(others) == others, "the other run was touched"
         assert len(ray_processes(other_mark, {})) >= 5
+        other.send_signal(signal.SIGCONT)
         assert "stopped" not in _finish(other, other_log)
     finally:
         other.kill()
@@ -268,12 +267,14 @@ def test_kill_9_leaves_a_users_cluster_and_a_run_joined_to_it(raw: Path, referen
         joined: subprocess.Popen[bytes] | None = None
         try:
             _wait_for_actors(killed, killed.pid, killed_log)
+            _freeze(killed, killed_log)
             joined = _cook(joined_pipeline, joined_log, "--ray-address", f"127.0.0.1:{port}", "--workers", "1")
             _wait_for_actors(joined, head, joined_log)  # its actor runs on the user's cluster
-            assert killed.poll() is None, killed_log.read_text()[-2000:]
+            _freeze(joined, joined_log)
             processes, err = _kill_driver(killed, killed_log)
             _stopped_line(err, killed.pid, len(processes))
             assert _alive(cluster) == cluster, "the user's cluster was touched"
+            joined.send_signal(signal.SIGCONT)
             assert "stopped" not in _finish(joined, joined_log)
             assert _alive(cluster) == cluster, "the user's cluster was touched"
         finally:
