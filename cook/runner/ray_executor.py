@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import math
 import os
+import uuid
 from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
@@ -67,10 +68,13 @@ class ProgressBoard:
 
 class RayWorker(CookWorker):
     """The actor: a CookWorker whose results cross to the driver as JSON bytes, and whose progress
-    reports go to the ``board`` actor."""
+    reports go to the progress board, the actor named ``board`` (a name, not a handle: a handle among
+    the constructor's arguments goes through the object store, which Ray warns of for restartable actors)."""
 
-    def __init__(self, config: PipelineConfig, board: Any, report_interval_s: float) -> None:
-        super().__init__(config, report=board.post.remote, report_interval_s=report_interval_s)
+    def __init__(self, config: PipelineConfig, board: str, report_interval_s: float) -> None:
+        import ray
+
+        super().__init__(config, report=ray.get_actor(board).post.remote, report_interval_s=report_interval_s)
 
     def run(self, job: Unit | ShardTask, attempt: Attempt) -> bytes:
         if isinstance(job, Unit):
@@ -89,11 +93,12 @@ class RayExecutor:
 
         cpus = max(os.cpu_count() or 1, math.ceil(num_actors * config.ray.cpus_per_actor))
         self._owns_ray = start_ray(address, cpus, config.ray.connect_timeout_s)
-        self._board: Any = ray.remote(num_cpus=0)(ProgressBoard).remote()
+        board = f"cook-progress-{uuid.uuid4().hex}"
+        self._board: Any = ray.remote(num_cpus=0)(ProgressBoard).options(name=board).remote()
         self.on_progress: Callable[[UnitProgress], None] = lambda progress: None
         actor_class = ray.remote(num_cpus=config.ray.cpus_per_actor, max_restarts=-1, max_task_retries=0)(RayWorker)
         options = actor_class.options(runtime_env={"env_vars": worker_env()})
-        self.actors: list[Any] = [options.remote(config, self._board, report_interval_s) for _ in range(num_actors)]
+        self.actors: list[Any] = [options.remote(config, board, report_interval_s) for _ in range(num_actors)]
         self.store: SampleStore = DiskStore(config.output.dir)
         self.slots = IN_FLIGHT_PER_ACTOR * num_actors
         self.lookahead = LOOKAHEAD_PER_ACTOR * num_actors
