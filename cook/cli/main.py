@@ -25,9 +25,10 @@ class _Parser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from cook.cli import inspect_cmd, run_cmd, stats_cmd, validate_cmd
+    from cook.cli import inspect_cmd, repack_cmd, run_cmd, stats_cmd, validate_cmd
 
     commands = {"run": run_cmd, "validate": validate_cmd, "inspect": inspect_cmd, "stats": stats_cmd}
+    commands["repack"] = repack_cmd
     parser = _Parser(prog="cook", description="Cook raw multimodal conversations into packed Energon shards.")
     parser.add_argument("--version", action="store_true", help="print the version and exit")
     sub = parser.add_subparsers(dest="command", parser_class=_Parser)
@@ -60,7 +61,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"cook: error: {err}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:  # the handlers' ``finally`` blocks have run: executor, Ray and lock closed
-        print(INTERRUPTED if command == "run" else "interrupted", file=sys.stderr)
+        print(INTERRUPTED if command in ("run", "repack") else "interrupted", file=sys.stderr)
         return 130
 
 

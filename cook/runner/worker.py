@@ -35,6 +35,7 @@ from cook.errors import Rejected, RejectReason
 from cook.format import Counts
 from cook.packing.packer import build_pack, fit_sample
 from cook.runner.reject_log import RejectLog
+from cook.runner.repack_read import repack_unit
 from cook.runner.staging import DiskStore, SampleStore
 from cook.runner.units import Attempt, ShardDone, ShardTask, Unit, UnitSummary
 from cook.sources import SOURCES, source_name
@@ -152,6 +153,8 @@ class CookWorker:
         return summary
 
     def cook_samples(self, unit: Unit, attempt: Attempt | None = None) -> tuple[UnitSummary, list[TokenizedSample]]:
+        if unit.reads is not None:  # cook repack: cooked sequences, read back from their packs
+            return repack_unit(unit, self.config.packing, self.tokenizer.control_ids)
         try:
             with _no_cyclic_gc(), self._budget.armed():
                 return self._cook_unit(unit, attempt or Attempt())

@@ -1,0 +1,161 @@
+"""A repack unit's cooked sequences read back out of their packs (``cook repack``, on a worker):
+
+    Unit with SequenceReads -read_sequences-> [TokenizedSample] -fit_sample-> UnitSummary + staged samples
+
+Each pack the unit touches is read once, from its offset in the shard (``.tar.idx``), and cut into
+its sequences (SPEC §8 members):
+
+    ids, mask   input_ids[s : s + L], loss_mask[s : s + L] for s = cu_seqlens_padded[i], L = the length;
+                the writer zeroes each sequence's first mask entry, so it is restored from meta.json's
+                ``targets`` (the targets counted before that)
+    visual      each of the sequence's image / video / tiles items takes the next media_sizes row
+                (frames, H, W) and the next frames * (H/16) * (W/16) rows of pixel_patches
+    audio       each audio item is one run of ``<so_embedding>`` tokens; it takes the next clips of
+                audio_lengths until their tokens make the run, and their features cut to the longest
+                clip's frames (what the cook made: the pack pads every clip to its longest)
+
+so a sequence moves with exactly the arrays it was cooked with, and a pack built from it again is
+byte-identical. Nothing is decoded or tokenized.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+import orjson
+
+from cook import format as fmt
+from cook.config import PackingConfig
+from cook.packfiles import ShardWalk, clip_tokens, read_npy
+from cook.packing.packer import fit_sample
+from cook.runner.reject_log import RejectLog
+from cook.runner.units import SequenceReads, Unit, UnitSummary
+from cook.types import MediaItem, TokenizedSample
+
+MEDIA_END_TOKENS = (fmt.IMG_END, fmt.AUDIO_END)  # a sequence's media end just past the last of these
+
+
+def read_sequences(reads: SequenceReads, control_ids: Mapping[str, int]) -> list[TokenizedSample]:
+    """The sequences of ``reads``, in its order."""
+    out: list[TokenizedSample | None] = [None] * len(reads)
+    keys = reads.shard.astype(np.int64) * (1 << 40) + reads.offset  # int64 [N], one per pack
+    packs, where = np.unique(keys, return_inverse=True)
+    for k, key in enumerate(packs.tolist()):
+        shard, offset = divmod(key, 1 << 40)
+        at = np.flatnonzero(where == k)  # int64 [m] the unit's sequences in this pack
+        samples = _cut_pack(_read_pack(reads.shards[shard], offset), control_ids)
+        for i, position in zip(at.tolist(), reads.seq[at].tolist(), strict=True):
+            out[i] = samples[position]
+    return out  # type: ignore[return-value]  # every slot was filled
+
+
+def _read_pack(shard_path: str, offset: int) -> dict[str, Any]:
+    walk = ShardWalk(shard_path, hash_bytes=False)
+    for raw in walk.packs(offset):
+        return raw.members
+    why = walk.faults[0][1] if walk.faults else "no pack there"
+    raise RuntimeError(f"{shard_path}: no pack at byte {offset} ({why})")
+
+
+def _cut_pack(members: Mapping[str, Any], control_ids: Mapping[str, int]) -> list[TokenizedSample]:
+    """Every sequence of one pack as the ``TokenizedSample`` it was packed from."""
+    ids = read_npy(members[fmt.INPUT_IDS])  # int32 [T]
+    mask = read_npy(members[fmt.LOSS_MASK])  # uint8 [T]
+    cu = read_npy(members[fmt.CU_SEQLENS]).tolist()
+    starts = read_npy(members[fmt.CU_SEQLENS_PADDED]).tolist()
+    sequences = orjson.loads(bytes(members[fmt.META]))["sequences"]
+    media = _MediaCursor(members, control_ids.get(fmt.AUDIO_TOKEN))
+    ends = [control_ids[t] for t in MEDIA_END_TOKENS if t in control_ids]
+    samples = []
+    for i, entry in enumerate(sequences):
+        a, length = starts[i], cu[i + 1] - cu[i]
+        seq_ids = ids[a : a + length]
+        seq_mask = mask[a : a + length]
+        first = entry["targets"] - int(seq_mask[1:].sum())  # the mask entry the writer zeroed
+        if length and first != seq_mask[0]:
+            seq_mask = seq_mask.copy()
+            seq_mask[0] = first
+        items = media.take(entry["media"], seq_ids)
+        media_end = 0
+        if items:
+            hits = np.flatnonzero(np.isin(seq_ids, ends))
+            media_end = int(hits[-1]) + 1 if hits.size else 0
+        truncated = bool(entry.get(fmt.SEQUENCE_TRUNCATED_KEY, False))
+        samples.append(TokenizedSample(entry["source"], seq_ids, seq_mask, items, media_end, truncated, 0))
+    return samples
+
+
+class _MediaCursor:
+    """Hands out a pack's media arrays item by item, in placeholder order."""
+
+    def __init__(self, members: Mapping[str, Any], audio_id: int | None) -> None:
+        present = {name: read_npy(members[name]) for name in fmt.VISUAL_MEMBERS + fmt.AUDIO_MEMBERS if name in members}
+        self.patches = present.get(fmt.PIXEL_PATCHES)  # uint8 [P, 768]
+        self.sizes = present.get(fmt.MEDIA_SIZES)  # int32 [M, 3]
+        self.features = present.get(fmt.AUDIO_FEATURES)  # float16 [C, F, 128]
+        self.lengths = present.get(fmt.AUDIO_LENGTHS)  # int32 [C]
+        self.tokens = clip_tokens(self.lengths).tolist() if self.lengths is not None else []
+        self.audio_id = audio_id
+        self.row = self.patch = self.clip = 0
+
+    def take(self, labels: list[str], seq_ids: np.ndarray) -> tuple[MediaItem, ...]:
+        if not labels:
+            return ()
+        runs = self._audio_runs(seq_ids) if "audio" in labels else []
+        items = []
+        for label in labels:
+            items.append(self._audio(runs.pop(0)) if label == "audio" else self._visual(label))
+        return tuple(items)
+
+    def _visual(self, label: str) -> MediaItem:
+        assert self.sizes is not None and self.patches is not None, "meta.json lists a visual item"
+        frames, height, width = (int(v) for v in self.sizes[self.row])
+        rows = frames * (height // fmt.PATCH_SIZE) * (width // fmt.PATCH_SIZE)
+        patches = self.patches[self.patch : self.patch + rows]
+        self.row, self.patch = self.row + 1, self.patch + rows
+        kind = "video" if label == "video" else "image"
+        return MediaItem(kind, (), patches, (frames, height, width), label, None, None)  # type: ignore[arg-type]
+
+    def _audio(self, tokens: int) -> MediaItem:
+        assert self.features is not None and self.lengths is not None, "meta.json lists an audio item"
+        first = self.clip
+        taken = 0
+        while taken < tokens:
+            taken += self.tokens[self.clip]
+            self.clip += 1
+        lengths = self.lengths[first : self.clip]
+        features = self.features[first : self.clip, : int(lengths.max())]
+        return MediaItem("audio", (), audio_features=features, audio_lengths=lengths)
+
+    def _audio_runs(self, seq_ids: np.ndarray) -> list[int]:
+        """Tokens of each run of ``<so_embedding>`` in the sequence (one run per audio item)."""
+        at = np.flatnonzero(seq_ids == self.audio_id)
+        if not at.size:
+            return []
+        breaks = np.flatnonzero(np.diff(at) != 1)
+        runs: list[int] = np.diff(np.r_[0, breaks + 1, at.size]).tolist()
+        return runs
+
+
+def repack_unit(
+    unit: Unit, packing: PackingConfig, control_ids: Mapping[str, int]
+) -> tuple[UnitSummary, list[TokenizedSample]]:
+    """A repack unit's sequences fitted to ``packing`` (``fit_sample``: a sequence longer than the new
+    ``seq_len`` is truncated where ``packing.overflow`` and its media allow, else rejected ``too_long``);
+    every sequence read ends up once in the samples or in the rejects."""
+    assert unit.reads is not None, "a repack unit"
+    rejects = RejectLog()
+    samples: list[TokenizedSample] = []
+    for sample in read_sequences(unit.reads, control_ids):
+        with rejects.catch(sample.source):
+            samples.append(fit_sample(sample, packing))
+    summary = UnitSummary(
+        unit=unit.index,
+        records_in=len(unit.reads),
+        rejects=tuple(rejects.records),
+        lengths=np.array([s.length for s in samples], dtype=np.int32),
+        n_patches=np.array([s.n_patches for s in samples], dtype=np.int32),
+    )
+    return summary, samples
