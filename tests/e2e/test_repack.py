@@ -15,6 +15,7 @@ import sys
 import time
 from pathlib import Path
 
+import jsonschema
 import pytest
 import yaml
 
@@ -25,6 +26,7 @@ from tests.conftest import DEMO_DATA, REPO, pipeline_dict, write_jsonl
 from tests.e2e.energon_load import load_all_packs
 
 COOK = [sys.executable, "-m", "cook.cli.main"]
+MANIFEST_SCHEMA = json.loads((REPO / "schemas" / "manifest.v1.schema.json").read_text())
 PACKED_KEYS = ("sources_packed", "packs", "tokens", "target_tokens", "padding_tokens", "truncated_sequences")
 
 
@@ -88,6 +90,7 @@ def _assert_equal_to_fresh(repacked: Path, fresh: Path) -> None:
     counts = got["counts"]
     assert counts["records_in"] == counts["sources_packed"] + counts["records_rejected"]
     assert sum(entry["sequences"] for entry in got["lineage"]) == counts["records_in"]
+    jsonschema.validate(got, MANIFEST_SCHEMA)
     assert main(["validate", str(repacked)]) == 0
 
 
