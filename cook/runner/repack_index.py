@@ -19,10 +19,12 @@ Worked example, a source cooked from ``a.jsonl`` (lines 1-3) with one window, pa
 ``pack 0 = [a.jsonl#3, a.jsonl#1]``, ``pack 1 = [a.jsonl#2]``: the order is ``#1 (pack 0, seq 1),
 #2 (pack 1, seq 0), #3 (pack 0, seq 0)``.
 
-A unit is a range of one source's sequences in that order. Its edges are put where no pack holds
-sequences on both sides (the ends of the source's windows), so each pack is read by one unit; a
-range of more than ``SPLIT_UNITS`` x ``unit_bytes`` without such an edge (``buffer_size: all``) is
-cut anyway, and a pack across that cut is read by both units.
+A unit is a range of one source's sequences in that order, of about ``unit_bytes`` (a sequence
+counts its share of its pack's bytes, by tokens). Its edges are put where no pack holds sequences on
+both sides (the ends of the source's windows), so each pack is opened by one unit; a range of more
+than ``SPLIT_UNITS`` x ``unit_bytes`` without such an edge (a long window, ``buffer_size: all``) is
+cut anyway: a pack across that cut has its small members read by both units, its media rows by
+the unit whose sequence they belong to.
 """
 
 from __future__ import annotations
@@ -40,7 +42,7 @@ from cook.manifest import Manifest, ManifestError, load_manifest
 from cook.packfiles import ONLY_META, ShardWalk
 from cook.runner.units import SequenceReads, Unit
 
-SPLIT_UNITS = 4  # a range without a pack edge is cut after this many unit_bytes
+SPLIT_UNITS = 2  # a range without a pack edge is cut after this many unit_bytes
 TAR_SUFFIX = ".tar"
 
 
@@ -63,7 +65,7 @@ class CookedSource:
     offset: np.ndarray  # int64 [N] its pack's first header in the shard
     seq: np.ndarray  # int32 [N] its position in the pack
     pack: np.ndarray  # int64 [N] its pack's index in the dataset
-    pack_bytes: np.ndarray  # int64 [packs] each pack's bytes in its shard
+    seq_bytes: np.ndarray  # float64 [N] its share of its pack's bytes (by tokens), to size units
 
     @property
     def sequences(self) -> int:
@@ -91,6 +93,7 @@ def index_source(source: SourceManifest) -> CookedSource:
     shard_of: list[int] = []
     offsets: list[int] = []
     seqs: list[int] = []
+    lengths: list[int] = []
     pack_bytes: list[int] = []
     for number, shard_path in enumerate(shards):
         walk = ShardWalk(shard_path, hash_bytes=False, skip=ONLY_META)
@@ -115,7 +118,11 @@ def index_source(source: SourceManifest) -> CookedSource:
                 shard_of.append(number)
                 offsets.append(raw.offset)
                 seqs.append(position)
+                lengths.append(entry["length"])
     pack = np.repeat(np.arange(len(pack_bytes), dtype=np.int64), _per_pack(offsets, shard_of))
+    tokens = np.array(lengths, dtype=np.float64)  # float64 [N]
+    pack_tokens = np.bincount(pack, weights=tokens, minlength=len(pack_bytes))  # float64 [packs]
+    seq_bytes = np.array(pack_bytes, dtype=np.float64)[pack] * tokens / np.maximum(pack_tokens[pack], 1)
     order = input_order(names, ids)
     return CookedSource(
         source=source,
@@ -124,7 +131,7 @@ def index_source(source: SourceManifest) -> CookedSource:
         offset=np.array(offsets, dtype=np.int64)[order],
         seq=np.array(seqs, dtype=np.int32)[order],
         pack=pack[order],
-        pack_bytes=np.array(pack_bytes, dtype=np.int64),
+        seq_bytes=seq_bytes[order],
     )
 
 
@@ -178,22 +185,19 @@ def _ranges(source: CookedSource, unit_bytes: int) -> list[tuple[int, int, int]]
     n = source.sequences
     if n == 0:
         return []
-    last = np.zeros(source.pack_bytes.shape[0], dtype=np.int64)  # each pack's last position in the order
+    last = np.zeros(int(source.pack.max()) + 1, dtype=np.int64)  # each pack's last position in the order
     last[source.pack] = np.arange(n)  # later positions overwrite earlier ones (positions ascend)
     reach = np.maximum.accumulate(last[source.pack])  # int64 [N]: the furthest position packs so far reach
     edges = np.flatnonzero(reach == np.arange(n)) + 1  # a unit may end after these; the last is n
-    cost = np.zeros(n, dtype=np.int64)  # a pack's bytes, counted where it is first met
-    _, met = np.unique(source.pack, return_index=True)
-    cost[met] = source.pack_bytes[source.pack[met]]
-    total = np.cumsum(cost)  # int64 [N]: pack bytes met up to each position
+    total = np.cumsum(source.seq_bytes)  # float64 [N]: bytes up to each position
     edge_total = total[edges - 1]
     out: list[tuple[int, int, int]] = []
-    start, base = 0, 0
+    start, base = 0, 0.0
     while start < n:
         j = max(int(np.searchsorted(edges, start + 1)), int(np.searchsorted(edge_total, base + unit_bytes)))
         stop = int(edges[min(j, edges.shape[0] - 1)])
         forced = int(np.searchsorted(total, base + SPLIT_UNITS * unit_bytes)) + 1  # no edge in reach
         stop = max(start + 1, min(stop, forced, n))
-        out.append((start, stop, int(total[stop - 1]) - base))
-        start, base = stop, int(total[stop - 1])
+        out.append((start, stop, round(total[stop - 1] - base)))
+        start, base = stop, float(total[stop - 1])
     return out

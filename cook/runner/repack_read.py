@@ -2,8 +2,11 @@
 
     Unit with SequenceReads -read_sequences-> [TokenizedSample] -fit_sample-> UnitSummary + staged samples
 
-Each pack the unit touches is read once, from its offset in the shard (``.tar.idx``), and cut into
-its sequences (SPEC §8 members):
+For each pack the unit touches, the member headers are read from the pack's offset in the shard
+(``.tar.idx``; ``packfiles.pack_member_spans``), then its small members (ids, mask, boundaries,
+meta.json, media sizes, audio lengths) whole, and of ``pixel_patches`` only the rows of the unit's
+own items, straight into their arrays: an image's bytes are read once. It is cut into sequences
+(SPEC §8 members):
 
     ids, mask   input_ids[s : s + L], loss_mask[s : s + L] for s = cu_seqlens_padded[i], L = the length;
                 the writer zeroes each sequence's first mask entry, so it is restored from meta.json's
@@ -20,15 +23,15 @@ byte-identical. Nothing is decoded or tokenized.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
-from typing import Any
 
 import numpy as np
 import orjson
 
 from cook import format as fmt
 from cook.config import PackingConfig
-from cook.packfiles import ShardWalk, clip_tokens, read_npy
+from cook.packfiles import clip_tokens, pack_member_spans, read_npy
 from cook.packing.packer import fit_sample
 from cook.runner.reject_log import RejectLog
 from cook.runner.units import SequenceReads, Unit, UnitSummary
@@ -45,88 +48,117 @@ def read_sequences(reads: SequenceReads, control_ids: Mapping[str, int]) -> list
     for k, key in enumerate(packs.tolist()):
         shard, offset = divmod(key, 1 << 40)
         at = np.flatnonzero(where == k)  # int64 [m] the unit's sequences in this pack
-        samples = _cut_pack(_read_pack(reads.shards[shard], offset), control_ids)
-        for i, position in zip(at.tolist(), reads.seq[at].tolist(), strict=True):
+        positions = reads.seq[at].tolist()
+        with _PackFile(reads.shards[shard], offset) as pack:
+            samples = _cut_pack(pack, control_ids, set(positions))
+        for i, position in zip(at.tolist(), positions, strict=True):
             out[i] = samples[position]
     return out  # type: ignore[return-value]  # every slot was filled
 
 
-def _read_pack(shard_path: str, offset: int) -> dict[str, Any]:
-    walk = ShardWalk(shard_path, hash_bytes=False)
-    for raw in walk.packs(offset):
-        return raw.members
-    why = walk.faults[0][1] if walk.faults else "no pack there"
-    raise RuntimeError(f"{shard_path}: no pack at byte {offset} ({why})")
+class _PackFile:
+    """One pack in its shard: small members read whole, ``pixel_patches`` rows read as they are asked for."""
+
+    def __init__(self, shard_path: str, offset: int) -> None:
+        self.spans = pack_member_spans(shard_path, offset)
+        self.fd = os.open(shard_path, os.O_RDONLY)
+
+    def __enter__(self) -> _PackFile:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        os.close(self.fd)
+
+    def array(self, name: str) -> np.ndarray:
+        offset, size = self.spans[name]
+        return read_npy(os.pread(self.fd, size, offset))
+
+    def patch_rows(self, first: int, rows: int) -> np.ndarray:
+        """uint8 [rows, 768]: rows ``first ..`` of ``pixel_patches``, read straight from the shard."""
+        offset, _ = self.spans[fmt.PIXEL_PATCHES]
+        head = os.pread(self.fd, 12, offset)
+        start = 10 + head[8] + (head[9] << 8) if head[6] == 1 else 12 + int.from_bytes(head[8:12], "little")
+        out = np.empty((rows, fmt.PATCH_VALUES), dtype=np.uint8)
+        got = os.preadv(self.fd, [out.data], offset + start + first * fmt.PATCH_VALUES)
+        if got != out.nbytes:
+            raise RuntimeError(f"pixel_patches cut off: {got} of {out.nbytes} bytes")
+        return out
 
 
-def _cut_pack(members: Mapping[str, Any], control_ids: Mapping[str, int]) -> list[TokenizedSample]:
-    """Every sequence of one pack as the ``TokenizedSample`` it was packed from."""
-    ids = read_npy(members[fmt.INPUT_IDS])  # int32 [T]
-    mask = read_npy(members[fmt.LOSS_MASK])  # uint8 [T]
-    cu = read_npy(members[fmt.CU_SEQLENS]).tolist()
-    starts = read_npy(members[fmt.CU_SEQLENS_PADDED]).tolist()
-    sequences = orjson.loads(bytes(members[fmt.META]))["sequences"]
-    media = _MediaCursor(members, control_ids.get(fmt.AUDIO_TOKEN))
+def _cut_pack(pack: _PackFile, control_ids: Mapping[str, int], wanted: set[int]) -> dict[int, TokenizedSample]:
+    """The ``wanted`` sequences of one pack as the ``TokenizedSample``s it was packed from."""
+    ids = pack.array(fmt.INPUT_IDS)  # int32 [T]
+    mask = pack.array(fmt.LOSS_MASK)  # uint8 [T]
+    cu = pack.array(fmt.CU_SEQLENS).tolist()
+    starts = pack.array(fmt.CU_SEQLENS_PADDED).tolist()
+    _, size = pack.spans[fmt.META]
+    sequences = orjson.loads(os.pread(pack.fd, size, pack.spans[fmt.META][0]))["sequences"]
+    media = _MediaCursor(pack, control_ids.get(fmt.AUDIO_TOKEN))
     ends = [control_ids[t] for t in MEDIA_END_TOKENS if t in control_ids]
-    samples = []
+    samples = {}
     for i, entry in enumerate(sequences):
         a, length = starts[i], cu[i + 1] - cu[i]
         seq_ids = ids[a : a + length]
+        items = media.take(entry["media"], seq_ids, i in wanted)
+        if i not in wanted:
+            continue
         seq_mask = mask[a : a + length]
         first = entry["targets"] - int(seq_mask[1:].sum())  # the mask entry the writer zeroed
         if length and first != seq_mask[0]:
             seq_mask = seq_mask.copy()
             seq_mask[0] = first
-        items = media.take(entry["media"], seq_ids)
         media_end = 0
         if items:
             hits = np.flatnonzero(np.isin(seq_ids, ends))
             media_end = int(hits[-1]) + 1 if hits.size else 0
         truncated = bool(entry.get(fmt.SEQUENCE_TRUNCATED_KEY, False))
-        samples.append(TokenizedSample(entry["source"], seq_ids, seq_mask, items, media_end, truncated, 0))
+        samples[i] = TokenizedSample(entry["source"], seq_ids, seq_mask, items, media_end, truncated, 0)
     return samples
 
 
 class _MediaCursor:
-    """Hands out a pack's media arrays item by item, in placeholder order."""
+    """Walks a pack's media item by item, in placeholder order; reads the arrays of wanted items only."""
 
-    def __init__(self, members: Mapping[str, Any], audio_id: int | None) -> None:
-        present = {name: read_npy(members[name]) for name in fmt.VISUAL_MEMBERS + fmt.AUDIO_MEMBERS if name in members}
-        self.patches = present.get(fmt.PIXEL_PATCHES)  # uint8 [P, 768]
-        self.sizes = present.get(fmt.MEDIA_SIZES)  # int32 [M, 3]
-        self.features = present.get(fmt.AUDIO_FEATURES)  # float16 [C, F, 128]
-        self.lengths = present.get(fmt.AUDIO_LENGTHS)  # int32 [C]
+    def __init__(self, pack: _PackFile, audio_id: int | None) -> None:
+        self.pack = pack
+        self.sizes = pack.array(fmt.MEDIA_SIZES) if fmt.MEDIA_SIZES in pack.spans else None  # int32 [M, 3]
+        self.lengths = pack.array(fmt.AUDIO_LENGTHS) if fmt.AUDIO_LENGTHS in pack.spans else None  # int32 [C]
+        self.features: np.ndarray | None = None  # float16 [C, F, 128], read when an audio item is wanted
         self.tokens = clip_tokens(self.lengths).tolist() if self.lengths is not None else []
         self.audio_id = audio_id
         self.row = self.patch = self.clip = 0
 
-    def take(self, labels: list[str], seq_ids: np.ndarray) -> tuple[MediaItem, ...]:
+    def take(self, labels: list[str], seq_ids: np.ndarray, wanted: bool) -> tuple[MediaItem, ...]:
         if not labels:
             return ()
         runs = self._audio_runs(seq_ids) if "audio" in labels else []
         items = []
         for label in labels:
-            items.append(self._audio(runs.pop(0)) if label == "audio" else self._visual(label))
+            items.append(self._audio(runs.pop(0), wanted) if label == "audio" else self._visual(label, wanted))
         return tuple(items)
 
-    def _visual(self, label: str) -> MediaItem:
-        assert self.sizes is not None and self.patches is not None, "meta.json lists a visual item"
+    def _visual(self, label: str, wanted: bool) -> MediaItem:
+        assert self.sizes is not None, "meta.json lists a visual item"
         frames, height, width = (int(v) for v in self.sizes[self.row])
         rows = frames * (height // fmt.PATCH_SIZE) * (width // fmt.PATCH_SIZE)
-        patches = self.patches[self.patch : self.patch + rows]
+        patches = self.pack.patch_rows(self.patch, rows) if wanted else None
         self.row, self.patch = self.row + 1, self.patch + rows
         kind = "video" if label == "video" else "image"
         return MediaItem(kind, (), patches, (frames, height, width), label, None, None)  # type: ignore[arg-type]
 
-    def _audio(self, tokens: int) -> MediaItem:
-        assert self.features is not None and self.lengths is not None, "meta.json lists an audio item"
+    def _audio(self, tokens: int, wanted: bool) -> MediaItem:
+        assert self.lengths is not None, "meta.json lists an audio item"
         first = self.clip
         taken = 0
         while taken < tokens:
             taken += self.tokens[self.clip]
             self.clip += 1
         lengths = self.lengths[first : self.clip]
-        features = self.features[first : self.clip, : int(lengths.max())]
+        features = None
+        if wanted:
+            if self.features is None:
+                self.features = self.pack.array(fmt.AUDIO_FEATURES)
+            features = self.features[first : self.clip, : int(lengths.max())]
         return MediaItem("audio", (), audio_features=features, audio_lengths=lengths)
 
     def _audio_runs(self, seq_ids: np.ndarray) -> list[int]:

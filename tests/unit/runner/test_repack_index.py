@@ -25,14 +25,14 @@ def test_no_sequences() -> None:
     assert input_order([], []).tolist() == []
 
 
-def _source(packs: list[int], pack_bytes: list[int]) -> SimpleNamespace:
+def _source(packs: list[int], seq_bytes: float) -> SimpleNamespace:
     pack = np.array(packs, np.int64)
-    return SimpleNamespace(sequences=len(packs), pack=pack, pack_bytes=np.array(pack_bytes, np.int64))
+    return SimpleNamespace(sequences=len(packs), pack=pack, seq_bytes=np.full(len(packs), seq_bytes))
 
 
 def test_units_end_where_no_pack_spans_the_cut() -> None:
     """Windows of packs {0}, {1}, {2}: a unit of about 150 bytes takes two packs, then the rest."""
-    source = _source([0, 0, 1, 1, 2, 2], [100, 100, 100])
+    source = _source([0, 0, 1, 1, 2, 2], 50)
     assert _ranges(source, 150) == [(0, 4, 200), (4, 6, 100)]  # type: ignore[arg-type]
     assert _ranges(source, 10_000) == [(0, 6, 300)]  # type: ignore[arg-type]
 
@@ -40,6 +40,6 @@ def test_units_end_where_no_pack_spans_the_cut() -> None:
 def test_one_window_is_cut_only_past_split_units() -> None:
     """Two packs interleaved (one window): no clean edge before the end, so the window is one unit
     unless it is over SPLIT_UNITS times unit_bytes."""
-    source = _source([0, 1, 0, 1], [100, 100])
+    source = _source([0, 1, 0, 1], 50)
     assert _ranges(source, 100) == [(0, 4, 200)]  # type: ignore[arg-type]
-    assert _ranges(source, 40) == [(0, 2, 200), (2, 4, 0)]  # type: ignore[arg-type]
+    assert _ranges(source, 40) == [(0, 2, 100), (2, 4, 100)]  # type: ignore[arg-type]
