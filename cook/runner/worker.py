@@ -5,6 +5,9 @@
     write_shard(ShardTask) -> ShardDone  staged samples -> build_pack -> shard + .tar.idx on disk; the
                                          driver gets sha256, size, index rows and counts
 
+A ``cook repack`` unit (``Unit.reads``) is not cooked: its sequences are read back out of the source
+packs (``cook.runner.repack_read``) and fitted to the new packing; the rest is the same.
+
 A worker holds what is expensive to load (the tokenizer, the media store) and reuses it for every
 unit. It knows nothing about Ray: the Ray layer wraps it in an actor, the local executor calls it
 directly. Every record read ends up exactly once in the staged samples or in ``rejects``.
