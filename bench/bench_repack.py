@@ -162,9 +162,10 @@ def report() -> str:
     results = [(work, measure(work, repeats)) for work in (text, images)]
     rows = [row for work, fig in results for row in _rows(work, fig)]
     table = "\n".join(rows)
+    sizes = f"BENCH_REPEATS={repeats} BENCH_REPACK_IMAGES={n_images} BENCH_REPACK_TEXT_COPIES={copies}"
     return f"""## `cook repack` vs a fresh cook of the same raw input (issue 32)
 
-`{COMMAND}`
+`{sizes} {COMMAND}`
 
 Text: {copies} vs {SMALL_TEXT_COPIES} copies of the demo chats (`pipelines/text_sft.yaml --set input.unit_bytes=4194304`).
 Images: {n_images} vs {SMALL_IMAGES} photo-like JPEGs, 640x480 .. 1600x1184, as a LLaVA WebDataset (`pipelines/omni_sft.yaml

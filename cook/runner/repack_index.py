@@ -42,7 +42,7 @@ from cook.manifest import Manifest, ManifestError, load_manifest
 from cook.packfiles import ONLY_META, ShardWalk
 from cook.runner.units import SequenceReads, Unit
 
-SPLIT_UNITS = 2  # a range without a pack edge is cut after this many unit_bytes
+SPLIT_UNITS = 4  # a range without a pack edge is cut after this many unit_bytes
 TAR_SUFFIX = ".tar"
 
 

@@ -4,8 +4,10 @@
 
 For each pack the unit touches, the member headers are read from the pack's offset in the shard
 (``.tar.idx``; ``packfiles.pack_member_spans``), then its small members (ids, mask, boundaries,
-meta.json, media sizes, audio lengths) whole, and of ``pixel_patches`` only the rows of the unit's
-own items, straight into their arrays: an image's bytes are read once. It is cut into sequences
+meta.json, media sizes, audio lengths), and of ``pixel_patches`` only the rows of the unit's own
+items, all as views of the mapped shard: a sequence's bytes are copied once, by the shard writer,
+from the page cache (a stage file adds one copy where the executor stages samples on disk), and a
+pack whose sequences several units take costs each of them little more than its meta.json. It is cut into sequences
 (SPEC §8 members):
 
     ids, mask   input_ids[s : s + L], loss_mask[s : s + L] for s = cu_seqlens_padded[i], L = the length;
@@ -23,7 +25,7 @@ byte-identical. Nothing is decoded or tokenized.
 
 from __future__ import annotations
 
-import os
+import mmap
 from collections.abc import Mapping
 
 import numpy as np
@@ -45,44 +47,50 @@ def read_sequences(reads: SequenceReads, control_ids: Mapping[str, int]) -> list
     out: list[TokenizedSample | None] = [None] * len(reads)
     keys = reads.shard.astype(np.int64) * (1 << 40) + reads.offset  # int64 [N], one per pack
     packs, where = np.unique(keys, return_inverse=True)
+    mapped: dict[int, mmap.mmap] = {}
     for k, key in enumerate(packs.tolist()):
         shard, offset = divmod(key, 1 << 40)
         at = np.flatnonzero(where == k)  # int64 [m] the unit's sequences in this pack
         positions = reads.seq[at].tolist()
-        with _PackFile(reads.shards[shard], offset) as pack:
-            samples = _cut_pack(pack, control_ids, set(positions))
+        if shard not in mapped:
+            mapped[shard] = _map(reads.shards[shard])
+        pack = _PackFile(reads.shards[shard], mapped[shard], offset)
+        samples = _cut_pack(pack, control_ids, set(positions))
         for i, position in zip(at.tolist(), positions, strict=True):
             out[i] = samples[position]
     return out  # type: ignore[return-value]  # every slot was filled
 
 
+def _map(path: str) -> mmap.mmap:
+    with open(path, "rb") as handle:
+        return mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
+
+
 class _PackFile:
-    """One pack in its shard: small members read whole, ``pixel_patches`` rows read as they are asked for."""
+    """One pack in its (mapped) shard: members and ``pixel_patches`` rows as views."""
 
-    def __init__(self, shard_path: str, offset: int) -> None:
+    def __init__(self, shard_path: str, mapped: mmap.mmap, offset: int) -> None:
         self.spans = pack_member_spans(shard_path, offset)
-        self.fd = os.open(shard_path, os.O_RDONLY)
+        self.mapped = mapped
 
-    def __enter__(self) -> _PackFile:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        os.close(self.fd)
+    def bytes(self, name: str) -> memoryview:
+        offset, size = self.spans[name]
+        return memoryview(self.mapped)[offset : offset + size]
 
     def array(self, name: str) -> np.ndarray:
-        offset, size = self.spans[name]
-        return read_npy(os.pread(self.fd, size, offset))
+        """The member's array, a read-only view of the mapped shard (nothing is read until it is used)."""
+        return read_npy(self.bytes(name))
 
     def patch_rows(self, first: int, rows: int) -> np.ndarray:
-        """uint8 [rows, 768]: rows ``first ..`` of ``pixel_patches``, read straight from the shard."""
-        offset, _ = self.spans[fmt.PIXEL_PATCHES]
-        head = os.pread(self.fd, 12, offset)
+        """uint8 [rows, 768]: rows ``first ..`` of ``pixel_patches``, a read-only view of the mapped shard
+        (the writer copies it once, from the page cache into the new shard)."""
+        offset, size = self.spans[fmt.PIXEL_PATCHES]
+        head = self.mapped[offset : offset + 12]
         start = 10 + head[8] + (head[9] << 8) if head[6] == 1 else 12 + int.from_bytes(head[8:12], "little")
-        out = np.empty((rows, fmt.PATCH_VALUES), dtype=np.uint8)
-        got = os.preadv(self.fd, [out.data], offset + start + first * fmt.PATCH_VALUES)
-        if got != out.nbytes:
-            raise RuntimeError(f"pixel_patches cut off: {got} of {out.nbytes} bytes")
-        return out
+        if start + (first + rows) * fmt.PATCH_VALUES > size:
+            raise RuntimeError(f"pixel_patches holds fewer than {first + rows} rows")
+        at = offset + start + first * fmt.PATCH_VALUES
+        return np.frombuffer(self.mapped, np.uint8, rows * fmt.PATCH_VALUES, at).reshape(rows, fmt.PATCH_VALUES)
 
 
 def _cut_pack(pack: _PackFile, control_ids: Mapping[str, int], wanted: set[int]) -> dict[int, TokenizedSample]:
@@ -91,8 +99,7 @@ def _cut_pack(pack: _PackFile, control_ids: Mapping[str, int], wanted: set[int])
     mask = pack.array(fmt.LOSS_MASK)  # uint8 [T]
     cu = pack.array(fmt.CU_SEQLENS).tolist()
     starts = pack.array(fmt.CU_SEQLENS_PADDED).tolist()
-    _, size = pack.spans[fmt.META]
-    sequences = orjson.loads(os.pread(pack.fd, size, pack.spans[fmt.META][0]))["sequences"]
+    sequences = orjson.loads(pack.bytes(fmt.META))["sequences"]
     media = _MediaCursor(pack, control_ids.get(fmt.AUDIO_TOKEN))
     ends = [control_ids[t] for t in MEDIA_END_TOKENS if t in control_ids]
     samples = {}

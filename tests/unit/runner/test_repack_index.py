@@ -39,7 +39,8 @@ def test_units_end_where_no_pack_spans_the_cut() -> None:
 
 def test_one_window_is_cut_only_past_split_units() -> None:
     """Two packs interleaved (one window): no clean edge before the end, so the window is one unit
-    unless it is over SPLIT_UNITS times unit_bytes."""
+    unless it is over SPLIT_UNITS (4) times unit_bytes."""
     source = _source([0, 1, 0, 1], 50)
     assert _ranges(source, 100) == [(0, 4, 200)]  # type: ignore[arg-type]
-    assert _ranges(source, 40) == [(0, 2, 100), (2, 4, 100)]  # type: ignore[arg-type]
+    assert _ranges(source, 60) == [(0, 4, 200)]  # type: ignore[arg-type]
+    assert _ranges(source, 20) == [(0, 2, 100), (2, 4, 100)]  # type: ignore[arg-type]
