@@ -27,6 +27,7 @@ BENCHES = [
     "bench_text_fast",
     "bench_template",
     "bench_reader",
+    "bench_repack",
 ]
 RESULTS = Path(__file__).with_name("RESULTS.md")
 HEADER = (

@@ -3,7 +3,8 @@ section. The JSON key names are the field names; the version is ``format.MANIFES
 ``schemas/manifest.v1.schema.json`` describes the file and a test validates written manifests with it.
 
     Manifest(pipeline, tokenizer=TokenizerEntry, tokenizer_backend, counts=Counts,
-             packing=PackingEntry, rejects_by_reason, shards=(ShardInfo, ...), seq_len, contract).to_dict()
+             packing=PackingEntry, rejects_by_reason, shards=(ShardInfo, ...), seq_len, contract,
+             lineage=(LineageEntry, ...)).to_dict()
     load_manifest(DIR) -> Manifest.from_dict(json) -> Manifest          (or ManifestError: one line)
 
 Every reader of a dataset's manifest goes through ``load_manifest``. ``cook validate`` is the one
@@ -14,9 +15,10 @@ the backend's self-check: ``BackendChoice``; the packing statistics: ``PackingSt
 already as that object's ``to_dict()``/``asdict``, since those types live in higher layers.
 
 Keys added within schema v1 are optional when read: ``tokenizer_backend`` and ``contract`` are None
-without them, the truncation counts 0, and ``seq_len`` (written since it was added) falls back to
-``pipeline.packing.seq_len``, the value it records. ``packing_efficiency`` and ``stored_fill`` are
-written from the counts and not read back: the properties recompute them.
+without them, ``lineage`` (written by ``cook repack`` only) empty, the truncation counts 0, and
+``seq_len`` (written since it was added) falls back to ``pipeline.packing.seq_len``, the value it records.
+``packing_efficiency`` and ``stored_fill`` are written from the counts and not read back: the properties
+recompute them.
 """
 
 from __future__ import annotations
@@ -34,6 +36,8 @@ from cook.dataset_stats import packing_efficiency, stored_fill
 
 _KIND_NAMES: Final = {int: "an integer", str: "a string", dict: "an object", list: "a list"}
 _PACKING_KEYS: Final = ("algorithm", "windows", "windows_short_of_pack_count_multiple")
+LINEAGE_KEY: Final = "lineage"
+_LINEAGE_KINDS: Final = {"path": str, "manifest_sha256": str, "sequences": int}
 _SHARD_KINDS: Final = {"name": str, "packs": int, "first_pack": int, "bytes": int, "sha256": str}
 _CONTRACT_KINDS: Final = {
     "tokenizer_path": str,
@@ -102,6 +106,16 @@ class PackingEntry:
 
 
 @dataclass(frozen=True)
+class LineageEntry:
+    """One entry of the manifest's optional ``lineage``: a cooked dataset ``cook repack`` read, its
+    manifest's sha256 and how many sequences it gave."""
+
+    path: str
+    manifest_sha256: str
+    sequences: int
+
+
+@dataclass(frozen=True)
 class Manifest:
     pipeline: Mapping[str, Any]  # PipelineConfig.to_dict()
     tokenizer: TokenizerEntry
@@ -113,6 +127,7 @@ class Manifest:
     seq_len: int  # packing.seq_len: every pack's capacity
     contract: Contract | None  # what the trainer must match (cook.contract); None: written before it existed
     cook_version: str = __version__
+    lineage: tuple[LineageEntry, ...] = ()  # cook repack: the datasets it read, in order; () for cook run
 
     @property
     def packing_efficiency(self) -> float:
@@ -143,6 +158,8 @@ class Manifest:
             data["tokenizer_backend"] = dict(self.tokenizer_backend)
         if self.contract is not None:
             data[CONTRACT_KEY] = self.contract.to_dict()
+        if self.lineage:
+            data[LINEAGE_KEY] = [asdict(entry) for entry in self.lineage]
         return data
 
     @classmethod
@@ -219,7 +236,17 @@ def _parse(data: object) -> Manifest:
         seq_len=_seq_len(data, pipeline),
         contract=_contract(data[CONTRACT_KEY]) if CONTRACT_KEY in data else None,
         cook_version=_get(data, "cook_version", str),
+        lineage=tuple(_lineage(entry, i) for i, entry in enumerate(_get(data, LINEAGE_KEY, list)))
+        if LINEAGE_KEY in data
+        else (),
     )
+
+
+def _lineage(entry: object, index: int) -> LineageEntry:
+    where = f"{LINEAGE_KEY}[{index}]."
+    if not isinstance(entry, dict):
+        raise ManifestError(f"{LINEAGE_KEY}[{index}] is not an object")
+    return LineageEntry(**{key: _get(entry, key, kind, where) for key, kind in _LINEAGE_KINDS.items()})
 
 
 def _shard(entry: object, index: int) -> ShardInfo:

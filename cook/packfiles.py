@@ -456,3 +456,35 @@ def find_pack(root: str, index: int) -> tuple[str, RawPack] | None:
         why = walk.faults[0][1] if walk.faults else "the shard does not hold it"
         raise PackUnreadable(f"{want} in {span.name} cannot be read: {why}")
     return None
+
+
+# ---- one pack's members, located from their tar headers alone
+
+
+def pack_member_spans(shard_path: str, offset: int) -> dict[str, tuple[int, int]]:
+    """Member name -> (offset of its data in the shard, size) for the pack whose first header is at
+    ``offset``: only the pack's tar headers are read (``cook repack`` then reads just the bytes it moves).
+    For a dataset already trusted (a finished cook's); raises ``PackUnreadable`` at a header it cannot parse."""
+    spans: dict[str, tuple[int, int]] = {}
+    key: str | None = None
+    try:
+        fd = os.open(shard_path, os.O_RDONLY)
+    except OSError as err:
+        raise PackUnreadable(f"{shard_path}: cannot be read ({err.strerror or err})") from None
+    try:
+        while len(header := os.pread(fd, BLOCK, offset)) == BLOCK and header != _ZERO_BLOCK:
+            parsed = _parse_header(header, offset)
+            if isinstance(parsed, str):
+                raise PackUnreadable(f"{shard_path}: {parsed}")
+            name, size = parsed
+            member_key, _, member = name.partition(".")
+            if key is not None and member_key != key:
+                break
+            key = member_key
+            spans[member] = (offset + BLOCK, size)
+            offset += BLOCK + size + (-size % BLOCK)
+    finally:
+        os.close(fd)
+    if not spans:
+        raise PackUnreadable(f"{shard_path}: no pack at byte {offset}")
+    return spans

@@ -25,13 +25,14 @@ class _Parser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from cook.cli import blend_cmd, inspect_cmd, run_cmd, stats_cmd, validate_cmd
+    from cook.cli import blend_cmd, inspect_cmd, repack_cmd, run_cmd, stats_cmd, validate_cmd
 
     commands = {
         "run": run_cmd,
         "validate": validate_cmd,
         "inspect": inspect_cmd,
         "stats": stats_cmd,
+        "repack": repack_cmd,
         "blend": blend_cmd,
     }
     parser = _Parser(prog="cook", description="Cook raw multimodal conversations into packed Energon shards.")
@@ -59,14 +60,14 @@ def main(argv: list[str] | None = None) -> int:
             print(f"cook {__version__}")
             return 0
         if command is None:
-            raise ConfigError("usage: give a command: run, validate, inspect or stats (cook --help)")
+            raise ConfigError("usage: give a command: run, validate, inspect, stats, repack or blend (cook --help)")
         handler: Callable[[argparse.Namespace], int] = args.handler
         return handler(args)
     except ConfigError as err:
         print(f"cook: error: {err}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:  # the handlers' ``finally`` blocks have run: executor, Ray and lock closed
-        print(INTERRUPTED if command == "run" else "interrupted", file=sys.stderr)
+        print(INTERRUPTED if command in ("run", "repack") else "interrupted", file=sys.stderr)
         return 130
 
 

@@ -28,7 +28,7 @@ from dataclasses import asdict, dataclass, field, replace
 
 from cook.config import PipelineConfig
 from cook.contract import Contract, MediaSettings, cooked_contract, tokenizer_files_sha256
-from cook.manifest import Manifest, PackingEntry, TokenizerEntry, load_manifest
+from cook.manifest import LineageEntry, Manifest, PackingEntry, TokenizerEntry, load_manifest
 from cook.packing.metrics import PackingStats
 from cook.runner.driver import Driver, Executor
 from cook.runner.output_dir import OutputDir
@@ -65,7 +65,9 @@ class RunSummary:
     already_finished: bool = False  # the same run had finished in out_dir: nothing was done, counts are its
 
 
-def _manifest(config: PipelineConfig, state: RunState, tokenizer: ChatTokenizer) -> Manifest:
+def _manifest(
+    config: PipelineConfig, state: RunState, tokenizer: ChatTokenizer, lineage: tuple[LineageEntry, ...] = ()
+) -> Manifest:
     counts = state.counts
     assert counts.records_in == counts.sources_packed + counts.records_rejected, counts
     stats = state.packing or PackingStats(config.packing.seq_len, config.packing.pad_multiple)
@@ -90,6 +92,7 @@ def _manifest(config: PipelineConfig, state: RunState, tokenizer: ChatTokenizer)
         shards=tuple(state.shards),
         seq_len=config.packing.seq_len,
         contract=_contract(config, tokenizer),
+        lineage=lineage,
     )
 
 
@@ -138,10 +141,12 @@ def run_pipeline(
     overwrite: bool = False,
     progress: bool = True,
     units: list[Unit] | None = None,
+    lineage: tuple[LineageEntry, ...] = (),
 ) -> RunSummary:
     """Run (or resume) the whole pipeline into ``config.output.dir``; returns the summary counts, or
     those of the same run finished there before (``already_finished``; nothing is written).
-    ``units``: ``plan_units(config.input)``, when the caller has it already (the input is read once).
+    ``units``: ``plan_units(config.input)``, when the caller has it already (the input is read once),
+    or ``cook repack``'s units of cooked sequences, with the ``lineage`` its manifest records.
 
     An interrupt once the manifest is on disk (this run's, or the same run's before) is raised as
     ``InterruptedAfterFinish``: the output is complete.
@@ -153,7 +158,7 @@ def run_pipeline(
         with output:
             if output.finished:
                 return _finished_summary(output, started)
-            return _run(config, executor_factory, units, output, progress, started)
+            return _run(config, executor_factory, units, output, progress, started, lineage)
     except KeyboardInterrupt as interrupt:
         if isinstance(interrupt, InterruptedAfterFinish) or not output.finished_on_disk():
             raise
@@ -167,6 +172,7 @@ def _run(
     output: OutputDir,
     progress: bool,
     started: float,
+    lineage: tuple[LineageEntry, ...] = (),
 ) -> RunSummary:
     """Cook, pack and write every unit from ``output.state``, then publish the run."""
     tokenizer = ChatTokenizer(config.tokenizer.path, config.tokenizer.backend, chat_format=config.tokenizer.chat_format)
@@ -195,7 +201,7 @@ def _run(
         raise
     finally:
         bar.close()
-    manifest = _manifest(config, state, tokenizer)
+    manifest = _manifest(config, state, tokenizer, lineage)
     output.finish(writer, manifest)
     return RunSummary(
         out_dir=output.path,

@@ -25,12 +25,29 @@ from cook.types import RejectRecord
 from cook.writer.shards import ShardLayout
 
 
+@dataclass(frozen=True, eq=False)
+class SequenceReads:
+    """Where a repack unit's sequences are, in input order (``cook repack``, ``cook.runner.repack_index``):
+    sequence ``i`` is sequence ``seq[i]`` of the pack whose first tar header is at byte ``offset[i]`` of
+    the shard ``shards[shard[i]]`` (a path)."""
+
+    shards: tuple[str, ...]
+    shard: np.ndarray  # int32 [N] index into shards
+    offset: np.ndarray  # int64 [N] the pack's offset in its shard (from the shard's .tar.idx)
+    seq: np.ndarray  # int32 [N] the sequence's position in its pack
+
+    def __len__(self) -> int:
+        return int(self.seq.shape[0])
+
+
 @dataclass(frozen=True)
 class Unit:
     """A slice of one input file, cooked by one worker call. ``index`` fixes its place in the output.
 
     ``span`` is a byte range (JSONL) or a row-group range (Parquet); None means the whole file.
     ``first_index`` numbers the unit's first record within its file (line or row, from 1).
+    A repack unit (``reads`` set) is a range ``span`` of one cooked source's sequences in input order;
+    ``path`` is that source's manifest.
     """
 
     index: int
@@ -39,6 +56,7 @@ class Unit:
     span: tuple[int, int] | None = None
     first_index: int = 1
     size_bytes: int = 0  # about how much input it holds (for progress only)
+    reads: SequenceReads | None = field(default=None, compare=False)  # a repack unit: cooked sequences to read
 
 
 @dataclass(frozen=True)

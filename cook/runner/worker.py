@@ -5,6 +5,9 @@
     write_shard(ShardTask) -> ShardDone  staged samples -> build_pack -> shard + .tar.idx on disk; the
                                          driver gets sha256, size, index rows and counts
 
+A ``cook repack`` unit (``Unit.reads``) is not cooked: its sequences are read back out of the source
+packs (``cook.runner.repack_read``) and fitted to the new packing; the rest is the same.
+
 A worker holds what is expensive to load (the tokenizer, the media store) and reuses it for every
 unit. It knows nothing about Ray: the Ray layer wraps it in an actor, the local executor calls it
 directly. Every record read ends up exactly once in the staged samples or in ``rejects``. While it
@@ -38,6 +41,7 @@ from cook.format import Counts
 from cook.packing.packer import build_pack, fit_sample
 from cook.runner.progress import REPORT_INTERVAL_S, UnitProgress, UnitReporter
 from cook.runner.reject_log import RejectLog
+from cook.runner.repack_read import repack_unit
 from cook.runner.staging import DiskStore, SampleStore
 from cook.runner.units import Attempt, ShardDone, ShardTask, Unit, UnitSummary
 from cook.sources import SOURCES, Cursor, source_name
@@ -167,6 +171,8 @@ class CookWorker:
         return summary
 
     def cook_samples(self, unit: Unit, attempt: Attempt | None = None) -> tuple[UnitSummary, list[TokenizedSample]]:
+        if unit.reads is not None:  # cook repack: cooked sequences, read back from their packs
+            return repack_unit(unit, self.config.packing, self.tokenizer.control_ids)
         try:
             with _no_cyclic_gc(), self._budget.armed():
                 return self._cook_unit(unit, attempt or Attempt())

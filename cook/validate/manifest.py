@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
@@ -18,6 +19,7 @@ from cook import format as fmt
 from cook.dataset_stats import PACKING_EFFICIENCY, STORED_FILL, packing_efficiency, stored_fill
 from cook.validate.problems import Code, PackRules, Problem, TokenInfo
 
+_SHA256: Final = re.compile("[0-9a-f]{64}")
 _SHARD_KEYS: Final = {"name": str, "packs": int, "first_pack": int, "bytes": int, "sha256": str}
 
 
@@ -98,7 +100,27 @@ def read_manifest(root: str) -> tuple[dict[str, Any] | None, list[Problem]]:
                     Code.MANIFEST_INVALID, f"{fmt.MANIFEST_NAME}: {key} is {manifest[key]}, this validator reads {want}"
                 )
             )
-    return manifest, problems
+    return manifest, problems + lineage_problems(manifest)
+
+
+def lineage_problems(manifest: Mapping[str, Any]) -> list[Problem]:
+    """``lineage`` (optional; ``cook repack``): a non-empty list of ``{path, manifest_sha256, sequences}``
+    whose sequences add up to ``counts.records_in`` (every sequence read is packed or rejected)."""
+    if "lineage" not in manifest:
+        return []
+    entries = manifest["lineage"]
+    if not isinstance(entries, list) or not entries:
+        return [_problem(Code.MANIFEST_INVALID, f"{fmt.MANIFEST_NAME}: lineage is not a non-empty list")]
+    for i, entry in enumerate(entries):
+        kinds = (("path", str), ("manifest_sha256", str), ("sequences", int))
+        bad = [key for key, kind in kinds if not isinstance(entry, Mapping) or lookup(entry, key, kind) is None]
+        if bad or not _SHA256.fullmatch(entry["manifest_sha256"]) or entry["sequences"] < 0:
+            what = f"{', '.join(bad)} missing or of the wrong type" if bad else "a bad manifest_sha256 or sequences"
+            return [_problem(Code.MANIFEST_INVALID, f"{fmt.MANIFEST_NAME}: lineage[{i}]: {what}")]
+    total, records_in = sum(entry["sequences"] for entry in entries), lookup(manifest, "counts.records_in", int)
+    if records_in is not None and total != records_in:
+        return [_problem(Code.RECORDS_IN, f"lineage sequences add up to {total}, counts.records_in is {records_in}")]
+    return []
 
 
 def _kind_name(kind: type | tuple[type, ...]) -> str:

@@ -12,7 +12,15 @@ import pytest
 
 from cook import format as fmt
 from cook.contract import Contract, MediaSettings
-from cook.manifest import Manifest, ManifestError, PackingEntry, ShardInfo, TokenizerEntry, load_manifest
+from cook.manifest import (
+    LineageEntry,
+    Manifest,
+    ManifestError,
+    PackingEntry,
+    ShardInfo,
+    TokenizerEntry,
+    load_manifest,
+)
 from cook.writer.manifest import write_manifest
 
 MANIFEST = Manifest(
@@ -43,6 +51,7 @@ MANIFEST = Manifest(
         pad_multiple=8,
     ),
     cook_version="0.0.9",
+    lineage=(LineageEntry("/data/part-a", "e" * 64, 6), LineageEntry("/data/part-b", "f" * 64, 4)),
 )
 
 
@@ -63,13 +72,13 @@ def test_every_field_survives_write_and_read(tmp_path: Path) -> None:
 
 def test_an_older_v1_manifest_reads_with_its_defaults(tmp_path: Path) -> None:
     old = MANIFEST.to_dict()
-    for key in ("seq_len", "contract", "tokenizer_backend"):
+    for key in ("seq_len", "contract", "tokenizer_backend", "lineage"):
         del old[key]
     for key in fmt.TRUNCATION_COUNT_KEYS:
         del old["counts"][key]
     manifest = load_manifest(_written(tmp_path, old))
     assert manifest.seq_len == 256  # pipeline.packing.seq_len
-    assert manifest.contract is None and manifest.tokenizer_backend is None
+    assert manifest.contract is None and manifest.tokenizer_backend is None and manifest.lineage == ()
     assert (manifest.counts.truncated_sequences, manifest.counts.truncated_tokens) == (0, 0)
     assert manifest.counts.tokens == 600 and manifest.shards == MANIFEST.shards
 
@@ -121,6 +130,9 @@ def _drop(path: str) -> Any:
         (_set("contract", "x"), "contract is not an object"),
         (_set("tokenizer_backend", None), "tokenizer_backend is missing or not an object"),
         (_drop("cook_version"), "cook_version is missing or not a string"),
+        (_set("lineage", {}), "lineage is missing or not a list"),
+        (_set("lineage", [1]), "lineage[0] is not an object"),
+        (_drop("lineage.1.manifest_sha256"), "lineage[1].manifest_sha256 is missing or not a string"),
     ],
 )
 def test_a_malformed_manifest_is_one_line_naming_the_key(tmp_path: Path, damage: Any, message: str) -> None:
