@@ -49,6 +49,7 @@ TYPE_NAMES: Final = {
     b"1": "hard link",
 }
 _ZERO_BLOCK: Final = bytes(BLOCK)
+_NO_PREFIX: Final = bytes(155)  # a USTAR name prefix field that is empty
 ONLY_META: Final = frozenset(set(fmt.MEMBERS) - {fmt.META})  # skip these to read meta.json alone
 VISUAL_KINDS: Final = ("image", "video", "tiles")
 
@@ -305,7 +306,7 @@ def _parse_header(header: bytes, offset: int) -> tuple[str, int] | str:
     checksum is verified with the headers around it, ``ShardWalk._release``)."""
     kind = header[156:157]
     name = header[:100].split(b"\0", 1)[0]
-    if header[257:262] == b"ustar" and header[345:500].strip(b"\0"):
+    if header[257:262] == b"ustar" and header[345:500] != _NO_PREFIX:
         name = header[345:500].split(b"\0", 1)[0] + b"/" + name
     if kind not in REGULAR_TYPES:
         what = TYPE_NAMES.get(kind, f"type {kind!r}")
@@ -340,10 +341,9 @@ def read_npy(data: MemberData) -> np.ndarray:
     ignores, are refused.
     """
     view = memoryview(data)
-    prefix = bytes(view[:10])
-    if prefix[:8] == _MAGIC_V1 and len(prefix) == 10:
-        end = 10 + prefix[8] + (prefix[9] << 8)
-        header = bytes(view[10:end])
+    if view[:8] == _MAGIC_V1 and len(view) >= 10:
+        end = 10 + view[8] + (view[9] << 8)
+        header = view[10:end].tobytes()
         layout = _layouts.get(header)
         if layout is None and (layout := _canonical_layout(header)) is not None:
             if len(_layouts) >= _LAYOUT_CACHE:
