@@ -341,7 +341,7 @@ def read_npy(data: MemberData) -> np.ndarray:
     ignores, are refused.
     """
     view = memoryview(data)
-    if view[:8] == _MAGIC_V1 and len(view) >= 10:
+    if view[:8].tobytes() == _MAGIC_V1 and len(view) >= 10:
         end = 10 + view[8] + (view[9] << 8)
         header = view[10:end].tobytes()
         layout = _layouts.get(header)
