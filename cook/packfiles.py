@@ -49,6 +49,7 @@ TYPE_NAMES: Final = {
     b"1": "hard link",
 }
 _ZERO_BLOCK: Final = bytes(BLOCK)
+_NO_PREFIX: Final = bytes(155)  # a USTAR name prefix field that is empty
 ONLY_META: Final = frozenset(set(fmt.MEMBERS) - {fmt.META})  # skip these to read meta.json alone
 VISUAL_KINDS: Final = ("image", "video", "tiles")
 
@@ -159,6 +160,7 @@ class ShardWalk:
     path: str
     hash_bytes: bool = True
     skip: frozenset[str] = frozenset()  # members seeked over, not read (only without hashing): not in RawPack
+    verify_headers: int = VERIFY_HEADERS  # header checksums verified together (1: each pack out as it ends)
     faults: list[tuple[TarFault, str]] = field(default_factory=list)
     offsets: list[int] = field(default_factory=list)  # each pack's first header, then the end of the last
     complete: bool = False  # two zero blocks ended the archive, only zeros after them
@@ -198,7 +200,7 @@ class ShardWalk:
                 if member_key != key:
                     if key is not None:
                         pending.packs.append(RawPack(key, start, members))
-                        if len(pending.headers) >= VERIFY_HEADERS:
+                        if len(pending.headers) >= self.verify_headers:
                             yield from self._release(pending, offset)
                     if member_key in seen:
                         self._fault(TarFault.SPLIT_PACK, f"members of {member_key} are not contiguous", offset)
@@ -304,7 +306,7 @@ def _parse_header(header: bytes, offset: int) -> tuple[str, int] | str:
     checksum is verified with the headers around it, ``ShardWalk._release``)."""
     kind = header[156:157]
     name = header[:100].split(b"\0", 1)[0]
-    if header[257:262] == b"ustar" and header[345:500].strip(b"\0"):
+    if header[257:262] == b"ustar" and header[345:500] != _NO_PREFIX:
         name = header[345:500].split(b"\0", 1)[0] + b"/" + name
     if kind not in REGULAR_TYPES:
         what = TYPE_NAMES.get(kind, f"type {kind!r}")
@@ -339,10 +341,9 @@ def read_npy(data: MemberData) -> np.ndarray:
     ignores, are refused.
     """
     view = memoryview(data)
-    prefix = bytes(view[:10])
-    if prefix[:8] == _MAGIC_V1 and len(prefix) == 10:
-        end = 10 + prefix[8] + (prefix[9] << 8)
-        header = bytes(view[10:end])
+    if view[:8].tobytes() == _MAGIC_V1 and len(view) >= 10:
+        end = 10 + view[8] + (view[9] << 8)
+        header = view[10:end].tobytes()
         layout = _layouts.get(header)
         if layout is None and (layout := _canonical_layout(header)) is not None:
             if len(_layouts) >= _LAYOUT_CACHE:
@@ -437,24 +438,29 @@ def _index_offset(shard_path: str, position: int) -> int:
     return int(np.frombuffer(raw, dtype="<u8")[0]) if len(raw) == 8 else 0
 
 
+def read_pack(shard_path: str, position: int, key: str, skip: frozenset[str] = frozenset()) -> RawPack:
+    """The pack ``key``, the ``position``-th of a shard, read alone (``skip``: members not read): from its
+    ``.tar.idx`` offset, then (a damaged index) by a walk from the start. Raises ``PackUnreadable`` when
+    the shard cannot be opened or does not yield it (a fault, or a missing key)."""
+    name = os.path.basename(shard_path)
+    for start in (_index_offset(shard_path, position), 0):  # the index, then a plain walk
+        walk = ShardWalk(shard_path, hash_bytes=False, skip=skip, verify_headers=1)
+        for raw in _walked(walk, name, start):
+            if raw.key == key:
+                return raw
+            if start:
+                break
+    why = walk.faults[0][1] if walk.faults else "the shard does not hold it"
+    raise PackUnreadable(f"{key} in {name} cannot be read: {why}")
+
+
 def find_pack(root: str, index: int) -> tuple[str, RawPack] | None:
     """(shard name, pack) of pack ``index``; None when no shard of the manifest spans it. Raises
-    ``PackUnreadable`` when the shard that spans it cannot be opened or does not yield it (a fault, or a
-    missing key)."""
-    want = fmt.pack_key(index)
+    ``PackUnreadable`` when the shard that spans it cannot be read or does not yield it."""
     for span in shard_spans(root):
-        if not span.first_pack <= index < span.first_pack + span.packs:
-            continue
-        path = os.path.join(root, span.name)
-        for start in (_index_offset(path, index - span.first_pack), 0):  # the index, then a plain walk
-            walk = ShardWalk(path, hash_bytes=False)
-            for raw in _walked(walk, span.name, start):
-                if raw.key == want:
-                    return span.name, raw
-                if start:
-                    break
-        why = walk.faults[0][1] if walk.faults else "the shard does not hold it"
-        raise PackUnreadable(f"{want} in {span.name} cannot be read: {why}")
+        if span.first_pack <= index < span.first_pack + span.packs:
+            path = os.path.join(root, span.name)
+            return span.name, read_pack(path, index - span.first_pack, fmt.pack_key(index))
     return None
 
 

@@ -47,10 +47,10 @@ def check_no_media(batch: PackBatch, rules: PackRules, findings: Findings) -> No
     """In a pack without media (no media members, no media in meta.json) no placeholder token may appear;
     the packs with media get ``check_visual`` and ``check_audio``."""
     for token_id, token in ((rules.tokens.image_id, fmt.IMAGE_TOKEN), (rules.tokens.audio_id, fmt.AUDIO_TOKEN)):
-        hits = np.flatnonzero(batch.ids == token_id) if token_id is not None else None
-        if hits is None or not hits.size:
+        hits = batch.ids == token_id if token_id is not None else None
+        if hits is None or not hits.any():
             continue
-        for k, _, count in per_pack(hits, batch.base):
+        for k, _, count in per_pack(np.flatnonzero(hits), batch.base):
             if not batch.media[k]:
                 findings[k].append((Code.PLACEHOLDER_COUNT, f"{count} {token} tokens in a pack without media"))
 

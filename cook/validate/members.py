@@ -50,7 +50,7 @@ class PackMembers:
 
     @property
     def has_media_members(self) -> bool:
-        return any(name in self.arrays for name in _MEDIA_MEMBERS)
+        return not self.arrays.keys().isdisjoint(_MEDIA_MEMBERS)
 
     def to_pack(self) -> Pack:
         """The ``Pack`` (entries already accepted by ``sequence_columns``)."""
@@ -91,7 +91,8 @@ def parse_pack(raw: RawPack) -> tuple[Pack | None, list[Finding]]:
 
 def parse_members(raw: RawPack) -> tuple[PackMembers | None, list[Finding]]:
     """The pack's arrays and meta.json entries (None when they cannot be checked further), and what is wrong."""
-    findings: list[Finding] = [] if raw.members.keys() == _TEXT_MEMBERS else _member_names(raw)
+    text = raw.members.keys() == _TEXT_MEMBERS
+    findings: list[Finding] = [] if text else _member_names(raw)
     arrays: dict[str, np.ndarray] = {}
     stored = 0  # array members present
     for name, data in raw.members.items():
@@ -103,7 +104,7 @@ def parse_members(raw: RawPack) -> tuple[PackMembers | None, list[Finding]]:
                 arrays[name] = array
     entries = _meta_entries(raw.members[fmt.META], findings) if fmt.META in raw.members else None
     unusable = len(arrays) != stored or not arrays.keys() >= _REQUIRED_ARRAYS
-    half_pair = any((first in arrays) != (second in arrays) for first, second in _PAIRS)
+    half_pair = not text and any((first in arrays) != (second in arrays) for first, second in _PAIRS)
     if entries is None or unusable or half_pair:
         return None, findings  # reported above; the remaining invariants cannot be checked on this pack
     shapes: list[Finding] = []

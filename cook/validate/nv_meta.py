@@ -95,11 +95,6 @@ def parse_split(text: str) -> Split:
     return Split(parts, exclude)
 
 
-def split_shards(text: str) -> set[str]:
-    """The shard names listed under ``split_parts`` in ``split.yaml`` (every part, braces expanded)."""
-    return set().union(*parse_split(text).parts.values())
-
-
 def _missing(name: str) -> Problem:
     return Problem(
         Code.NV_META_MISSING.value,

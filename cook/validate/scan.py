@@ -210,7 +210,8 @@ def _check_pending(
     packs = [m.to_pack() if rules.deep or batch.media[k] else None for k, m in enumerate(parsed)]
     found, usable = check_batch(batch, packs, rules)
     for (members, findings), more in zip(pending, found, strict=True):
-        scan.add(findings + more, members.key)
+        if findings or more:
+            scan.add(findings + more, members.key)
     scan.unparsed += int(np.count_nonzero(~usable))
     _add_totals(scan, batch, parsed, usable, sources)
 

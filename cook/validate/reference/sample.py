@@ -1,5 +1,5 @@
 """A cooked dataset -> a deterministic, seeded stream of its packed sequences, reading only the packs
-drawn (one ``pread`` each, located through the shard's ``.tar.idx``), never a whole shard.
+drawn (each located through the shard's ``.tar.idx``), never a whole shard.
 
 The draw: packs in a seeded random order; from each, one sequence (in a per-pack seeded order); when
 every pack has given one, a second round, and so on. ``--reference 200`` on a dataset of 10,000
@@ -21,9 +21,10 @@ from typing import Any, Final
 import numpy as np
 
 from cook import format as fmt
+from cook import packfiles
+from cook.packfiles import PackUnreadable, read_npy
 
-BLOCK: Final = 512
-_WANTED: Final = (fmt.INPUT_IDS, fmt.LOSS_MASK, fmt.CU_SEQLENS, fmt.CU_SEQLENS_PADDED, fmt.META)
+_MEDIA: Final = frozenset(fmt.VISUAL_MEMBERS + fmt.AUDIO_MEMBERS)  # not read: only text is compared
 
 
 class DatasetUnreadable(Exception):
@@ -70,20 +71,17 @@ def shards(manifest: dict[str, Any]) -> list[Shard]:
 
 
 def read_pack(root: str, shard: Shard, position: int) -> list[Sequence]:
-    """The sequences of the ``position``-th pack of ``shard``, located by its ``.tar.idx`` offsets: its
-    tar headers and the five members needed are read (``pread``), media members are seeked over."""
-    path = os.path.join(root, shard.name)
-    where = f"{shard.name} pack {position}"
+    """The sequences of the ``position``-th pack of ``shard``, read alone (``packfiles.read_pack``), its
+    media members seeked over."""
+    key = fmt.pack_key(shard.first_pack + position)
     try:
-        bounds = np.fromfile(path + fmt.INDEX_SUFFIX, dtype="<u8", count=2, offset=8 * position)
-        with open(path, "rb") as handle:
-            key, members = _members(handle.fileno(), int(bounds[0]), int(bounds[1]), where)
-    except (OSError, ValueError, IndexError) as err:
-        raise DatasetUnreadable(f"{where}: {err}") from None
+        members = packfiles.read_pack(os.path.join(root, shard.name), position, key, _MEDIA).members
+    except PackUnreadable as err:
+        raise DatasetUnreadable(str(err)) from None
     try:
-        ids, mask = fmt.load_npy(members[fmt.INPUT_IDS]), fmt.load_npy(members[fmt.LOSS_MASK])
-        bounds_true, starts = fmt.load_npy(members[fmt.CU_SEQLENS]), fmt.load_npy(members[fmt.CU_SEQLENS_PADDED])
-        entries = json.loads(members[fmt.META])["sequences"]
+        ids, mask = read_npy(members[fmt.INPUT_IDS]), read_npy(members[fmt.LOSS_MASK])
+        bounds_true, starts = read_npy(members[fmt.CU_SEQLENS]), read_npy(members[fmt.CU_SEQLENS_PADDED])
+        entries = json.loads(bytes(members[fmt.META]))["sequences"]
         out = []
         for i, entry in enumerate(entries):
             start, length = int(starts[i]), int(bounds_true[i + 1] - bounds_true[i])
@@ -102,29 +100,6 @@ def read_pack(root: str, shard: Shard, position: int) -> list[Sequence]:
     except (KeyError, ValueError, TypeError, IndexError) as err:
         raise DatasetUnreadable(f"{shard.name} {key}: {type(err).__name__} {err}") from None
     return out
-
-
-def _members(fd: int, offset: int, end: int, where: str) -> tuple[str, dict[str, bytes]]:
-    """(pack key, member name -> bytes) of the pack between two offsets (plain ustar headers, as cook writes)."""
-    members: dict[str, bytes] = {}
-    key = ""
-    while offset + BLOCK <= end:
-        header = os.pread(fd, BLOCK, offset)
-        if len(header) < BLOCK or not header[0]:
-            break
-        name = header[:100].split(b"\0", 1)[0].decode("utf-8", "replace")
-        try:
-            size = int(header[124:136].strip(b"\0 ") or b"0", 8)
-        except ValueError:
-            raise DatasetUnreadable(f"{where}: a tar header has no size") from None
-        key, _, member = name.partition(".")
-        if member in _WANTED:
-            members[member] = os.pread(fd, size, offset + BLOCK)
-        offset += BLOCK + size + (-size % BLOCK)
-    missing = [m for m in _WANTED if m not in members]
-    if missing:
-        raise DatasetUnreadable(f"{where}: no {', '.join(missing)}")
-    return key, members
 
 
 def draw_sequences(root: str, shard_list: list[Shard], seed: int) -> Iterator[Sequence]:

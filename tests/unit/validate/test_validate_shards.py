@@ -15,7 +15,7 @@ import pytest
 from cook import format as fmt
 from cook.manifest import ShardInfo
 from cook.packfiles import ShardWalk, find_pack
-from cook.validate.nv_meta import expand_braces, split_shards
+from cook.validate.nv_meta import expand_braces, parse_split
 from cook.validate.scan import FAULT_CODES, check_index
 from tests.unit.test_manifest import MANIFEST
 from tests.unit.validate.packs_data import build, members, multimodal_members, sequence, write_tar
@@ -143,12 +143,10 @@ def test_collapsed_split_names() -> None:
     assert expand_braces("shard-{000008..000010}.tar") == ["shard-000008.tar", "shard-000009.tar", "shard-000010.tar"]
     assert expand_braces("{a,b}-{1..2}.tar") == ["a-1.tar", "a-2.tar", "b-1.tar", "b-2.tar"]
     text = "split_parts:\n  train:\n  - shard-{000000..000001}.tar\n  - shard-000005.tar\nexclude: []\n"
-    assert split_shards(text) == {"shard-000000.tar", "shard-000001.tar", "shard-000005.tar"}
+    assert parse_split(text).parts == {"train": {"shard-000000.tar", "shard-000001.tar", "shard-000005.tar"}}
 
 
 def test_split_parts_and_excludes() -> None:
-    from cook.validate.nv_meta import parse_split
-
     block = "split_parts:\n  train:\n  - shard-{000000..000001}.tar\n  val: []\nexclude:\n- shard-000001.tar\n"
     split = parse_split(block)
     assert split.parts == {"train": {"shard-000000.tar", "shard-000001.tar"}, "val": set()}
