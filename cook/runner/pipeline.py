@@ -55,7 +55,7 @@ class InterruptedAfterFinish(KeyboardInterrupt):
 class RunSummary:
     out_dir: str
     counts: dict[str, int]
-    packing_efficiency: float
+    packing_efficiency: float  # tokens / (packs * seq_len), as in the manifest
     rejects_by_reason: dict[str, int]
     shards: int
     seconds: float
@@ -63,6 +63,7 @@ class RunSummary:
     driver_received_bytes: int = 0  # what crossed from the workers to the driver
     shards_by_writer: dict[str, int] = field(default_factory=dict)  # Ray node id -> shards written
     already_finished: bool = False  # the same run had finished in out_dir: nothing was done, counts are its
+    stored_fill: float = 0.0  # tokens / stored tokens, as in the manifest
 
 
 def _manifest(
@@ -127,6 +128,7 @@ def _finished_summary(output: OutputDir, started: float) -> RunSummary:
         out_dir=output.path,
         counts=manifest.counts.to_dict(),
         packing_efficiency=manifest.packing_efficiency,
+        stored_fill=manifest.stored_fill,
         rejects_by_reason=dict(manifest.rejects_by_reason),
         shards=len(manifest.shards),
         seconds=time.monotonic() - started,
@@ -207,6 +209,7 @@ def _run(
         out_dir=output.path,
         counts=manifest.counts.to_dict(),
         packing_efficiency=manifest.packing_efficiency,
+        stored_fill=manifest.stored_fill,
         rejects_by_reason=dict(sorted(manifest.rejects_by_reason.items())),
         shards=len(state.shards),
         seconds=time.monotonic() - started,

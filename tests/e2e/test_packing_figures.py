@@ -85,6 +85,15 @@ def test_the_manifest(cooked: tuple[Path, str]) -> None:
     jsonschema.validate(manifest, json.loads((REPO / "schemas" / "manifest.v1.schema.json").read_text()))
 
 
+def test_the_run_json(cooked: tuple[Path, str], capsys: pytest.CaptureFixture[str]) -> None:
+    """``cook run --json`` on the finished run: both figures, as in the manifest."""
+    pipeline = cooked[0].parent / "p.yaml"
+    assert main(["run", str(pipeline), "--quiet", "--workers", "0", "--json"]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["already_finished"] is True
+    assert (summary["packing_efficiency"], summary["stored_fill"]) == (0.107666015625, 0.57421875)
+
+
 def test_cook_stats_text_and_json(cooked: tuple[Path, str], capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["stats", str(cooked[0])]) == 0
     lines = capsys.readouterr().out.splitlines()
