@@ -20,7 +20,9 @@ reports it (``RunSummary.already_finished``), and an interrupt that lands after 
 
 from __future__ import annotations
 
+import contextlib
 import os
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -185,16 +187,20 @@ def _run(
     bar = Progress(sum(unit.size_bytes for unit in units[state.next_unit :]), enabled=progress)
     try:
         workers = max(1, min(config.ray.num_actors, len(units) - state.next_unit))  # never more than units
-        executor = executor_factory(replace(config, ray=replace(config.ray, num_actors=workers), tokenizer=resolved))
-        clearing = threading.Thread(target=output.remove_staged, name="cook-remove-staged")
-        try:
-            driver = Driver(config, output, executor, writer, bar)
-            driver.run(units)
-            clearing.start()  # every staged sample is in a shard now: free them while the workers stop
-        finally:
-            executor.close()
-            if clearing.is_alive():
-                clearing.join()
+        # stdout is reserved for --json: Ray's driver prints an actor's death there ("(raylet) A worker died")
+        with contextlib.redirect_stdout(sys.stderr):
+            executor = executor_factory(
+                replace(config, ray=replace(config.ray, num_actors=workers), tokenizer=resolved)
+            )
+            clearing = threading.Thread(target=output.remove_staged, name="cook-remove-staged")
+            try:
+                driver = Driver(config, output, executor, writer, bar)
+                driver.run(units)
+                clearing.start()  # every staged sample is in a shard now: free them while the workers stop
+            finally:
+                executor.close()
+                if clearing.is_alive():
+                    clearing.join()
     except BaseException:
         writer.close()
         output.discard_if_nothing_done()
