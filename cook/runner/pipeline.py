@@ -151,7 +151,8 @@ def run_pipeline(
     or ``cook repack``'s units of cooked sequences, with the ``lineage`` its manifest records.
 
     An interrupt once the manifest is on disk (this run's, or the same run's before) is raised as
-    ``InterruptedAfterFinish``: the output is complete.
+    ``InterruptedAfterFinish``: the output is complete. While the run cooks, what is printed to stdout
+    goes to stderr: stdout carries ``cook run --json``'s summary alone.
     """
     started = time.monotonic()
     units = plan_units(config.input) if units is None else units
@@ -160,7 +161,9 @@ def run_pipeline(
         with output:
             if output.finished:
                 return _finished_summary(output, started)
-            return _run(config, executor_factory, units, output, progress, started, lineage)
+            # Ray's driver prints an actor's death to stdout ("(raylet) A worker died ...")
+            with contextlib.redirect_stdout(sys.stderr):
+                return _run(config, executor_factory, units, output, progress, started, lineage)
     except KeyboardInterrupt as interrupt:
         if isinstance(interrupt, InterruptedAfterFinish) or not output.finished_on_disk():
             raise
@@ -187,20 +190,16 @@ def _run(
     bar = Progress(sum(unit.size_bytes for unit in units[state.next_unit :]), enabled=progress)
     try:
         workers = max(1, min(config.ray.num_actors, len(units) - state.next_unit))  # never more than units
-        # stdout is reserved for --json: Ray's driver prints an actor's death there ("(raylet) A worker died")
-        with contextlib.redirect_stdout(sys.stderr):
-            executor = executor_factory(
-                replace(config, ray=replace(config.ray, num_actors=workers), tokenizer=resolved)
-            )
-            clearing = threading.Thread(target=output.remove_staged, name="cook-remove-staged")
-            try:
-                driver = Driver(config, output, executor, writer, bar)
-                driver.run(units)
-                clearing.start()  # every staged sample is in a shard now: free them while the workers stop
-            finally:
-                executor.close()
-                if clearing.is_alive():
-                    clearing.join()
+        executor = executor_factory(replace(config, ray=replace(config.ray, num_actors=workers), tokenizer=resolved))
+        clearing = threading.Thread(target=output.remove_staged, name="cook-remove-staged")
+        try:
+            driver = Driver(config, output, executor, writer, bar)
+            driver.run(units)
+            clearing.start()  # every staged sample is in a shard now: free them while the workers stop
+        finally:
+            executor.close()
+            if clearing.is_alive():
+                clearing.join()
     except BaseException:
         writer.close()
         output.discard_if_nothing_done()
