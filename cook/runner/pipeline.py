@@ -20,7 +20,9 @@ reports it (``RunSummary.already_finished``), and an interrupt that lands after 
 
 from __future__ import annotations
 
+import contextlib
 import os
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -151,7 +153,8 @@ def run_pipeline(
     or ``cook repack``'s units of cooked sequences, with the ``lineage`` its manifest records.
 
     An interrupt once the manifest is on disk (this run's, or the same run's before) is raised as
-    ``InterruptedAfterFinish``: the output is complete.
+    ``InterruptedAfterFinish``: the output is complete. While the run cooks, what is printed to stdout
+    goes to stderr: stdout carries ``cook run --json``'s summary alone.
     """
     started = time.monotonic()
     units = plan_units(config.input) if units is None else units
@@ -160,7 +163,9 @@ def run_pipeline(
         with output:
             if output.finished:
                 return _finished_summary(output, started)
-            return _run(config, executor_factory, units, output, progress, started, lineage)
+            # Ray's driver prints an actor's death to stdout ("(raylet) A worker died ...")
+            with contextlib.redirect_stdout(sys.stderr):
+                return _run(config, executor_factory, units, output, progress, started, lineage)
     except KeyboardInterrupt as interrupt:
         if isinstance(interrupt, InterruptedAfterFinish) or not output.finished_on_disk():
             raise
