@@ -31,7 +31,7 @@ import os
 import signal
 import sys
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, redirect_stdout
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -221,14 +221,15 @@ def joined_cluster(config: PipelineConfig, workers: int) -> Iterator[None]:
         return
     from cook.runner.ray_connect import start_ray
 
-    joined = start_ray(config.ray.address, 0, config.ray.connect_timeout_s)
-    try:
-        yield
-    finally:
-        if joined:
-            import ray
+    with redirect_stdout(sys.stderr):  # while joined, Ray's driver prints an actor's death on stdout (--json's)
+        joined = start_ray(config.ray.address, 0, config.ray.connect_timeout_s)
+        try:
+            yield
+        finally:
+            if joined:
+                import ray
 
-            ray.shutdown()
+                ray.shutdown()
 
 
 def _import_libraries(tokenizer_path: str) -> None:
