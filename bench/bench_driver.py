@@ -63,8 +63,8 @@ NAMED_FILE = REPO / "tests" / "assets" / "demo_data" / "chat.jsonl"  # what ever
 REJECT_RATE = 0.005  # bench_job's text: 1 bad record in 236
 BLOCK = 512
 NPY_HEADER = 128
-SAMPLES = (1_000_000, 10_000_000)  # measured; 100M is extrapolated
 TARGET_SAMPLES = 100_000_000
+RAW = WORK / "bench_driver.json"  # the last run's measurements, as measured
 CORES_TARGET = 1000
 RSS_TARGET_GIB = 2.0
 
@@ -181,8 +181,11 @@ class SyntheticStore(MemoryStore):
 class SyntheticExecutor:
     """``Executor`` whose jobs are answered at once, in the order submitted, through the wire form."""
 
-    def __init__(self, shape: Shape, config: PipelineConfig, actors: int = ACTORS) -> None:
+    def __init__(
+        self, shape: Shape, config: PipelineConfig, actors: int = ACTORS, profiler: cProfile.Profile | None = None
+    ) -> None:
         self.shape = shape
+        self.profiler = profiler  # paused while the workers' side runs, so it profiles the driver alone
         self.seq_len = config.packing.seq_len
         self.store = SyntheticStore()
         self.slots = IN_FLIGHT_PER_ACTOR * actors
@@ -199,9 +202,13 @@ class SyntheticExecutor:
         return len(self._jobs)
 
     def next_done(self) -> UnitSummary | ShardDone:
+        if self.profiler is not None:
+            self.profiler.disable()
         start = time.process_time()
         payload = encode_result(self._work(self._jobs.popleft()))
         self.worker_cpu_s += time.process_time() - start
+        if self.profiler is not None:
+            self.profiler.enable()
         self.received_bytes += len(payload)
         return decode_result(payload)
 
@@ -224,13 +231,15 @@ class SyntheticExecutor:
         pass
 
 
-def drive(shape: Shape, samples: int, out_dir: str, actors: int = ACTORS) -> tuple[RunSummary, SyntheticExecutor]:
+def drive(
+    shape: Shape, samples: int, out_dir: str, actors: int = ACTORS, profiler: cProfile.Profile | None = None
+) -> tuple[RunSummary, SyntheticExecutor]:
     """Run the real pipeline over ``samples`` synthetic records of ``shape`` into ``out_dir``."""
     config = shape_config(shape, out_dir)
     made: list[SyntheticExecutor] = []
 
     def factory(resolved: PipelineConfig) -> SyntheticExecutor:
-        made.append(SyntheticExecutor(shape, resolved, actors))
+        made.append(SyntheticExecutor(shape, resolved, actors, profiler))
         return made[0]
 
     summary = run_pipeline(config, factory, overwrite=True, progress=False, units=shape_units(shape, samples))
@@ -248,7 +257,7 @@ def child(shape_name: str, samples: int, profile: bool) -> dict[str, Any]:
     cpu0, wall0 = time.process_time(), time.perf_counter()
     if profiler is not None:
         profiler.enable()
-    summary, executor = drive(shape, samples, out_dir)
+    summary, executor = drive(shape, samples, out_dir, profiler=profiler)
     if profiler is not None:
         profiler.disable()
     cpu, wall = time.process_time() - cpu0, time.perf_counter() - wall0
@@ -269,12 +278,12 @@ def child(shape_name: str, samples: int, profile: bool) -> dict[str, Any]:
         "rss_before_kib": rss_before_kib,
     }
     if profiler is not None:
-        result["profile"] = profile_table(profiler, executor.worker_cpu_s)
+        result["profile"] = profile_table(profiler)
     shutil.rmtree(out_dir, ignore_errors=True)
     return result
 
 
-def profile_table(profiler: cProfile.Profile, worker_cpu_s: float) -> str:
+def profile_table(profiler: cProfile.Profile) -> str:
     """Markdown: the cumulative time of each of ``PROFILE_COSTS``, then the top own-time functions."""
     stats = pstats.Stats(profiler).stats  # type: ignore[attr-defined]
     total = sum(tt for _, _, tt, _, _ in stats.values())
@@ -282,7 +291,6 @@ def profile_table(profiler: cProfile.Profile, worker_cpu_s: float) -> str:
     for suffix, name, what in PROFILE_COSTS:
         cum = sum(ct for (f, _, n), (_, _, _, ct, _) in stats.items() if f.endswith(suffix) and n == name)
         lines.append(f"| {what} (`{name}`) | {cum:.2f} | {cum / total:.0%} |")
-    lines.append(f"| the synthetic workers (not the driver's) | {worker_cpu_s:.2f} | {worker_cpu_s / total:.0%} |")
     lines += ["", "Top own-time functions:", "", "| function | calls | own s |", "| --- | --- | ---: |"]
     for (f, line, n), (_, calls, tt, _, _) in sorted(stats.items(), key=lambda kv: -kv[1][2])[:12]:
         where = f.split("site-packages/")[-1].removeprefix(str(REPO) + "/")
@@ -312,6 +320,7 @@ SIZES = {  # samples per measured run; images stop at 2M (their growth is superl
     "text": (1_000_000, 2_000_000, 4_000_000, 10_000_000),
     "images": (250_000, 500_000, 1_000_000, 2_000_000),
 }
+REPEATED_SIZES = 2  # the smallest sizes of each shape run BENCH_REPEATS times, the larger BENCH_BIG_REPEATS
 PROFILED = ("text", 1_000_000)
 PROFILE_COSTS = (  # (file suffix, function): the driver's costs, by cumulative time
     ("cook/runner/pipeline.py", "_run", "the whole run"),
@@ -341,7 +350,7 @@ def _median_runs(shape: str, samples: int, repeats: int) -> dict[str, Any]:
 
 
 def _profile_table(shape: str, samples: int) -> str:
-    return str(measure(shape, samples, profile=True)["profile"])
+    return str(measure(shape, samples, profile=True)["profile"])  # the profiled run's other figures: not used
 
 
 def _fit(xs: list[int], ys: list[float], degree: int) -> np.ndarray:
@@ -377,14 +386,16 @@ def _shape_section(shape: str, rows: list[dict[str, Any]]) -> tuple[str, dict[st
     lines += [
         "",
         f"- Marginal driver CPU per sample, {prev['samples']:,} -> {big['samples']:,}: **{marginal * 1e6:.2f} µs**.",
-        f"- Fit, driver CPU s = {c:.3g} + {b:.3g}·N + {a:.3g}·N² (least squares over the {len(rows)} sizes): "
+        f"- Fit, driver CPU s = {c:.3g} + {b:.3g}·N + {a:.3g}·N² (least squares over the {len(rows)} sizes; the N² "
+        "term: `state.json` lists every shard so far and is written at every checkpoint, at least once a "
+        "window, so its cost grows as windows × shards): "
         f"at 100M samples **{cpu_100m:,.0f} s** ({cpu_100m / TARGET_SAMPLES * 1e6:.2f} µs per sample).",
         f"- Fit, peak RSS GiB = {m:.3g} + {k:.3g}·N: at 100M samples **{rss_100m:.2f} GiB** "
         f"(target ≤ {RSS_TARGET_GIB:g} GiB: {'met' if rss_100m <= RSS_TARGET_GIB else '**not met**'}).",
         f"- Worker CPU per sample: {worker_per * 1e6:,.1f} µs ({worker_src}). **Cores one driver can feed** = "
         f"worker CPU / driver CPU per sample: **{worker_per / marginal:,.0f}** at the marginal rate of "
         f"the largest run, **{worker_per / (cpu_100m / TARGET_SAMPLES):,.0f}** over a 100M-sample job "
-        f"(target ≥ {CORES_TARGET:,}).",
+        f"(target ≥ {CORES_TARGET:,}: {'met' if worker_per / marginal >= CORES_TARGET else '**not met**'}).",
     ]
     return "\n".join(lines), {"marginal": marginal, "cpu_100m": cpu_100m, "rss_100m": rss_100m}
 
@@ -392,14 +403,16 @@ def _shape_section(shape: str, rows: list[dict[str, Any]]) -> tuple[str, dict[st
 def run() -> str:
     repeats = int(os.environ.get("BENCH_REPEATS", 3))
     big_repeats = int(os.environ.get("BENCH_BIG_REPEATS", 1))
-    sections = []
+    sections, measured = [], {}
     for shape, sizes in SIZES.items():
         rows = []
-        for samples in sizes:
+        for i, samples in enumerate(sizes):
             print(f"bench_driver: {shape} {samples:,}", file=sys.stderr)
-            rows.append(_median_runs(shape, samples, repeats if samples <= 1_000_000 else big_repeats))
+            rows.append(_median_runs(shape, samples, repeats if i < REPEATED_SIZES else big_repeats))
+        measured[shape] = rows
         sections.append((shape, *_shape_section(shape, rows)))
     profile = _profile_table(*PROFILED)
+    RAW.write_text(json.dumps({"measured": measured, "profile": profile}, indent=1))
     load = os.getloadavg()[0]
     text = [
         "## The driver on its own: CPU and memory per sample, unit and shard (issue 31, item 1)",
@@ -420,9 +433,11 @@ def run() -> str:
         "*Driver CPU*: `time.process_time` of a fresh process around `run_pipeline`, minus the synthetic",
         "workers' own CPU (making and encoding results, timed inside the executor). Start-up (tokenizer,",
         "Energon import) is in it. Ray's own per-job driver cost (`.remote`, `ray.wait`, `ray.get`) is not.",
+        "Per sample, per unit and per shard are the same run's driver CPU divided by each count.",
         "*Peak RSS*: `ru_maxrss` of that process (imports included: ~40 MiB before the run starts,",
         "Energon and torch ~300 MiB once the index opens).",
-        f"Median of {repeats} runs up to 1M samples, {big_repeats} above; 100M by extrapolating the fits.",
+        f"Median of {repeats} runs at each shape's two smallest sizes, {big_repeats} at the larger ones (each",
+        "run's figure is shown); 100M by extrapolating the fits (least squares over the measured sizes).",
         "",
     ]
     for shape, body, _ in sections:
@@ -438,8 +453,9 @@ def run() -> str:
     text += [
         "Video: bench_job has no video job figure, so no cores-fed figure for video.",
         "",
-        f"Where the driver's CPU goes: cProfile of the {PROFILED[0]} shape at {PROFILED[1]:,} samples",
-        "(profiling inflates the times; shares are what counts):",
+        f"Where the driver's CPU goes: cProfile of the {PROFILED[0]} shape at {PROFILED[1]:,} samples, paused while",
+        "the synthetic workers run, so it holds the driver alone (profiling inflates the times; shares are",
+        "what counts):",
         "",
         profile.rstrip(),
         "",
