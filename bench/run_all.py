@@ -28,6 +28,7 @@ BENCHES = [
     "bench_template",
     "bench_reader",
     "bench_repack",
+    "bench_driver",
 ]
 RESULTS = Path(__file__).with_name("RESULTS.md")
 HEADER = (

@@ -1,0 +1,467 @@
+"""The driver on its own: ``run_pipeline``'s real ``Driver`` fed by an executor that cooks nothing (issue 31).
+
+    .venv/bin/python -m bench.run_all bench_driver
+
+``SyntheticExecutor`` implements ``cook.runner.driver.Executor``: each job is answered at once with
+the result a worker would send (``UnitSummary``: lengths, patch counts, rejects; ``ShardDone``:
+sha256, size, Energon index rows, counts), built from ``(SEED, unit)`` alone, passed through the wire
+form (``encode_result`` on the worker's side, ``decode_result`` on the driver's, as the Ray executor
+does) and with Ray's slot and lookahead sizes for ``ACTORS`` actors. Everything else is the real
+run: the run identity, the tokenizer load and backend self-check, windows, planning, shard tasks,
+commits, Energon index rows, rejects, checkpoints (``state.json``), ``.nv-meta/`` and the manifest.
+No shard bytes exist: nothing in the driver reads them. Every unit names one real file (the demo
+chats): the run identity stats it and the tokenizer backend's self-check reads unit 0's first records.
+
+The executor's own CPU (making and encoding the results: the workers' side) is timed with
+``time.process_time`` and taken off the process's; the rest is the driver's. Ray's own per-job cost
+in the driver (``.remote``, ``ray.wait``, ``ray.get``) is not in it.
+
+Shapes (``SHAPES``): the shipped pipelines' windows, ``packing.seq_len`` and ``output.shard_size``;
+text units of 10,000 records, image units of 1,000 samples. Each (shape, samples) runs in a fresh
+process (``python -m bench.bench_driver --child SHAPE SAMPLES``), which reports its CPU and its peak
+RSS (``resource.getrusage(RUSAGE_SELF).ru_maxrss``).
+"""
+
+from __future__ import annotations
+
+import cProfile
+import hashlib
+import json
+import os
+import pstats
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from bench.common import REPO, WORK
+from cook import format as fmt
+from cook.config import PipelineConfig, load_config
+from cook.errors import RejectReason
+from cook.format import Counts
+from cook.manifest import ShardInfo
+from cook.runner.pipeline import RunSummary, run_pipeline
+from cook.runner.progress import UnitProgress
+from cook.runner.ray_executor import IN_FLIGHT_PER_ACTOR, LOOKAHEAD_PER_ACTOR
+from cook.runner.staging import MemoryStore
+from cook.runner.units import ShardDone, ShardTask, Unit, UnitSummary, decode_result, encode_result
+from cook.types import RejectRecord
+from cook.writer.shards import ShardLayout
+
+COMMAND = ".venv/bin/python -m bench.run_all bench_driver"
+SEED = 31
+ACTORS = 64  # the Ray executor's slots (2 per actor) and lookahead (6 per actor) for this many actors
+NAMED_FILE = REPO / "tests" / "assets" / "demo_data" / "chat.jsonl"  # what every unit names
+REJECT_RATE = 0.005  # bench_job's text: 1 bad record in 236
+BLOCK = 512
+NPY_HEADER = 128
+TARGET_SAMPLES = 100_000_000
+RAW = WORK / "bench_driver.json"  # the last run's measurements, as measured
+CORES_TARGET = 1000
+RSS_TARGET_GIB = 2.0
+
+
+@dataclass(frozen=True)
+class Shape:
+    name: str
+    pipeline: str
+    unit_records: int
+    visual: bool  # samples carry images (patch counts, the pixel members in each pack)
+    record_bytes: int  # input bytes per record (progress only)
+
+
+SHAPES = {
+    "text": Shape("text", "pipelines/text_sft.yaml", 10_000, False, 1_550),
+    "images": Shape("images", "pipelines/omni_sft.yaml", 1_000, True, 330_000),
+}
+
+
+def shape_config(shape: Shape, out_dir: str) -> PipelineConfig:
+    return load_config(REPO / shape.pipeline, [f"output.dir={out_dir}", f"input.path={NAMED_FILE}"])
+
+
+def shape_units(shape: Shape, samples: int) -> list[Unit]:
+    """``samples`` records in units of ``shape.unit_records``, each naming the one demo file."""
+    size = os.path.getsize(NAMED_FILE)
+    count = -(-samples // shape.unit_records)
+    unit_bytes = shape.unit_records * shape.record_bytes
+    return [Unit(i, str(NAMED_FILE), "jsonl", (0, size), size_bytes=unit_bytes) for i in range(count)]
+
+
+# ---------------------------------------------------------------- what the workers would send
+
+
+def unit_summary(shape: Shape, unit: int, records: int, seq_len: int) -> UnitSummary:
+    """A cooked unit: ``records`` in, ~0.5% rejected, the rest as samples with realistic lengths.
+
+    Text: log-normal tokens per chat (median 700, long tail), 32 .. seq_len. Images: one image per
+    sample at the native 16 px grid of a photo 640x480 .. 1600x1184 (sides multiples of 32, as in
+    bench_job): 1,200 .. 7,400 patches, 4 patches per token, plus a log-normal text part (median 250).
+    """
+    rng = np.random.default_rng((SEED, unit))
+    rejected = np.flatnonzero(rng.random(records) < REJECT_RATE)
+    n = records - len(rejected)
+    if shape.visual:
+        width, height = 32 * rng.integers(20, 51, n), 32 * rng.integers(15, 38, n)
+        n_patches = ((width // 16) * (height // 16)).astype(np.int32)  # int32 [N]
+        text = rng.lognormal(np.log(250), 0.8, n)
+        lengths = np.clip(n_patches // 4 + text, 32, seq_len).astype(np.int32)  # int32 [N]
+    else:
+        n_patches = np.zeros(n, np.int32)
+        lengths = np.clip(rng.lognormal(np.log(700), 1.0, n), 32, seq_len).astype(np.int32)
+    reasons = (RejectReason.BAD_ROLE, RejectReason.NO_TARGET, RejectReason.TOO_LONG, RejectReason.MEDIA_DECODE)
+    rejects = tuple(
+        RejectRecord(f"part-{unit:05d}.jsonl#{i + 1}", reasons[i % len(reasons)], "synthetic reject for bench_driver")
+        for i in rejected.tolist()
+    )
+    return UnitSummary(unit, records, rejects, lengths, n_patches)
+
+
+def shard_done(task: ShardTask, lengths: np.ndarray, n_patches: np.ndarray, seq_len: int) -> ShardDone:
+    """A written shard of ``task``'s packs: its members as the writer lays them out (``.npy`` with a
+    128-byte header, ``meta.json``, tar headers and block padding), sha256, size, index rows, counts.
+    ``lengths``/``n_patches``: int32 [S] of the task's samples, in pack order."""
+    bounds = task.bounds.tolist()
+    keys = tuple(fmt.pack_key(task.first_pack + i) for i in range(task.packs))
+    offsets: list[int] = []
+    parts: list[tuple[int, str, int, int]] = []
+    offset = 0
+    for i in range(task.packs):
+        a, b = bounds[i], bounds[i + 1]
+        offsets.append(offset)
+        sizes = [
+            (fmt.INPUT_IDS, NPY_HEADER + 4 * seq_len),
+            (fmt.LOSS_MASK, NPY_HEADER + seq_len),
+            (fmt.CU_SEQLENS, NPY_HEADER + 4 * (b - a + 1)),
+            (fmt.CU_SEQLENS_PADDED, NPY_HEADER + 4 * (b - a + 1)),
+        ]
+        patches = int(n_patches[a:b].sum())
+        if patches:
+            sizes += [(fmt.PIXEL_PATCHES, NPY_HEADER + 768 * patches), (fmt.MEDIA_SIZES, NPY_HEADER + 12 * (b - a))]
+        sizes.append((fmt.META, 40 + 90 * (b - a)))
+        for member, size in sizes:
+            parts.append((i, member, offset + BLOCK, size))
+            offset += BLOCK + size + (-size % BLOCK)
+    offsets.append(offset)
+    size = offset + 2 * BLOCK + (-(offset + 2 * BLOCK) % 10240)
+    tokens = int(lengths.sum())
+    counts = Counts(
+        packs=task.packs,
+        sources_packed=len(lengths),
+        tokens=tokens,
+        target_tokens=tokens * 3 // 5,
+        padding_tokens=task.packs * seq_len - tokens,
+    )
+    sha256 = hashlib.sha256(f"bench_driver shard {task.shard_index}".encode()).hexdigest()
+    info = ShardInfo(fmt.shard_name(task.shard_index), task.packs, task.first_pack, size, sha256)
+    return ShardDone(task.shard_index, info, ShardLayout(keys, tuple(offsets), tuple(parts)), counts, "node-0")
+
+
+class SyntheticStore(MemoryStore):
+    """The workers' staging store as the driver sees it (no unit staged before the run) plus what the
+    synthetic workers keep of each unit to answer its shard tasks; the driver's ``drop`` frees both."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.kept: dict[int, tuple[np.ndarray, np.ndarray]] = {}  # unit -> lengths, n_patches
+
+    def drop(self, unit: int) -> None:
+        super().drop(unit)
+        self.kept.pop(unit, None)
+
+
+class SyntheticExecutor:
+    """``Executor`` whose jobs are answered at once, in the order submitted, through the wire form."""
+
+    def __init__(
+        self, shape: Shape, config: PipelineConfig, actors: int = ACTORS, profiler: cProfile.Profile | None = None
+    ) -> None:
+        self.shape = shape
+        self.profiler = profiler  # paused while the workers' side runs, so it profiles the driver alone
+        self.seq_len = config.packing.seq_len
+        self.store = SyntheticStore()
+        self.slots = IN_FLIGHT_PER_ACTOR * actors
+        self.lookahead = LOOKAHEAD_PER_ACTOR * actors
+        self.received_bytes = 0
+        self.on_progress: Callable[[UnitProgress], None] = lambda progress: None
+        self.worker_cpu_s = 0.0  # making and encoding results: the workers' side, not the driver's
+        self._jobs: deque[Unit | ShardTask] = deque()
+
+    def submit(self, job: Unit | ShardTask) -> None:
+        self._jobs.append(job)
+
+    def outstanding(self) -> int:
+        return len(self._jobs)
+
+    def next_done(self) -> UnitSummary | ShardDone:
+        if self.profiler is not None:
+            self.profiler.disable()
+        start = time.process_time()
+        payload = encode_result(self._work(self._jobs.popleft()))
+        self.worker_cpu_s += time.process_time() - start
+        if self.profiler is not None:
+            self.profiler.enable()
+        self.received_bytes += len(payload)
+        return decode_result(payload)
+
+    def _work(self, job: Unit | ShardTask) -> UnitSummary | ShardDone:
+        if isinstance(job, Unit):
+            summary = unit_summary(self.shape, job.index, self.shape.unit_records, self.seq_len)
+            self.store.kept[job.index] = (summary.lengths, summary.n_patches)
+            return summary
+        units, positions = job.refs[:, 0], job.refs[:, 1]
+        lengths = np.empty(len(units), np.int32)  # int32 [S]
+        n_patches = np.empty(len(units), np.int32)
+        for unit in np.unique(units).tolist():
+            where = units == unit
+            kept_lengths, kept_patches = self.store.kept[unit]
+            lengths[where] = kept_lengths[positions[where]]
+            n_patches[where] = kept_patches[positions[where]]
+        return shard_done(job, lengths, n_patches, self.seq_len)
+
+    def close(self) -> None:
+        pass
+
+
+def drive(
+    shape: Shape, samples: int, out_dir: str, actors: int = ACTORS, profiler: cProfile.Profile | None = None
+) -> tuple[RunSummary, SyntheticExecutor]:
+    """Run the real pipeline over ``samples`` synthetic records of ``shape`` into ``out_dir``."""
+    config = shape_config(shape, out_dir)
+    made: list[SyntheticExecutor] = []
+
+    def factory(resolved: PipelineConfig) -> SyntheticExecutor:
+        made.append(SyntheticExecutor(shape, resolved, actors, profiler))
+        return made[0]
+
+    summary = run_pipeline(config, factory, overwrite=True, progress=False, units=shape_units(shape, samples))
+    return summary, made[0]
+
+
+# ---------------------------------------------------------------- one measurement, in a fresh process
+
+
+def child(shape_name: str, samples: int, profile: bool) -> dict[str, Any]:
+    shape = SHAPES[shape_name]
+    out_dir = str(WORK / "driver" / f"{shape_name}-{samples}")
+    rss_before_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    profiler = cProfile.Profile() if profile else None
+    cpu0, wall0 = time.process_time(), time.perf_counter()
+    if profiler is not None:
+        profiler.enable()
+    summary, executor = drive(shape, samples, out_dir, profiler=profiler)
+    if profiler is not None:
+        profiler.disable()
+    cpu, wall = time.process_time() - cpu0, time.perf_counter() - wall0
+    result = {
+        "shape": shape_name,
+        "samples": samples,
+        "records_in": summary.counts["records_in"],
+        "sources_packed": summary.counts["sources_packed"],
+        "records_rejected": summary.counts["records_rejected"],
+        "packs": summary.counts["packs"],
+        "shards": summary.shards,
+        "units": -(-samples // shape.unit_records),
+        "driver_cpu_s": cpu - executor.worker_cpu_s,
+        "worker_cpu_s": executor.worker_cpu_s,
+        "wall_s": wall,
+        "received_bytes": summary.driver_received_bytes,
+        "peak_rss_kib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
+        "rss_before_kib": rss_before_kib,
+    }
+    if profiler is not None:
+        result["profile"] = profile_table(profiler)
+    shutil.rmtree(out_dir, ignore_errors=True)
+    return result
+
+
+def profile_table(profiler: cProfile.Profile) -> str:
+    """Markdown: the cumulative time of each of ``PROFILE_COSTS``, then the top own-time functions."""
+    stats = pstats.Stats(profiler).stats  # type: ignore[attr-defined]
+    total = sum(tt for _, _, tt, _, _ in stats.values())
+    lines = ["| cost | cumulative s (profiled) | share |", "| --- | ---: | ---: |"]
+    for suffix, name, what in PROFILE_COSTS:
+        cum = sum(ct for (f, _, n), (_, _, _, ct, _) in stats.items() if f.endswith(suffix) and n == name)
+        lines.append(f"| {what} (`{name}`) | {cum:.2f} | {cum / total:.0%} |")
+    lines += ["", "Top own-time functions:", "", "| function | calls | own s |", "| --- | --- | ---: |"]
+    for (f, line, n), (_, calls, tt, _, _) in sorted(stats.items(), key=lambda kv: -kv[1][2])[:12]:
+        where = f.split("site-packages/")[-1].removeprefix(str(REPO) + "/")
+        lines.append(f"| `{where}:{line}({n})` | {calls:,} | {tt:.2f} |")
+    return "\n".join(lines)
+
+
+def measure(shape: str, samples: int, profile: bool = False) -> dict[str, Any]:
+    argv = [sys.executable, "-m", "bench.bench_driver", "--child", shape, str(samples)] + (
+        ["--profile"] if profile else []
+    )
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    done = subprocess.run(argv, cwd=REPO, env=env, capture_output=True, text=True, check=True)
+    return json.loads(done.stdout.splitlines()[-1])
+
+
+# ---------------------------------------------------------------- the section
+
+
+# Worker CPU per sample: bench_job's in-process job CPU (driver included, so a little high for the
+# workers alone, and the smaller image figure of its two in-process runs), from bench/RESULTS.md.
+WORKER_CPU = {
+    "text": (17.22, 298_304, "bench_job text, in-process: 17.22 s / 298,304 records"),
+    "images": (6.99, 752, "bench_job images-windowed, in-process: 6.99 s / 752 images"),
+}
+SIZES = {  # samples per measured run; images stop at 2M (their growth is superlinear: see the fit)
+    "text": (1_000_000, 2_000_000, 4_000_000, 10_000_000),
+    "images": (250_000, 500_000, 1_000_000, 2_000_000),
+}
+REPEATED_SIZES = 2  # the smallest sizes of each shape run BENCH_REPEATS times, the larger BENCH_BIG_REPEATS
+PROFILED = ("text", 1_000_000)
+PROFILE_COSTS = (  # (file suffix, function): the driver's costs, by cumulative time; none spans a paused
+    # profiler (``run_pipeline`` and ``Driver.run`` do: cProfile under-counts them, so they are not listed)
+    ("cook/runner/driver.py", "_consume", "consume unit summaries (rejects, progress, planner)"),
+    ("cook/runner/windows.py", "_close", "plan a window (plan_window, stats, shard tasks)"),
+    ("cook/packing/packer.py", "plan_window", "  of which the pack plan"),
+    ("cook/packing/metrics.py", "stats_for_flat", "  of which the window's packing stats"),
+    ("cook/runner/units.py", "decode_result", "decode results (JSON, base64 lengths)"),
+    ("cook/writer/energon_index.py", "add_shard", "Energon index rows (sqlite inserts)"),
+    ("cook/runner/driver.py", "_checkpoint", "checkpoints"),
+    ("cook/writer/dataset.py", "sync", "  of which rejects fsync + sqlite commit"),
+    ("cook/runner/output_dir.py", "save", "  of which state.json (every shard so far)"),
+    ("cook/writer/dataset.py", "add_rejects", "rejects.jsonl lines"),
+    ("cook/writer/dataset.py", "publish", "publish (.nv-meta index.sqlite, manifest)"),
+    ("cook/tokenize/tokenizer.py", "__init__", "tokenizer load + backend check (once)"),
+)
+
+
+def _median_runs(shape: str, samples: int, repeats: int) -> dict[str, Any]:
+    runs = [measure(shape, samples) for _ in range(repeats)]
+    out = dict(runs[0])
+    for key in ("driver_cpu_s", "worker_cpu_s", "wall_s", "peak_rss_kib"):
+        out[key] = statistics.median(r[key] for r in runs)
+    out["driver_cpu_all"] = [r["driver_cpu_s"] for r in runs]
+    return out
+
+
+def _profile_table(shape: str, samples: int) -> str:
+    return str(measure(shape, samples, profile=True)["profile"])  # the profiled run's other figures: not used
+
+
+def _fit(xs: list[int], ys: list[float], degree: int) -> np.ndarray:
+    return np.polyfit(np.array(xs, float), np.array(ys, float), degree)
+
+
+def _shape_section(shape: str, rows: list[dict[str, Any]]) -> tuple[str, dict[str, float]]:
+    xs = [r["samples"] for r in rows]
+    cpu = [r["driver_cpu_s"] for r in rows]
+    rss = [r["peak_rss_kib"] / 2**20 for r in rows]  # GiB
+    quad, lin = _fit(xs, cpu, 2), _fit(xs, rss, 1)
+    big, prev = rows[-1], rows[-2]
+    marginal = (big["driver_cpu_s"] - prev["driver_cpu_s"]) / (big["samples"] - prev["samples"])
+    cpu_100m = float(np.polyval(quad, TARGET_SAMPLES))
+    rss_100m = float(np.polyval(lin, TARGET_SAMPLES))
+    worker_s, worker_n, worker_src = WORKER_CPU[shape]
+    worker_per = worker_s / worker_n
+    lines = [
+        "| samples | units | shards | packs | driver CPU s (each run) | per sample | per unit | per shard "
+        "| synthetic workers CPU s | wall s | peak RSS |",
+        "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    for r in rows:
+        each = ", ".join(f"{c:.2f}" for c in r["driver_cpu_all"])
+        lines.append(
+            f"| {r['samples']:,} | {r['units']:,} | {r['shards']:,} | {r['packs']:,} | "
+            f"**{r['driver_cpu_s']:.2f}** ({each}) | {r['driver_cpu_s'] / r['samples'] * 1e6:.2f} µs | "
+            f"{r['driver_cpu_s'] / r['units'] * 1e3:.1f} ms | {r['driver_cpu_s'] / r['shards'] * 1e3:.2f} ms | "
+            f"{r['worker_cpu_s']:.2f} | {r['wall_s']:.1f} | {r['peak_rss_kib'] / 2**10:,.0f} MiB |"
+        )
+    a, b, c = (float(v) for v in quad)
+    k, m = (float(v) for v in lin)
+    lines += [
+        "",
+        f"- Marginal driver CPU per sample, {prev['samples']:,} -> {big['samples']:,}: **{marginal * 1e6:.2f} µs**.",
+        f"- Fit, driver CPU s = {c:.3g} + {b:.3g}·N + {a:.3g}·N² (least squares over the {len(rows)} sizes; the N² "
+        "term: `state.json` lists every shard so far and is written at every checkpoint, at least once a "
+        "window, so its cost grows as windows × shards): "
+        f"at 100M samples **{cpu_100m:,.0f} s** ({cpu_100m / TARGET_SAMPLES * 1e6:.2f} µs per sample).",
+        f"- Fit, peak RSS GiB = {m:.3g} + {k:.3g}·N: at 100M samples **{rss_100m:.2f} GiB** "
+        f"(target ≤ {RSS_TARGET_GIB:g} GiB: {'met' if rss_100m <= RSS_TARGET_GIB else '**not met**'}).",
+        f"- Worker CPU per sample: {worker_per * 1e6:,.1f} µs ({worker_src}). **Cores one driver can feed** = "
+        f"worker CPU / driver CPU per sample: **{worker_per / marginal:,.0f}** at the marginal rate of "
+        f"the largest run, **{worker_per / (cpu_100m / TARGET_SAMPLES):,.0f}** over a 100M-sample job "
+        f"(target ≥ {CORES_TARGET:,}: {'met' if worker_per / marginal >= CORES_TARGET else '**not met**'}).",
+    ]
+    return "\n".join(lines), {"marginal": marginal, "cpu_100m": cpu_100m, "rss_100m": rss_100m}
+
+
+def run() -> str:
+    repeats = int(os.environ.get("BENCH_REPEATS", 3))
+    big_repeats = int(os.environ.get("BENCH_BIG_REPEATS", 1))
+    sections, measured = [], {}
+    for shape, sizes in SIZES.items():
+        rows = []
+        for i, samples in enumerate(sizes):
+            print(f"bench_driver: {shape} {samples:,}", file=sys.stderr)
+            rows.append(_median_runs(shape, samples, repeats if i < REPEATED_SIZES else big_repeats))
+        measured[shape] = rows
+        sections.append((shape, *_shape_section(shape, rows)))
+    profile = _profile_table(*PROFILED)
+    RAW.write_text(json.dumps({"measured": measured, "profile": profile}, indent=1))
+    load = os.getloadavg()[0]
+    text = [
+        "## The driver on its own: CPU and memory per sample, unit and shard (issue 31, item 1)",
+        "",
+        f"`{COMMAND}`",
+        "",
+        "The real `run_pipeline` and `Driver` (run identity, tokenizer load, windows, planning, shard",
+        "tasks, commits, Energon index rows, rejects, checkpoints, `.nv-meta/`, manifest) fed by",
+        "`SyntheticExecutor`, which answers every job at once with what a worker would send, through the",
+        "wire form (`encode_result` on the worker side, `decode_result` in the driver) and with the Ray",
+        f"executor's slots and lookahead for {ACTORS} actors. Text: log-normal lengths (median 700 tokens);",
+        "images: one photo-sized image per sample at its native patch grid (1,200 .. 7,400 patches) plus",
+        f"text; {REJECT_RATE:.1%} of records rejected. Shard results carry each pack's members as the writer lays",
+        "them out (index rows), a sha256 string and the size; no shard bytes exist (nothing in the driver",
+        "reads them). Every unit names the demo chat file (stat'ed for the run identity; the backend",
+        "self-check reads unit 0's first records).",
+        "",
+        "*Driver CPU*: `time.process_time` of a fresh process around `run_pipeline`, minus the synthetic",
+        "workers' own CPU (making and encoding results, timed inside the executor). Start-up (tokenizer,",
+        "Energon import) is in it. Ray's own per-job driver cost (`.remote`, `ray.wait`, `ray.get`) is not.",
+        "Per sample, per unit and per shard are the same run's driver CPU divided by each count.",
+        "*Peak RSS*: `ru_maxrss` of that process (imports included: ~40 MiB before the run starts,",
+        "Energon and torch ~300 MiB once the index opens).",
+        f"Median of {repeats} runs at each shape's two smallest sizes, {big_repeats} at the larger ones (each",
+        "run's figure is shown); 100M by extrapolating the fits (least squares over the measured sizes).",
+        "",
+    ]
+    for shape, body, _ in sections:
+        config = load_config(REPO / SHAPES[shape].pipeline)
+        text += [
+            f"**{shape}** (`{SHAPES[shape].pipeline}`: `buffer_size` {config.packing.buffer_size}, "
+            f"`shard_size` {config.output.shard_size}, `seq_len` {config.packing.seq_len}; units of "
+            f"{SHAPES[shape].unit_records:,} samples):",
+            "",
+            body,
+            "",
+        ]
+    text += [
+        "Video: bench_job has no video job figure, so no cores-fed figure for video.",
+        "",
+        f"Where the driver's CPU goes: cProfile of the {PROFILED[0]} shape at {PROFILED[1]:,} samples, paused while",
+        "the synthetic workers run, so it holds the driver alone (profiling inflates the times; shares are",
+        "what counts):",
+        "",
+        profile.rstrip(),
+        "",
+        f"Machine: 2 cores, shared with other work (1-min load average {load:.1f} at the end): CPU seconds.",
+    ]
+    return "\n".join(text) + "\n"
+
+
+if __name__ == "__main__" and sys.argv[1:2] == ["--child"]:
+    print(json.dumps(child(sys.argv[2], int(sys.argv[3]), "--profile" in sys.argv[4:])))
