@@ -23,7 +23,6 @@ import shutil
 import statistics
 import subprocess
 import sys
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -58,7 +57,6 @@ class Run:
     cpu_s: float
     sequences: int
     shards: dict[str, str]  # name -> sha256
-    hash_cpu_s: float  # this process's CPU to sha256 the shards once, from a mapping
 
 
 def _job(args: list[str], out: Path) -> Run:
@@ -66,11 +64,9 @@ def _job(args: list[str], out: Path) -> Run:
     if stats.rc != 0:
         raise RuntimeError(f"cook {' '.join(args)} exited {stats.rc}:\n{stats.stderr[-3000:]}")
     counts = json.loads((out / "cook_manifest.json").read_text())["counts"]
-    start = time.process_time()
     shards = {p.name: _sha256(p) for p in sorted(out.glob("shard-*.tar"))}
-    hash_cpu_s = time.process_time() - start
     print(f"  {args[0]} {out.name}: wall {stats.wall_s:.1f} s, job CPU {stats.tree_cpu_s:.1f} s", file=sys.stderr)
-    return Run(stats.wall_s, stats.tree_cpu_s, counts["sources_packed"], shards, hash_cpu_s)
+    return Run(stats.wall_s, stats.tree_cpu_s, counts["sources_packed"], shards)
 
 
 def _sha256(path: Path) -> str:
@@ -99,14 +95,13 @@ class Figures:
     fresh_cpu: list[float]
     repack_wall: list[float]
     repack_cpu: list[float]
-    hash_cpu: list[float]  # sha256 of the repacked shards once (mapped), marginal: the bytes' floor
     sequences: int
 
 
 def measure(work: Workload, repeats: int) -> dict[int, Figures]:
     """Figures per ``--workers`` in ``EXECUTORS``; every repeat runs each executor's jobs in turn."""
     sources = {size: source(work, size) for size in ("small", "big")}
-    keys = ("fresh_wall", "fresh_cpu", "repack_wall", "repack_cpu", "hash_cpu")
+    keys = ("fresh_wall", "fresh_cpu", "repack_wall", "repack_cpu")
     series: dict[int, dict[str, list[float]]] = {w: {k: [] for k in keys} for w in EXECUTORS}
     sequences = 0
     for repeat in range(repeats):
@@ -126,7 +121,6 @@ def measure(work: Workload, repeats: int) -> dict[int, Figures]:
             for job in ("fresh", "repack"):
                 series[workers][f"{job}_wall"].append(runs[job, "big"].wall_s - runs[job, "small"].wall_s)
                 series[workers][f"{job}_cpu"].append(runs[job, "big"].cpu_s - runs[job, "small"].cpu_s)
-            series[workers]["hash_cpu"].append(runs["repack", "big"].hash_cpu_s - runs["repack", "small"].hash_cpu_s)
             sequences = runs["repack", "big"].sequences - runs["repack", "small"].sequences
     for path in sources.values():
         shutil.rmtree(path)
@@ -151,11 +145,6 @@ def _rows(work: Workload, workers: int, fig: Figures) -> list[str]:
             f"| {med[f'{job}_cpu']:.2f} ({min(cpus):.2f} .. {max(cpus):.2f}) | {med[f'{job}_cpu'] / med[f'{job}_wall']:.2f} "
             f"| {fig.sequences / med[f'{job}_wall']:,.0f} {work.unit}/s |"
         )
-    floor = statistics.median(fig.hash_cpu)
-    rows.append(
-        f"| {work.name} | {executor} | floor: sha256 of the repacked shards, once, mapped (bench process) | | "
-        f"{floor:.2f} ({min(fig.hash_cpu):.2f} .. {max(fig.hash_cpu):.2f}) | | fresh / floor {med['fresh_cpu'] / floor:.1f}x |"
-    )
     rows.append(
         f"| {work.name} | {executor} | **CPU fresh / repack** | wall {wall_ratio:.1f}x | **{cpu_ratio:.1f}x** (target ≥ {CPU_RATIO_TARGET:.0f}x: {ok}) | | |"
     )
@@ -202,10 +191,9 @@ Both jobs build and write the same packs (build_pack, meta.json, tar headers, a 
 byte, Energon's index); under Ray both stage each unit's ids and masks in a stage file, and the fresh
 cook its patch rows too, where a repack stages only where they lie in the source shard (`PatchSpan`:
 the rows move once, source shard -> new shard). The repack skips reading, decoding and tokenizing.
-The floor row is what any writer of these shards must still spend per byte: hashing each byte once
-(the shards' sha256 goes in the manifest), from a mapping of the page cache, timed in the bench
-process; fresh / floor is the most a repack could gain if it spent nothing else. At these sizes a marginal wall is within Ray's start-up
-variance (about a second a run): read the CPU.
+What a repack still does is its floor: per output byte, a sha256 (the manifest's digest of every
+shard); per sequence and per pack, the pack building and tar writing both jobs share. At these
+sizes a marginal wall is within Ray's start-up variance (about a second a run): read the CPU.
 
 | input | executor | job | marginal wall s | marginal job CPU s | cores | rate |
 | --- | --- | --- | ---: | ---: | ---: | ---: |

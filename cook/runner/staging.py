@@ -258,7 +258,7 @@ class StagedUnit(Sequence[TokenizedSample]):
         self._sources: list[str] = header["sources"]
         self._truncated: list[int] = header["truncated"]
         self._media: list[list[Any]] = header["media"]
-        self._shards: list[str] = header["shards"]
+        self._shards: list[str] = header.get("shards", [])  # absent in stage files of an older cook
         self._shard_maps: dict[int, mmap.mmap] = {}  # the source shards PatchSpans refer to, mapped on first use
         lengths = header["lengths"]
         self._starts = [0, *itertools.accumulate(lengths)]
