@@ -6,8 +6,8 @@ The raw inputs and jobs are bench_job's: photo-like JPEGs as a LLaVA WebDataset 
 decode + patchify, ``pipelines/omni_sft.yaml``, ``ray.direct_io=true``) and copies of the demo chats
 (``pipelines/text_sft.yaml``, 4 MiB work units). Each input, big and small, is cooked once at
 ``packing.seq_len`` ``SOURCE_SEQ_LEN`` (not measured). Then, per repeat and interleaved, with 2 Ray
-actors: a fresh ``cook run`` at ``TARGET_SEQ_LEN`` and ``cook repack`` of the cooked source to
-``TARGET_SEQ_LEN``, each on the big and the small input. Every figure is **marginal**, (big) - (small)
+actors and in-process (``--workers 0``): a fresh ``cook run`` at ``TARGET_SEQ_LEN`` and ``cook repack``
+of the cooked source to ``TARGET_SEQ_LEN``, each on the big and the small input. Every figure is **marginal**, (big) - (small)
 of the same command, so start-up (imports, Ray, tokenizer, manifest) cancels; the median over
 ``BENCH_REPEATS`` repeats (default 3). CPU is the whole job's process tree (bench/job_run.py). Each big
 repack's shards are checked byte-identical to the fresh cook's.
@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import mmap
 import os
 import shutil
 import statistics
@@ -32,7 +33,7 @@ from bench.job_run import become_subreaper, run_job
 COMMAND = ".venv/bin/python -m bench.run_all bench_repack"
 SOURCE_SEQ_LEN = 16384
 TARGET_SEQ_LEN = 8192
-WORKERS = 2
+EXECUTORS = (2, 0)  # --workers: 2 Ray actors, in-process
 CPU_RATIO_TARGET = 10.0  # fresh cook CPU / repack CPU, at least
 ENV = {**os.environ, "RAY_AUTH_MODE": "disabled", "TOKENIZERS_PARALLELISM": "false"}
 
@@ -63,14 +64,20 @@ def _job(args: list[str], out: Path) -> Run:
     if stats.rc != 0:
         raise RuntimeError(f"cook {' '.join(args)} exited {stats.rc}:\n{stats.stderr[-3000:]}")
     counts = json.loads((out / "cook_manifest.json").read_text())["counts"]
-    shards = {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(out.glob("shard-*.tar"))}
+    shards = {p.name: _sha256(p) for p in sorted(out.glob("shard-*.tar"))}
     print(f"  {args[0]} {out.name}: wall {stats.wall_s:.1f} s, job CPU {stats.tree_cpu_s:.1f} s", file=sys.stderr)
     return Run(stats.wall_s, stats.tree_cpu_s, counts["sources_packed"], shards)
 
 
-def _cook_args(work: Workload, size: str, out: Path, seq_len: int) -> list[str]:
+def _sha256(path: Path) -> str:
+    """The file's sha256, hashed from a read-only mapping (each byte is read once, nothing is copied)."""
+    with open(path, "rb") as handle, mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as mapped:
+        return hashlib.sha256(mapped).hexdigest()
+
+
+def _cook_args(work: Workload, size: str, out: Path, seq_len: int, workers: int = 2) -> list[str]:
     return [
-        "run", work.pipeline, "--input", str(work.inputs[size]), "--output", str(out), "--workers", str(WORKERS),
+        "run", work.pipeline, "--input", str(work.inputs[size]), "--output", str(out), "--workers", str(workers),
         *work.sets, "--set", f"packing.seq_len={seq_len}", "--overwrite", "--quiet", "--json",
     ]  # fmt: skip
 
@@ -91,38 +98,42 @@ class Figures:
     sequences: int
 
 
-def measure(work: Workload, repeats: int) -> Figures:
+def measure(work: Workload, repeats: int) -> dict[int, Figures]:
+    """Figures per ``--workers`` in ``EXECUTORS``; every repeat runs each executor's jobs in turn."""
     sources = {size: source(work, size) for size in ("small", "big")}
-    series: dict[str, list[float]] = {k: [] for k in ("fresh_wall", "fresh_cpu", "repack_wall", "repack_cpu")}
+    keys = ("fresh_wall", "fresh_cpu", "repack_wall", "repack_cpu")
+    series: dict[int, dict[str, list[float]]] = {w: {k: [] for k in keys} for w in EXECUTORS}
     sequences = 0
     for repeat in range(repeats):
         print(f"bench_repack {work.name}: repeat {repeat + 1}/{repeats}", file=sys.stderr)
-        runs: dict[tuple[str, str], Run] = {}
-        for size in ("small", "big"):
-            fresh, repacked = WORK / "repack_fresh", WORK / "repack_out"
-            runs["fresh", size] = _job(_cook_args(work, size, fresh, TARGET_SEQ_LEN), fresh)
-            args = ["repack", str(sources[size]), "--output", str(repacked), "--workers", str(WORKERS)]
-            args += ["--set", f"packing.seq_len={TARGET_SEQ_LEN}", "--overwrite", "--quiet", "--json"]
-            runs["repack", size] = _job(args, repacked)
-            if runs["repack", size].shards != runs["fresh", size].shards:
-                raise RuntimeError(f"bench_repack {work.name} {size}: repacked shards differ from the fresh cook's")
-            shutil.rmtree(fresh)
-            shutil.rmtree(repacked)
-        for job in ("fresh", "repack"):
-            series[f"{job}_wall"].append(runs[job, "big"].wall_s - runs[job, "small"].wall_s)
-            series[f"{job}_cpu"].append(runs[job, "big"].cpu_s - runs[job, "small"].cpu_s)
-        sequences = runs["repack", "big"].sequences - runs["repack", "small"].sequences
+        for workers in EXECUTORS:
+            runs: dict[tuple[str, str], Run] = {}
+            for size in ("small", "big"):
+                fresh, repacked = WORK / "repack_fresh", WORK / "repack_out"
+                runs["fresh", size] = _job(_cook_args(work, size, fresh, TARGET_SEQ_LEN, workers), fresh)
+                args = ["repack", str(sources[size]), "--output", str(repacked), "--workers", str(workers)]
+                args += ["--set", f"packing.seq_len={TARGET_SEQ_LEN}", "--overwrite", "--quiet", "--json"]
+                runs["repack", size] = _job(args, repacked)
+                if runs["repack", size].shards != runs["fresh", size].shards:
+                    raise RuntimeError(f"bench_repack {work.name} {size}: repacked shards differ from the fresh cook's")
+                shutil.rmtree(fresh)
+                shutil.rmtree(repacked)
+            for job in ("fresh", "repack"):
+                series[workers][f"{job}_wall"].append(runs[job, "big"].wall_s - runs[job, "small"].wall_s)
+                series[workers][f"{job}_cpu"].append(runs[job, "big"].cpu_s - runs[job, "small"].cpu_s)
+            sequences = runs["repack", "big"].sequences - runs["repack", "small"].sequences
     for path in sources.values():
         shutil.rmtree(path)
-    return Figures(**series, sequences=sequences)
+    return {workers: Figures(**series[workers], sequences=sequences) for workers in EXECUTORS}
 
 
-def _rows(work: Workload, fig: Figures) -> list[str]:
+def _rows(work: Workload, workers: int, fig: Figures) -> list[str]:
     med = {
         name: statistics.median(getattr(fig, name)) for name in ("fresh_wall", "fresh_cpu", "repack_wall", "repack_cpu")
     }
     cpu_ratio, wall_ratio = med["fresh_cpu"] / med["repack_cpu"], med["fresh_wall"] / med["repack_wall"]
     ok = "met" if cpu_ratio >= CPU_RATIO_TARGET else "**not met**"
+    executor = f"{workers} actors" if workers else "in-process"
     rows = []
     for job, label in (
         ("fresh", f"fresh `cook run` at {TARGET_SEQ_LEN}"),
@@ -130,12 +141,12 @@ def _rows(work: Workload, fig: Figures) -> list[str]:
     ):
         walls, cpus = getattr(fig, f"{job}_wall"), getattr(fig, f"{job}_cpu")
         rows.append(
-            f"| {work.name} | {label} | {med[f'{job}_wall']:.2f} ({min(walls):.2f} .. {max(walls):.2f}) "
+            f"| {work.name} | {executor} | {label} | {med[f'{job}_wall']:.2f} ({min(walls):.2f} .. {max(walls):.2f}) "
             f"| {med[f'{job}_cpu']:.2f} ({min(cpus):.2f} .. {max(cpus):.2f}) | {med[f'{job}_cpu'] / med[f'{job}_wall']:.2f} "
             f"| {fig.sequences / med[f'{job}_wall']:,.0f} {work.unit}/s |"
         )
     rows.append(
-        f"| {work.name} | **CPU fresh / repack** | wall {wall_ratio:.1f}x | **{cpu_ratio:.1f}x** (target ≥ {CPU_RATIO_TARGET:.0f}x: {ok}) | | |"
+        f"| {work.name} | {executor} | **CPU fresh / repack** | wall {wall_ratio:.1f}x | **{cpu_ratio:.1f}x** (target ≥ {CPU_RATIO_TARGET:.0f}x: {ok}) | | |"
     )
     return rows
 
@@ -160,7 +171,7 @@ def report() -> str:
         "sequences",
     )
     results = [(work, measure(work, repeats)) for work in (text, images)]
-    rows = [row for work, fig in results for row in _rows(work, fig)]
+    rows = [row for work, figs in results for workers, fig in figs.items() for row in _rows(work, workers, fig)]
     table = "\n".join(rows)
     sizes = f"BENCH_REPEATS={repeats} BENCH_REPACK_IMAGES={n_images} BENCH_REPACK_TEXT_COPIES={copies}"
     return f"""## `cook repack` vs a fresh cook of the same raw input (issue 32)
@@ -170,19 +181,22 @@ def report() -> str:
 Text: {copies} vs {SMALL_TEXT_COPIES} copies of the demo chats (`pipelines/text_sft.yaml --set input.unit_bytes=4194304`).
 Images: {n_images} vs {SMALL_IMAGES} photo-like JPEGs, 640x480 .. 1600x1184, as a LLaVA WebDataset (`pipelines/omni_sft.yaml
 --set input.format=wds --set cooker=llava --set ray.direct_io=true`). Each input is cooked once at `packing.seq_len={SOURCE_SEQ_LEN}`
-(not measured); then, interleaved per repeat, with `--workers {WORKERS}` (2 Ray actors): a fresh `cook run` at
+(not measured); then, interleaved per repeat, with `--workers 2` (2 Ray actors) and `--workers 0` (in-process): a fresh `cook run` at
 `packing.seq_len={TARGET_SEQ_LEN}`, and `cook repack SRC --set packing.seq_len={TARGET_SEQ_LEN}` of the cooked source. Every figure is
 marginal (big - small run of the same command: start-up cancels), median of {repeats} repeats (min .. max); job CPU is
 the whole process tree's (driver, Ray, actors; bench/job_run.py); cores = job CPU / wall. Every repacked
 dataset's shards were byte-identical to the fresh cook's.
 
-Both jobs build, stage and write the same packs (build_pack, meta.json, tar headers, sha256, the stage
-file under Ray, Energon's index); the repack skips only reading, decoding and tokenizing, and that
-shared part is most of a fresh cook's CPU here, which bounds the ratio. At these sizes a marginal wall
-is within Ray's start-up variance (about a second a run; negative marginals included): read the CPU.
+Both jobs build and write the same packs (build_pack, meta.json, tar headers, a sha256 of every shard
+byte, Energon's index); under Ray both stage each unit's ids and masks in a stage file, and the fresh
+cook its patch rows too, where a repack stages only where they lie in the source shard (`PatchSpan`:
+the rows move once, source shard -> new shard). The repack skips reading, decoding and tokenizing.
+What a repack still does is its floor: per output byte, a sha256 (the manifest's digest of every
+shard); per sequence and per pack, the pack building and tar writing both jobs share. At these
+sizes a marginal wall is within Ray's start-up variance (about a second a run): read the CPU.
 
-| input | job | marginal wall s | marginal job CPU s | cores | rate |
-| --- | --- | ---: | ---: | ---: | ---: |
+| input | executor | job | marginal wall s | marginal job CPU s | cores | rate |
+| --- | --- | --- | ---: | ---: | ---: | ---: |
 {table}
 
 Machine: {os.cpu_count()} cores, shared with other work (1-min load average {os.getloadavg()[0]:.1f} at the end).

@@ -1,12 +1,14 @@
 """A repack unit's cooked sequences read back out of their packs (``cook repack``, on a worker):
 
-    Unit with SequenceReads -read_sequences-> [TokenizedSample] -fit_sample-> UnitSummary + staged samples
+    Unit with SequenceReads -read_sequences-> [TokenizedSample] + [PatchSpan] -fit_sample-> UnitSummary
+        + staged samples (their patches staged as PatchSpans: references into the source shards)
 
 For each pack the unit touches, the member headers are read from the pack's offset in the shard
 (``.tar.idx``; ``packfiles.pack_member_spans``), then its small members (ids, mask, boundaries,
 meta.json, media sizes, audio lengths), and of ``pixel_patches`` only the rows of the unit's own
 items, all as views of the mapped shard: a sequence's bytes are copied once, by the shard writer,
-from the page cache (a stage file adds one copy where the executor stages samples on disk), and a
+from the page cache (where the executor stages samples on disk, the stage file holds the ids and
+masks and, for the patch rows, only where they lie in the source shard: ``PatchSpan``), and a
 pack whose sequences several units take costs each of them little more than its meta.json. It is cut into sequences
 (SPEC §8 members):
 
@@ -36,15 +38,21 @@ from cook.config import PackingConfig
 from cook.packfiles import clip_tokens, pack_member_spans, read_npy
 from cook.packing.packer import fit_sample
 from cook.runner.reject_log import RejectLog
+from cook.runner.staging import PatchSpan
 from cook.runner.units import SequenceReads, Unit, UnitSummary
 from cook.types import MediaItem, TokenizedSample
 
 MEDIA_END_TOKENS = (fmt.IMG_END, fmt.AUDIO_END)  # a sequence's media end just past the last of these
 
 
-def read_sequences(reads: SequenceReads, control_ids: Mapping[str, int]) -> list[TokenizedSample]:
-    """The sequences of ``reads``, in its order."""
-    out: list[TokenizedSample | None] = [None] * len(reads)
+ItemSpans = tuple[PatchSpan | None, ...]  # per media item of a sequence: where its patch rows lie
+
+
+def read_sequences(
+    reads: SequenceReads, control_ids: Mapping[str, int]
+) -> tuple[list[TokenizedSample], list[ItemSpans]]:
+    """The sequences of ``reads``, in its order, and where each one's patch rows lie."""
+    out: list[tuple[TokenizedSample, ItemSpans] | None] = [None] * len(reads)
     keys = reads.shard.astype(np.int64) * (1 << 40) + reads.offset  # int64 [N], one per pack
     packs, where = np.unique(keys, return_inverse=True)
     mapped: dict[int, mmap.mmap] = {}
@@ -58,7 +66,8 @@ def read_sequences(reads: SequenceReads, control_ids: Mapping[str, int]) -> list
         samples = _cut_pack(pack, control_ids, set(positions))
         for i, position in zip(at.tolist(), positions, strict=True):
             out[i] = samples[position]
-    return out  # type: ignore[return-value]  # every slot was filled
+    filled: list[tuple[TokenizedSample, ItemSpans]] = out  # type: ignore[assignment]  # every slot was filled
+    return [sample for sample, _ in filled], [spans for _, spans in filled]
 
 
 def _map(path: str) -> mmap.mmap:
@@ -71,7 +80,7 @@ class _PackFile:
 
     def __init__(self, shard_path: str, mapped: mmap.mmap, offset: int) -> None:
         self.spans = pack_member_spans(shard_path, offset)
-        self.mapped = mapped
+        self.path, self.mapped = shard_path, mapped
 
     def bytes(self, name: str) -> memoryview:
         offset, size = self.spans[name]
@@ -81,19 +90,25 @@ class _PackFile:
         """The member's array, a read-only view of the mapped shard (nothing is read until it is used)."""
         return read_npy(self.bytes(name))
 
-    def patch_rows(self, first: int, rows: int) -> np.ndarray:
-        """uint8 [rows, 768]: rows ``first ..`` of ``pixel_patches``, a read-only view of the mapped shard
-        (the writer copies it once, from the page cache into the new shard)."""
+    def patch_span(self, first: int, rows: int) -> PatchSpan:
+        """Where rows ``first ..`` of ``pixel_patches`` lie in the shard."""
         offset, size = self.spans[fmt.PIXEL_PATCHES]
         head = self.mapped[offset : offset + 12]
         start = 10 + head[8] + (head[9] << 8) if head[6] == 1 else 12 + int.from_bytes(head[8:12], "little")
         if start + (first + rows) * fmt.PATCH_VALUES > size:
             raise RuntimeError(f"pixel_patches holds fewer than {first + rows} rows")
-        at = offset + start + first * fmt.PATCH_VALUES
-        return np.frombuffer(self.mapped, np.uint8, rows * fmt.PATCH_VALUES, at).reshape(rows, fmt.PATCH_VALUES)
+        return PatchSpan(self.path, offset + start + first * fmt.PATCH_VALUES, rows)
+
+    def patch_rows(self, span: PatchSpan) -> np.ndarray:
+        """uint8 [rows, 768]: the rows at ``span``, a read-only view of the mapped shard (the writer
+        copies it once, from the page cache into the new shard)."""
+        view = np.frombuffer(self.mapped, np.uint8, span.rows * fmt.PATCH_VALUES, span.offset)
+        return view.reshape(span.rows, fmt.PATCH_VALUES)
 
 
-def _cut_pack(pack: _PackFile, control_ids: Mapping[str, int], wanted: set[int]) -> dict[int, TokenizedSample]:
+def _cut_pack(
+    pack: _PackFile, control_ids: Mapping[str, int], wanted: set[int]
+) -> dict[int, tuple[TokenizedSample, ItemSpans]]:
     """The ``wanted`` sequences of one pack as the ``TokenizedSample``s it was packed from."""
     ids = pack.array(fmt.INPUT_IDS)  # int32 [T]
     mask = pack.array(fmt.LOSS_MASK)  # uint8 [T]
@@ -106,7 +121,7 @@ def _cut_pack(pack: _PackFile, control_ids: Mapping[str, int], wanted: set[int])
     for i, entry in enumerate(sequences):
         a, length = starts[i], cu[i + 1] - cu[i]
         seq_ids = ids[a : a + length]
-        items = media.take(entry["media"], seq_ids, i in wanted)
+        items, spans = media.take(entry["media"], seq_ids, i in wanted)
         if i not in wanted:
             continue
         seq_mask = mask[a : a + length]
@@ -119,7 +134,7 @@ def _cut_pack(pack: _PackFile, control_ids: Mapping[str, int], wanted: set[int])
             hits = np.flatnonzero(np.isin(seq_ids, ends))
             media_end = int(hits[-1]) + 1 if hits.size else 0
         truncated = bool(entry.get(fmt.SEQUENCE_TRUNCATED_KEY, False))
-        samples[i] = TokenizedSample(entry["source"], seq_ids, seq_mask, items, media_end, truncated, 0)
+        samples[i] = TokenizedSample(entry["source"], seq_ids, seq_mask, items, media_end, truncated, 0), spans
     return samples
 
 
@@ -135,23 +150,28 @@ class _MediaCursor:
         self.audio_id = audio_id
         self.row = self.patch = self.clip = 0
 
-    def take(self, labels: list[str], seq_ids: np.ndarray, wanted: bool) -> tuple[MediaItem, ...]:
+    def take(self, labels: list[str], seq_ids: np.ndarray, wanted: bool) -> tuple[tuple[MediaItem, ...], ItemSpans]:
+        """The sequence's media items and where each one's patch rows lie (None for audio)."""
         if not labels:
-            return ()
+            return (), ()
         runs = self._audio_runs(seq_ids) if "audio" in labels else []
-        items = []
+        items: list[MediaItem] = []
+        spans: list[PatchSpan | None] = []
         for label in labels:
-            items.append(self._audio(runs.pop(0), wanted) if label == "audio" else self._visual(label, wanted))
-        return tuple(items)
+            item, span = (self._audio(runs.pop(0), wanted), None) if label == "audio" else self._visual(label, wanted)
+            items.append(item)
+            spans.append(span)
+        return tuple(items), tuple(spans)
 
-    def _visual(self, label: str, wanted: bool) -> MediaItem:
+    def _visual(self, label: str, wanted: bool) -> tuple[MediaItem, PatchSpan | None]:
         assert self.sizes is not None, "meta.json lists a visual item"
         frames, height, width = (int(v) for v in self.sizes[self.row])
         rows = frames * (height // fmt.PATCH_SIZE) * (width // fmt.PATCH_SIZE)
-        patches = self.pack.patch_rows(self.patch, rows) if wanted else None
+        span = self.pack.patch_span(self.patch, rows) if wanted else None
+        patches = self.pack.patch_rows(span) if span is not None else None
         self.row, self.patch = self.row + 1, self.patch + rows
         kind = "video" if label == "video" else "image"
-        return MediaItem(kind, (), patches, (frames, height, width), label, None, None)  # type: ignore[arg-type]
+        return MediaItem(kind, (), patches, (frames, height, width), label, None, None), span  # type: ignore[arg-type]
 
     def _audio(self, tokens: int, wanted: bool) -> MediaItem:
         assert self.lengths is not None, "meta.json lists an audio item"
@@ -180,16 +200,19 @@ class _MediaCursor:
 
 def repack_unit(
     unit: Unit, packing: PackingConfig, control_ids: Mapping[str, int]
-) -> tuple[UnitSummary, list[TokenizedSample]]:
+) -> tuple[UnitSummary, list[TokenizedSample], list[ItemSpans]]:
     """A repack unit's sequences fitted to ``packing`` (``fit_sample``: a sequence longer than the new
-    ``seq_len`` is truncated where ``packing.overflow`` and its media allow, else rejected ``too_long``);
-    every sequence read ends up once in the samples or in the rejects."""
+    ``seq_len`` is truncated where ``packing.overflow`` and its media allow, else rejected ``too_long``),
+    and where each kept one's patch rows lie (a fitted sample keeps its media items); every sequence
+    read ends up once in the samples or in the rejects."""
     assert unit.reads is not None, "a repack unit"
     rejects = RejectLog()
     samples: list[TokenizedSample] = []
-    for sample in read_sequences(unit.reads, control_ids):
+    kept: list[ItemSpans] = []
+    for sample, spans in zip(*read_sequences(unit.reads, control_ids), strict=True):
         with rejects.catch(sample.source):
             samples.append(fit_sample(sample, packing))
+            kept.append(spans)
     summary = UnitSummary(
         unit=unit.index,
         records_in=len(unit.reads),
@@ -197,4 +220,4 @@ def repack_unit(
         lengths=np.array([s.length for s in samples], dtype=np.int32),
         n_patches=np.array([s.n_patches for s in samples], dtype=np.int32),
     )
-    return summary, samples
+    return summary, samples, kept

@@ -7,7 +7,10 @@ file per unit under ``<output>/.cook-progress/stage/`` (``cook.runner.output_dir
 runs, where the shard writer may be another process or node, and ``buffer_size: all``, where pass 1
 stages the whole dataset): the arrays are written beside their own buffers (no concatenation of
 media) and come back as views of a read-only ``mmap``, so a shard writer copies each byte once,
-into the tar. A reader builds a sample only when a shard asks for it (``StagedUnit``).
+into the tar. A reader builds a sample only when a shard asks for it (``StagedUnit``). A ``cook
+repack`` unit's image and video patches are not copied into the stage file: it keeps a ``PatchSpan``
+(source shard, byte offset, rows) and the reader maps the rows from the source shard, so they move
+once, from the source shard into the new one.
 
 A stage file is written under a temporary name and renamed; its small summary sidecar (the
 ``UnitSummary``: lengths, patch counts, rejects) is renamed after it, so a present sidecar means a
@@ -24,6 +27,7 @@ import mmap
 import os
 import struct
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any, Protocol, overload
 
 import numpy as np
@@ -40,8 +44,20 @@ MAGIC = b"COOKSTG1"
 ALIGN = 64
 
 
+@dataclass(frozen=True)
+class PatchSpan:
+    """Where a media item's ``pixel_patches`` rows lie in a cooked shard (``cook repack``)."""
+
+    shard: str  # the source shard's path
+    offset: int  # byte offset of the item's first row in the shard
+    rows: int
+
+
+Spans = Sequence[tuple[PatchSpan | None, ...]]  # per sample, per media item; None: stage the item's bytes
+
+
 class SampleStore(Protocol):
-    def put(self, summary: UnitSummary, samples: Sequence[TokenizedSample]) -> None: ...
+    def put(self, summary: UnitSummary, samples: Sequence[TokenizedSample], spans: Spans | None = None) -> None: ...
     def get(self, unit: int) -> Sequence[TokenizedSample]: ...
     def take(self, refs: np.ndarray) -> list[TokenizedSample]: ...
     def summary(self, unit: int) -> UnitSummary | None: ...
@@ -52,7 +68,8 @@ class MemoryStore:
     def __init__(self) -> None:
         self._units: dict[int, Sequence[TokenizedSample]] = {}
 
-    def put(self, summary: UnitSummary, samples: Sequence[TokenizedSample]) -> None:
+    def put(self, summary: UnitSummary, samples: Sequence[TokenizedSample], spans: Spans | None = None) -> None:
+        """Keep ``samples`` (their arrays as they are: ``spans`` is not needed in the process)."""
         self._units[summary.unit] = samples
 
     def get(self, unit: int) -> Sequence[TokenizedSample]:
@@ -83,9 +100,10 @@ class DiskStore:
     def _path(self, unit: int, suffix: str) -> str:
         return os.path.join(self.dir, f"unit-{unit:06d}{suffix}")
 
-    def put(self, summary: UnitSummary, samples: Sequence[TokenizedSample]) -> None:
+    def put(self, summary: UnitSummary, samples: Sequence[TokenizedSample], spans: Spans | None = None) -> None:
+        """Stage ``samples``; an item with a ``PatchSpan`` in ``spans`` is staged as that reference."""
         os.makedirs(self.dir, exist_ok=True)
-        _write_atomic(self._path(summary.unit, ".stage"), _stage_buffers(samples))
+        _write_atomic(self._path(summary.unit, ".stage"), _stage_buffers(samples, spans))
         _write_atomic(self._path(summary.unit, ".json"), [encode_result(summary)])
 
     def get(self, unit: int) -> StagedUnit:
@@ -134,11 +152,12 @@ class DiskStore:
 # ------------------------------------------------------------------ the stage file
 #   MAGIC | uint64 header length | header JSON | pad to 64 | sections, each aligned to 64
 # header: sources, lengths, truncated (cut tokens, or -1 when not truncated), media (per sample:
-# [kind, visual_kind, size, patches (offset, rows), audio (offset, clips, frames), lengths offset]),
-# and the offsets of the concatenated input_ids and loss_mask sections.
+# [kind, visual_kind, size, patches (offset, rows[, shard]), audio (offset, clips, frames), lengths offset]),
+# the offsets of the concatenated input_ids and loss_mask sections, and the source shards that
+# patches with a third field (a PatchSpan: offset into that shard) refer to.
 
 
-def _stage_buffers(samples: Sequence[TokenizedSample]) -> list[Any]:
+def _stage_buffers(samples: Sequence[TokenizedSample], spans: Spans | None = None) -> list[Any]:
     sections: list[Any] = []
     offset = 0
 
@@ -155,7 +174,12 @@ def _stage_buffers(samples: Sequence[TokenizedSample]) -> list[Any]:
 
     ids = place(np.concatenate([s.input_ids for s in samples]).astype("<i4", copy=False) if samples else b"")
     mask = place(np.concatenate([s.loss_mask for s in samples]).astype("u1", copy=False) if samples else b"")
-    media = [[_place_item(item, place) for item in s.media] for s in samples]
+    shards: dict[str, int] = {}
+    all_spans = spans if spans is not None else [(None,) * len(s.media) for s in samples]
+    media = [
+        [_place_item(item, place, span, shards) for item, span in zip(s.media, item_spans, strict=True)]
+        for s, item_spans in zip(samples, all_spans, strict=True)
+    ]
     header = {
         "sources": [s.source for s in samples],
         "lengths": [s.length for s in samples],
@@ -163,6 +187,7 @@ def _stage_buffers(samples: Sequence[TokenizedSample]) -> list[Any]:
         "media": media,
         "ids": ids,
         "mask": mask,
+        "shards": list(shards),
     }
     head = _dump_header(header)
     lead = MAGIC + struct.pack("<Q", len(head)) + head
@@ -185,9 +210,12 @@ def _load_header(head: bytes) -> dict[str, Any]:
         return json.loads(head)  # type: ignore[no-any-return]
 
 
-def _place_item(item: MediaItem, place: Any) -> list[Any]:
-    patches = audio = lengths = None
-    if item.patches is not None:
+def _place_item(item: MediaItem, place: Any, span: PatchSpan | None, shards: dict[str, int]) -> list[Any]:
+    patches: list[int] | None = None
+    audio = lengths = None
+    if span is not None:
+        patches = [span.offset, span.rows, shards.setdefault(span.shard, len(shards))]
+    elif item.patches is not None:
         rows = int(item.patches.shape[0])
         patches = [place(np.ascontiguousarray(item.patches, dtype=np.uint8)), rows]
     if item.audio_features is not None:
@@ -230,6 +258,8 @@ class StagedUnit(Sequence[TokenizedSample]):
         self._sources: list[str] = header["sources"]
         self._truncated: list[int] = header["truncated"]
         self._media: list[list[Any]] = header["media"]
+        self._shards: list[str] = header.get("shards", [])  # absent in stage files of an older cook
+        self._shard_maps: dict[int, mmap.mmap] = {}  # the source shards PatchSpans refer to, mapped on first use
         lengths = header["lengths"]
         self._starts = [0, *itertools.accumulate(lengths)]
         total = self._starts[-1]
@@ -244,11 +274,11 @@ class StagedUnit(Sequence[TokenizedSample]):
         ids, mask, starts, sources, cuts, media = (
             self._ids, self._mask, self._starts, self._sources, self._truncated, self._media
         )  # fmt: skip
-        mapped, base, sample = self._mapped, self._base, TokenizedSample
+        sample, read = TokenizedSample, self._read_item
         out = []
         for p in positions:
             a, b, cut, items = starts[p], starts[p + 1], cuts[p], media[p]
-            visuals = tuple(_read_item(mapped, base, item) for item in items) if items else ()
+            visuals = tuple(read(item) for item in items) if items else ()
             out.append(sample(sources[p], ids[a:b], mask[a:b], visuals, 0, cut >= 0, cut if cut > 0 else 0))
         return out
 
@@ -267,24 +297,33 @@ class StagedUnit(Sequence[TokenizedSample]):
             raise IndexError(f"staged unit has {len(self)} samples, not {index}")
         return self.take([index % len(self)])[0]
 
+    def _read_item(self, item: list[Any]) -> MediaItem:
+        """A staged media item; its arrays are views of the stage file or, for a ``PatchSpan``, of the
+        source shard."""
+        kind, visual_kind, size, patches, audio, lengths = item
+        mapped, base = self._mapped, self._base
+        pixel = features = clip_lengths = None
+        if patches is not None:
+            offset, rows, *shard = patches
+            where = (self._shard_map(shard[0]), offset) if shard else (mapped, base + offset)
+            pixel = np.frombuffer(where[0], np.uint8, rows * fmt.PATCH_VALUES, where[1]).reshape(rows, fmt.PATCH_VALUES)
+        if audio is not None:
+            offset, clips, frames = audio
+            count = clips * frames * fmt.MEL_BINS
+            features = np.frombuffer(mapped, "<f2", count, base + offset).reshape(clips, frames, fmt.MEL_BINS)
+            clip_lengths = np.frombuffer(mapped, "<i4", clips, base + lengths)
+        return MediaItem(
+            kind=kind,
+            blocks=(),
+            patches=pixel,
+            size=tuple(size) if size is not None else None,
+            visual_kind=visual_kind,
+            audio_features=features,
+            audio_lengths=clip_lengths,
+        )
 
-def _read_item(mapped: mmap.mmap, base: int, item: list[Any]) -> MediaItem:
-    kind, visual_kind, size, patches, audio, lengths = item
-    pixel = features = clip_lengths = None
-    if patches is not None:
-        offset, rows = patches
-        pixel = np.frombuffer(mapped, np.uint8, rows * fmt.PATCH_VALUES, base + offset).reshape(rows, fmt.PATCH_VALUES)
-    if audio is not None:
-        offset, clips, frames = audio
-        count = clips * frames * fmt.MEL_BINS
-        features = np.frombuffer(mapped, "<f2", count, base + offset).reshape(clips, frames, fmt.MEL_BINS)
-        clip_lengths = np.frombuffer(mapped, "<i4", clips, base + lengths)
-    return MediaItem(
-        kind=kind,
-        blocks=(),
-        patches=pixel,
-        size=tuple(size) if size is not None else None,
-        visual_kind=visual_kind,
-        audio_features=features,
-        audio_lengths=clip_lengths,
-    )
+    def _shard_map(self, shard: int) -> mmap.mmap:
+        if shard not in self._shard_maps:
+            with open(self._shards[shard], "rb") as handle:
+                self._shard_maps[shard] = mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
+        return self._shard_maps[shard]

@@ -165,14 +165,18 @@ class CookWorker:
         return conv, self._media(raw, conv)
 
     def cook_unit(self, unit: Unit, attempt: Attempt | None = None) -> UnitSummary:
-        """Cook ``unit`` into the staging store; returns what the driver needs to plan packs."""
+        """Cook ``unit`` into the staging store; returns what the driver needs to plan packs. A ``cook
+        repack`` unit's sequences are read back from their packs instead, and their patch rows are
+        staged as references into the source shards."""
+        if unit.reads is not None:
+            summary, samples, spans = repack_unit(unit, self.config.packing, self.tokenizer.control_ids)
+            self.store.put(summary, samples, spans)
+            return summary
         summary, samples = self.cook_samples(unit, attempt)
         self.store.put(summary, samples)
         return summary
 
     def cook_samples(self, unit: Unit, attempt: Attempt | None = None) -> tuple[UnitSummary, list[TokenizedSample]]:
-        if unit.reads is not None:  # cook repack: cooked sequences, read back from their packs
-            return repack_unit(unit, self.config.packing, self.tokenizer.control_ids)
         try:
             with _no_cyclic_gc(), self._budget.armed():
                 return self._cook_unit(unit, attempt or Attempt())

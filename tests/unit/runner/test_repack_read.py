@@ -11,6 +11,7 @@ from cook import format as fmt
 from cook.config import PackingConfig
 from cook.packing.packer import build_pack
 from cook.runner.repack_read import read_sequences, repack_unit
+from cook.runner.staging import DiskStore, PatchSpan
 from cook.runner.units import SequenceReads, Unit
 from cook.types import MediaItem, TokenizedSample
 from cook.writer.shards import write_shard
@@ -98,7 +99,7 @@ def test_sequences_come_back_as_they_were_built(tmp_path) -> None:
     samples = _samples()
     shard = _write(tmp_path, samples)
     order = [4, 2, 0, 3, 1]
-    got = read_sequences(_reads(shard, order), CONTROL_IDS)
+    got, _ = read_sequences(_reads(shard, order), CONTROL_IDS)
     for sample, want in zip(got, [samples[i] for i in order], strict=True):
         assert sample.source == want.source and sample.media_end == want.media_end
         assert sample.input_ids.tolist() == want.input_ids.tolist()
@@ -120,8 +121,30 @@ def test_repack_unit_fits_each_sequence_to_the_new_seq_len(tmp_path) -> None:
     truncating it would cut its media: it is rejected too_long; the rest fit as they are."""
     shard = _write(tmp_path, _samples())
     unit = Unit(3, shard, "cooked", (0, 5), reads=_reads(shard, [0, 1, 2, 3, 4]))
-    summary, samples = repack_unit(unit, PackingConfig(seq_len=64, pad_multiple=8), CONTROL_IDS)
+    summary, samples, _ = repack_unit(unit, PackingConfig(seq_len=64, pad_multiple=8), CONTROL_IDS)
     assert summary.unit == 3 and summary.records_in == 5
     assert [(r.source, r.reason.value) for r in summary.rejects] == [("b.tar#k1", "too_long")]
     assert [s.source for s in samples] == ["a.jsonl#1", "a.jsonl#2", "b.tar#k2", "b.tar#k3"]
     assert summary.lengths.tolist() == [13, 10, 10, 5] and summary.n_patches.tolist() == [0, 16, 16, 0]
+
+
+def test_patch_rows_are_staged_as_references_into_the_source_shard(tmp_path) -> None:
+    """A repack unit's visual items carry a PatchSpan; a DiskStore stages that reference instead of the
+    rows, and the staged samples it gives back pack to the same bytes, their patches read from the source."""
+    samples = _samples()
+    shard = _write(tmp_path, samples)
+    unit = Unit(0, shard, "cooked", (0, 5), reads=_reads(shard, [0, 1, 2, 3, 4]))
+    summary, got, spans = repack_unit(unit, PackingConfig(seq_len=1024, pad_multiple=8), CONTROL_IDS)
+    kinds = [tuple(type(span).__name__ for span in item_spans) for item_spans in spans]
+    assert kinds == [(), ("PatchSpan",), ("NoneType", "NoneType"), ("PatchSpan",), ()]
+    assert spans[1][0] == PatchSpan(shard, spans[1][0].offset, 16) and spans[3][0].rows == 16
+    store = DiskStore(str(tmp_path / "out"))
+    store.put(summary, got, spans)
+    staged = list(store.get(0))
+    assert _members(staged) == _members(samples)
+    assert staged[1].media[0].patches.base is not None  # a view, not a copy
+    stage = tmp_path / "out" / ".cook-progress" / "stage" / "unit-000000.stage"
+    rows = [samples[i].media[0].patches.tobytes() for i in (1, 3)]
+    assert not any(row in stage.read_bytes() for row in rows)
+    store.put(summary, got)  # without spans: the rows themselves
+    assert all(row in stage.read_bytes() for row in rows)
