@@ -173,7 +173,7 @@ def scan_shard(root: str, name: str, first_pack: int | None, rules: PackRules, v
 def _parse(scan: ShardScan, raw: RawPack, rules: PackRules) -> tuple[PackMembers, list[Finding]] | None:
     if rules.deep:
         scan.pack_digests[raw.key] = pack_digest(raw.members)
-    members, findings = parse_members(raw)
+    members, findings = parse_members(raw, decode_frames=rules.deep)
     if members is None:
         scan.unparsed += 1
         scan.add(findings, raw.key)

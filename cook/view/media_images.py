@@ -2,7 +2,7 @@
 strips, audio log-mel maps; PNG bytes and ``data:`` URIs for the page.
 
     pixel_patches uint8 [P, 768] + media_sizes int32 [M, 3] -> VisualItem per row (placeholder order)
-    VisualItem -> frames uint8 [frames, H, W, 3] (unpatchify, the exact inverse of media.image.patchify)
+    VisualItem -> frames uint8 [frames, H, W, 3] (``frames.unpatchify``, the exact inverse of ``frames.patchify_image``)
     audio_features float16 [C, F, 128] + audio_lengths -> one palette picture per clip
 
 **Patch order** (SPEC §6, ``cook/media/image.py``): patch ``k = row * grid_w + col`` holds the 16x16 block
@@ -28,6 +28,7 @@ import numpy as np
 from PIL import Image
 
 from cook import format as fmt
+from cook.frames import unpatchify
 from cook.packfiles import VISUAL_KINDS
 from cook.types import Pack
 
@@ -66,13 +67,6 @@ def visual_items(pack: Pack) -> list[VisualItem]:
         items.append(item)
         first += frames * item.patches_per_frame
     return items
-
-
-def unpatchify(patches: np.ndarray, height_px: int, width_px: int) -> np.ndarray:
-    """uint8 [(H/16)(W/16), 768] raster-order patches -> uint8 [H, W, 3]; inverse of ``media.image.patchify``."""
-    p, c = fmt.PATCH_SIZE, fmt.CHANNELS
-    grid = patches.reshape(height_px // p, width_px // p, c, p, p)  # [gh, gw, C, y, x]
-    return np.ascontiguousarray(grid.transpose(0, 3, 1, 4, 2).reshape(height_px, width_px, c))
 
 
 def item_frames(pack: Pack, item: VisualItem) -> np.ndarray:
