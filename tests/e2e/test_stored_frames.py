@@ -6,6 +6,7 @@ JPEGs at their own grid are stored near their source size."""
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import io
 import json
@@ -23,6 +24,7 @@ from cook.cli.main import main
 from cook.contract import ContractMismatch
 from cook.errors import ConfigError
 from cook.frames import frame_header
+from cook.packfiles import find_pack
 from cook.reader import make_loader
 from tests.conftest import DEMO_DATA, DEMO_TOKENIZER, REPO, pipeline_dict, write_jsonl
 from tests.e2e.energon_load import load_all_packs
@@ -207,3 +209,19 @@ def test_photos_stored_near_their_source_size(photos: tuple[int, dict[str, Path]
     print(f"stored/source bytes {ratios}; jpeg MAE {mae:.3f}/255, max {int(error.max())}, PSNR {psnr:.2f} dB")
     assert ratios["png"] <= 8.0 and ratios["jpeg"] <= 2.0 and mae <= 2.0
     assert ratios["raw"] > ratios["png"] > ratios["jpeg"]
+
+
+def test_inspect_html_embeds_the_stored_frames(demo: dict[str, Path], tmp_path: Path) -> None:
+    page = tmp_path / "p.html"
+    assert main(["inspect", str(demo["jpeg"]), "--html", str(page)]) == 0
+    html = page.read_text()
+    found = find_pack(str(demo["jpeg"]), 0)
+    assert found is not None
+    members = found[1].members
+    kinds = [k for s in json.loads(bytes(members[fmt.META]))["sequences"] for k in s["media"] if k != "audio"]
+    counts = np.load(io.BytesIO(bytes(members[fmt.MEDIA_SIZES])))[:, 0].tolist()  # frames per visual item
+    firsts = np.cumsum([0, *counts])[:-1].tolist()
+    frames = [
+        bytes(members[fmt.frame_member(k, "jpeg")]) for k, kind in zip(firsts, kinds, strict=True) if kind == "image"
+    ]
+    assert frames and all(f"data:image/jpeg;base64,{base64.b64encode(data).decode()}" in html for data in frames)
