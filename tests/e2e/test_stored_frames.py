@@ -225,3 +225,31 @@ def test_inspect_html_embeds_the_stored_frames(demo: dict[str, Path], tmp_path: 
         bytes(members[fmt.frame_member(k, "jpeg")]) for k, kind in zip(firsts, kinds, strict=True) if kind == "image"
     ]
     assert frames and all(f"data:image/jpeg;base64,{base64.b64encode(data).decode()}" in html for data in frames)
+
+
+def test_tiles_stored_as_one_frame_per_tile(tmp_path: Path) -> None:
+    """Tiles mode: each 512 px tile (thumbnail last) is one frame; png gives raw's patches exactly."""
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "wide.jpg").write_bytes(photo_jpeg(7, width=1024, height=512))
+    content = [{"type": "image", "image": "wide.jpg"}, {"type": "text", "text": "What?"}]
+    write_jsonl(
+        data / "t.jsonl", [{"messages": [{"role": "user", "content": content}, {"role": "assistant", "content": "A."}]}]
+    )
+    patches = {}
+    for mode in ("raw", "png"):
+        config = pipeline_dict(
+            str(data / "t.jsonl"),
+            str(tmp_path / mode),
+            input={"media_root": str(data)},
+            media={"image": {"mode": "tiles", "storage": mode}},
+            packing={"seq_len": 1024, "pad_multiple": 8, "buffer_size": "all"},
+        )
+        (tmp_path / f"{mode}.yaml").write_text(yaml.safe_dump(config))
+        assert main(["run", str(tmp_path / f"{mode}.yaml"), "--workers", "0", "--quiet"]) == 0
+        patches[mode] = _patches_by_key(tmp_path / mode)
+    found = find_pack(str(tmp_path / "png"), 0)
+    assert found is not None
+    assert sorted(n for n in found[1].members if fmt.parse_frame_member(n)) == [f"frame.{k}.png" for k in range(3)]
+    assert patches["raw"].keys() == patches["png"].keys() == {fmt.pack_key(0)}
+    np.testing.assert_array_equal(patches["png"][fmt.pack_key(0)], patches["raw"][fmt.pack_key(0)])
