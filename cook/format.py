@@ -146,7 +146,7 @@ FRAME_CODECS: Final = {"png": "png", "jpeg": "jpg"}  # codec -> member extension
 FRAME_PIL_FORMATS: Final = {"png": "PNG", "jpeg": "JPEG"}  # codec -> what Pillow reports on open
 JPEG_QUALITY: Final = 95  # media.image.jpeg_quality default
 JPEG_SUBSAMPLING: Final = "4:4:4"  # chroma: never subsampled
-PNG_COMPRESS_LEVEL: Final = 6  # zlib level of stored PNG frames (fixed: the bytes are part of the format)
+PNG_COMPRESS_LEVEL: Final = 1  # zlib level of stored PNG frames (fixed): photo-like frames as small as at 6
 FRAME_MEMBER_PATTERN: Final = re.compile(r"frame\.(0|[1-9][0-9]{0,8})\.(png|jpg)")
 
 
