@@ -8,6 +8,8 @@ lazily): numbered 0 .. n-1 with one codec, not beside ``pixel_patches.npy``, one
 and height (``frame_size``). Without ``decode`` the patches are a zero view of the right row count
 (``media.check_visual`` counts rows, never reads values); with ``decode`` (``--deep``, ``cook inspect``)
 every frame is decoded as the reader decodes it, and a frame that fails is ``frame_member``.
+``storage_findings``: a pack stores its patches as the manifest's ``media.image.storage`` says
+(``frame_codec``).
 """
 
 from __future__ import annotations
@@ -77,4 +79,17 @@ def _header_findings(name: str, codec: str, data: MemberData, height_px: int, wi
         return [(Code.FRAME_CODEC, f"{name} is a {actual or 'non-frame'} {mode} image, expected RGB {codec}")]
     if (width, height) != (width_px, height_px):
         return [(Code.FRAME_SIZE, f"{name} is {width}x{height}, {fmt.MEDIA_SIZES} says {width_px}x{height_px}")]
+    return []
+
+
+def storage_findings(members: Mapping[str, MemberData], storage: str | None) -> list[Finding]:
+    """The pack's visual storage against the manifest's ``media.image.storage`` (None: not recorded)."""
+    codecs = sorted({codec for _, _, codec in frame_names(members)})
+    if storage is None or (not codecs and fmt.PIXEL_PATCHES not in members):
+        return []
+    stored = ", ".join(codecs) if codecs else "raw"
+    if stored != storage:
+        return [
+            (Code.FRAME_CODEC, f"visual frames stored as {stored}, the manifest says media.image.storage {storage}")
+        ]
     return []

@@ -116,5 +116,6 @@ class PackRules:
     seq_len: int | None
     pad_multiple: int | None
     image_mode: str | None  # media.image.mode: "dynamic" | "tiles"
+    frame_storage: str | None = None  # media.image.storage: "raw" | "png" | "jpeg"
     tokens: TokenInfo = field(default_factory=TokenInfo)
     deep: bool = False

@@ -12,8 +12,9 @@ from PIL import Image
 from cook import format as fmt
 from cook.contract import frame_storage
 from cook.packfiles import RawPack
+from cook.validate.frames import storage_findings
 from cook.validate.members import parse_members, parse_pack
-from cook.validate.problems import PackRules
+from cook.validate.problems import Code, PackRules
 from cook.validate.scan import check_pack
 from cook.writer.members import pack_members
 from tests.unit.validate.packs_data import multimodal
@@ -82,3 +83,15 @@ def test_deep_decodes_every_frame() -> None:
     named[fmt.frame_member(3, "jpeg")] = good[:-40]  # the header is intact, the scan data cut
     assert _codes(named) == (True, [])
     assert _codes(named, decode=True) == (False, ["frame_member"])
+
+
+def test_storage_against_the_manifest() -> None:
+    jpeg, raw = _members("jpeg"), dict(pack_members(multimodal()))
+    assert storage_findings(jpeg, "jpeg") == [] and storage_findings(raw, "raw") == []
+    assert storage_findings(jpeg, None) == [] and storage_findings(_members("png"), None) == []
+    assert storage_findings(jpeg, "png") == [
+        (Code.FRAME_CODEC, "visual frames stored as jpeg, the manifest says media.image.storage png")
+    ]
+    assert storage_findings(raw, "jpeg") == [
+        (Code.FRAME_CODEC, "visual frames stored as raw, the manifest says media.image.storage jpeg")
+    ]
