@@ -13,6 +13,7 @@ import json
 import math
 from pathlib import Path
 
+import jsonschema
 import numpy as np
 import pytest
 import yaml
@@ -108,6 +109,9 @@ def test_contract_records_the_codec(demo: dict[str, Path]) -> None:
         "encoder_version": PIL.__version__,
     }
     assert _manifest(demo["png"])["contract"]["storage"]["png_compress_level"] == fmt.PNG_COMPRESS_LEVEL
+    schema = json.loads((REPO / "schemas" / "manifest.v1.schema.json").read_text())
+    for mode in MODES:
+        jsonschema.validate(_manifest(demo[mode]), schema)
 
 
 @pytest.mark.parametrize("mode", ["png", "jpeg"])
