@@ -94,6 +94,12 @@ class ImageConfig:
     max_patches: int = _key(13312, "Largest patch grid in dynamic mode.", minimum=4)
     max_tiles: int = _key(12, "Most 512 px tiles in tiles mode (a thumbnail is added when > 1).", minimum=1)
     max_pixels: int = _key(178_956_970, "Largest image (width x height) read from the header before decode.")
+    storage: Literal["raw", "png", "jpeg"] = _key(
+        "raw",
+        "How visual frames are stored: raw (pixel_patches.npy), png (lossless) or jpeg (4:4:4), one image member "
+        "per frame at its grid size. Applies to every visual frame (images, tiles, video frames).",
+    )
+    jpeg_quality: int = _key(95, "JPEG quality of stored frames (storage: jpeg; chroma 4:4:4).", minimum=1, maximum=100)
 
 
 @dataclass(frozen=True)

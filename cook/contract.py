@@ -25,11 +25,13 @@ import json
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, fields
+from importlib.metadata import version
 from typing import Any
 
 from cook import format as fmt
 
 CONTRACT_KEY = "contract"
+FRAME_ENCODER = "Pillow"  # the library that encodes stored frames (cook.frames)
 CHATML_TEMPLATE = f"{fmt.IM_START}{{role}}\\n{{content}}{fmt.IM_END}\\n"  # what chat_format "chatml" renders
 
 
@@ -63,6 +65,56 @@ class MediaSettings:
 
 
 @dataclass(frozen=True)
+class FrameStorage:
+    """How visual frames are stored (``media.image.storage``, SPEC §8): ``raw`` keeps ``pixel_patches.npy``
+    (the other fields None); ``png``/``jpeg`` store one image member per frame, written by ``encoder``."""
+
+    codec: str = "raw"  # raw | png | jpeg
+    jpeg_quality: int | None = None
+    chroma_subsampling: str | None = None  # jpeg: "4:4:4"
+    png_compress_level: int | None = None
+    encoder: str | None = None  # "Pillow"
+    encoder_version: str | None = None
+
+    @property
+    def stores_frames(self) -> bool:
+        return self.codec != "raw"
+
+
+RAW_STORAGE = FrameStorage()  # pixel_patches.npy, as before stored frames
+
+
+def frame_storage(codec: str, jpeg_quality: int = fmt.JPEG_QUALITY) -> FrameStorage:
+    """The ``FrameStorage`` of a ``media.image.storage`` value, with this process's encoder version.
+
+    >>> frame_storage("jpeg").chroma_subsampling, frame_storage("raw").encoder
+    ('4:4:4', None)
+    """
+    if codec == "raw":
+        return FrameStorage()
+    pillow = version("pillow")
+    if codec == "png":
+        return FrameStorage("png", None, None, fmt.PNG_COMPRESS_LEVEL, FRAME_ENCODER, pillow)
+    return FrameStorage("jpeg", jpeg_quality, fmt.JPEG_SUBSAMPLING, None, FRAME_ENCODER, pillow)
+
+
+def storage_problems(storage: FrameStorage) -> list[str]:
+    """What a reader of this cook cannot decode exactly as declared (empty: it can)."""
+    if storage.codec == "raw":
+        return []
+    if storage.codec not in fmt.FRAME_CODECS:
+        return [f"frame codec {storage.codec!r} is not one this reader decodes ({', '.join(fmt.FRAME_STORAGE)})"]
+    problems = []
+    if storage.encoder != FRAME_ENCODER:
+        problems.append(f"frames encoded by {storage.encoder!r}, this reader knows {FRAME_ENCODER!r}")
+    if storage.codec == "jpeg" and storage.chroma_subsampling != fmt.JPEG_SUBSAMPLING:
+        problems.append(f"jpeg chroma subsampling {storage.chroma_subsampling!r} != {fmt.JPEG_SUBSAMPLING}")
+    if storage.codec == "jpeg" and not (isinstance(storage.jpeg_quality, int) and 1 <= storage.jpeg_quality <= 100):
+        problems.append(f"jpeg quality {storage.jpeg_quality!r} is not in 1..100")
+    return problems
+
+
+@dataclass(frozen=True)
 class Contract:
     """The cook-time side, as stored in the manifest."""
 
@@ -75,6 +127,7 @@ class Contract:
     media: MediaSettings
     seq_len: int
     pad_multiple: int
+    storage: FrameStorage = FrameStorage()  # absent from manifests written before stored frames: raw
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
@@ -86,7 +139,10 @@ class Contract:
     def from_dict(cls, data: Mapping[str, Any]) -> Contract:
         known = {f.name for f in fields(MediaSettings)}
         media = MediaSettings(**{k: v for k, v in dict(data["media"]).items() if k in known})
-        return cls(**{**{f.name: data[f.name] for f in fields(cls) if f.name != "media"}, "media": media})
+        stored = {f.name for f in fields(FrameStorage)}
+        storage = FrameStorage(**{k: v for k, v in dict(data.get("storage", {})).items() if k in stored})
+        plain = {f.name: data[f.name] for f in fields(cls) if f.name not in ("media", "storage")}
+        return cls(**plain, media=media, storage=storage)
 
 
 @dataclass(frozen=True)
@@ -164,6 +220,7 @@ def cooked_contract(
     media: MediaSettings,
     seq_len: int,
     pad_multiple: int,
+    storage: FrameStorage = RAW_STORAGE,
 ) -> Contract:
     return Contract(
         tokenizer_path=os.path.abspath(tokenizer_path),
@@ -175,6 +232,7 @@ def cooked_contract(
         media=media,
         seq_len=seq_len,
         pad_multiple=pad_multiple,
+        storage=storage,
     )
 
 
@@ -235,7 +293,7 @@ def _differences(a: Contract, b: Contract) -> list[str]:
     left, right = a.to_dict(), b.to_dict()
     out = []
     for name in left:
-        if name == "tokenizer_path":
+        if name in ("tokenizer_path", "storage"):  # a blend may mix storages: each pack's members say which
             continue
         if name == "media":
             out += [f"media.{k} {v} != {right['media'][k]}" for k, v in left["media"].items() if v != right["media"][k]]

@@ -15,6 +15,7 @@ Each pack (tar sample key ``pack-000000042``) holds the members of ``MEMBERS`` b
 from __future__ import annotations
 
 import io
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Final
@@ -135,6 +136,32 @@ REQUIRED_MEMBERS: Final = (INPUT_IDS, LOSS_MASK, CU_SEQLENS, CU_SEQLENS_PADDED, 
 VISUAL_MEMBERS: Final = (PIXEL_PATCHES, MEDIA_SIZES)
 AUDIO_MEMBERS: Final = (AUDIO_FEATURES, AUDIO_LENGTHS)
 MEMBERS: Final = REQUIRED_MEMBERS + VISUAL_MEMBERS + AUDIO_MEMBERS
+
+# Stored frames (``media.image.storage`` png | jpeg): instead of ``pixel_patches.npy`` each visual frame
+# (an image, one tile, one video frame), at its grid size from ``media_sizes``, is one image member
+# ``frame.<k>.png`` / ``frame.<k>.jpg``, k = 0, 1, ... in placeholder order; its patches are the 16x16
+# blocks of the decoded frame, in pixel_patches order (``cook.frames``).
+FRAME_STORAGE: Final = ("raw", "png", "jpeg")  # media.image.storage values; raw = pixel_patches.npy
+FRAME_CODECS: Final = {"png": "png", "jpeg": "jpg"}  # codec -> member extension
+FRAME_PIL_FORMATS: Final = {"png": "PNG", "jpeg": "JPEG"}  # codec -> what Pillow reports on open
+JPEG_QUALITY: Final = 95  # media.image.jpeg_quality default
+JPEG_SUBSAMPLING: Final = "4:4:4"  # chroma: never subsampled
+PNG_COMPRESS_LEVEL: Final = 1  # zlib level of stored PNG frames (fixed): photo-like frames as small as at 6
+FRAME_MEMBER_PATTERN: Final = re.compile(r"frame\.(0|[1-9][0-9]{0,8})\.(png|jpg)")
+
+
+def frame_member(index: int, codec: str) -> str:
+    """``frame_member(3, "jpeg") == 'frame.3.jpg'``: the member of visual frame ``index``."""
+    return f"frame.{index}.{FRAME_CODECS[codec]}"
+
+
+def parse_frame_member(name: str) -> tuple[int, str] | None:
+    """``'frame.3.jpg'`` -> ``(3, "jpeg")``; None for a name that is not a frame member."""
+    match = FRAME_MEMBER_PATTERN.fullmatch(name)
+    if match is None:
+        return None
+    return int(match.group(1)), "png" if match.group(2) == "png" else "jpeg"
+
 
 # member -> (dtype, ndim, fixed trailing dims or None)
 MEMBER_DTYPES: Final[dict[str, tuple[np.dtype, int, tuple[int, ...]]]] = {

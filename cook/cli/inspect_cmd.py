@@ -55,6 +55,7 @@ from cook.validate.members import parse_pack
 from cook.validate.scan import check_pack
 from cook.validate.tokenizer_info import load_tokenizer
 from cook.view import tokens as view_tokens
+from cook.view.media_images import stored_frames
 from cook.view.pack_page import DEFAULT_MAX_BYTES, render_pack_page
 from cook.writer.atomic import atomic_write
 
@@ -128,7 +129,8 @@ def handle(args: argparse.Namespace) -> int:
         print(f"cook inspect: warning: {warning}; showing token ids", file=sys.stderr)
     if args.html:
         budget = round(args.html_max_mb * 1e6) or None
-        write_html(args.html, manifest, pack, raw.key, shard, tokenizer, budget, args.source)
+        stored = stored_frames(raw.members)
+        write_html(args.html, manifest, pack, raw.key, shard, tokenizer, budget, args.source, stored)
         return 0
     try:
         print(render(pack, raw.key, shard, args.source, tokenizer, sys.stdout.isatty()))
@@ -147,13 +149,15 @@ def write_html(
     tokenizer: Any,
     budget: int | None,
     source: str | None,
+    stored: list[tuple[str, bytes]],
 ) -> None:
-    """The pack page; without a tokenizer, text as token ids and control tokens from the manifest."""
+    """The pack page; without a tokenizer, text as token ids and control tokens from the manifest; the
+    stored frames of a png/jpeg pack are embedded as they are."""
     if tokenizer is not None:
         view = view_tokens.from_tokenizer(tokenizer)
     else:
         view = view_tokens.from_ids(manifest.tokenizer.control_ids, manifest.tokenizer.pad_id)
-    page = render_pack_page(pack, key, shard, manifest.seq_len, view, budget, source)
+    page = render_pack_page(pack, key, shard, manifest.seq_len, view, budget, source, stored)
     atomic_write(path, page)
     print(f"cook inspect: wrote {path}", file=sys.stderr)
 

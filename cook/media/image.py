@@ -52,7 +52,6 @@ Patches are cut from Pillow's own channel split (``Image.split``, read zero-copy
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
 from typing import Final, Literal
 
 import numpy as np
@@ -61,6 +60,7 @@ from PIL import Image, ImageOps
 from cook import format as fmt
 from cook.config import MediaConfig
 from cook.errors import Rejected, RejectReason
+from cook.frames import patchify_image
 from cook.media.limits import PIL_DECODE_ERRORS, open_image_header, short_error
 from cook.types import MediaItem, MediaRef, PlaceholderBlock
 
@@ -69,7 +69,6 @@ BACKGROUND: Final = (255, 255, 255)  # transparency is composited over white
 _ALPHA_MODES: Final = frozenset({"RGBA", "RGBa", "LA", "La", "PA"})
 _EXIF_ORIENTATION: Final = 0x0112
 _TRANSPOSED: Final = frozenset({5, 6, 7, 8})  # EXIF orientations that swap width and height
-_RUN: Final = np.dtype((np.void, fmt.PATCH_SIZE))  # 16 bytes: one row of one channel of one patch
 
 
 def process_image(ref: MediaRef, data: bytes, config: MediaConfig) -> tuple[MediaItem, ...]:
@@ -185,44 +184,6 @@ def choose_grid(height_px: int, width_px: int, min_patches: int, max_patches: in
             break
         grid_h, grid_w = _closest(grow, log_aspect)
     return grid_h, grid_w
-
-
-def rgb_planes(image: Image.Image) -> list[np.ndarray]:
-    """RGB image -> its R, G, B planes, uint8 [H, W] each (Pillow's ``split``, read without a copy)."""
-    return [_plane(band) for band in image.split()]
-
-
-def _plane(band: Image.Image) -> np.ndarray:
-    """Mode-L image -> uint8 [H, W]: zero-copy through the Arrow C data interface where Pillow offers
-    it (Pillow >= 11.2, single-block images), else ``np.asarray`` (one copy)."""
-    import pyarrow as pa
-
-    try:
-        flat: np.ndarray = pa.array(band).to_numpy(zero_copy_only=True)  # uint8 [H*W]
-    except (TypeError, ValueError, pa.ArrowException):
-        return np.asarray(band, dtype=np.uint8)
-    return flat.reshape(band.height, band.width)
-
-
-def patchify_image(image: Image.Image) -> np.ndarray:
-    """RGB image (sides multiples of 16) -> uint8 [(H/16)(W/16), 768], raster order, each patch C x 16 x 16
-    (the layout of the reshape-and-transpose oracle in ``tests/unit/media/oracles.py``)."""
-    return patchify_planes(rgb_planes(image))
-
-
-def patchify_planes(planes: Sequence[np.ndarray]) -> np.ndarray:
-    """C planes uint8 [H, W] (H, W multiples of 16; each row contiguous) -> uint8 [(H/16)(W/16), C*256].
-
-    Same layout as ``patchify_image``; the copy moves 16-byte runs (one patch row of one channel) at a time.
-    """
-    p = fmt.PATCH_SIZE
-    height_px, width_px = planes[0].shape
-    grid_h, grid_w = height_px // p, width_px // p
-    out = np.empty((grid_h, grid_w, len(planes), p), _RUN)  # [gh, gw, C, y] of 16-byte x runs
-    for c, plane in enumerate(planes):
-        runs = plane.view(_RUN).reshape(grid_h, p, grid_w)  # [gh, y, gw]
-        np.copyto(out[:, :, c].transpose(0, 2, 1), runs)  # iterating in source order is ~2x faster
-    return out.view(np.uint8).reshape(grid_h * grid_w, len(planes) * p * p)
 
 
 def visual_item(

@@ -31,15 +31,8 @@ import numpy as np
 
 from cook import format as fmt
 from cook.config import MediaConfig
-from cook.media.image import (
-    RESAMPLE,
-    load_rgb,
-    patchify_image,
-    patchify_planes,
-    rgb_planes,
-    upright_size,
-    visual_item,
-)
+from cook.frames import patchify_image, patchify_planes, rgb_planes
+from cook.media.image import RESAMPLE, load_rgb, upright_size, visual_item
 from cook.media.limits import open_image_header
 from cook.types import MediaItem, MediaRef
 

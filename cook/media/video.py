@@ -48,7 +48,8 @@ import numpy as np
 from cook import format as fmt
 from cook.config import MediaConfig, VideoConfig
 from cook.errors import Rejected, RejectReason
-from cook.media.image import choose_grid, patchify_planes
+from cook.frames import patchify_planes
+from cook.media.image import choose_grid
 from cook.media.limits import (
     check_duration,
     check_pixels,

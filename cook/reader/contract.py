@@ -16,7 +16,7 @@ from typing import Any
 import yaml
 
 from cook import format as fmt
-from cook.contract import Contract, ContractMismatch, Expectation, check_blend, check_contract
+from cook.contract import Contract, ContractMismatch, Expectation, check_blend, check_contract, storage_problems
 from cook.manifest import Manifest, load_manifest
 
 
@@ -61,9 +61,14 @@ def dataset_contracts(path: str | Path) -> list[tuple[str, Contract | None]]:
 
 
 def check_datasets(path: str | Path, expect: Expectation | None) -> None:
-    """Refuse a blend whose cooked datasets differ, and (given ``expect``) any that differs from the trainer."""
+    """Refuse a dataset whose stored frames this reader cannot decode as declared, a blend whose cooked
+    datasets differ, and (given ``expect``) any that differs from the trainer."""
     contracts = dataset_contracts(path)
     present = [(name, c) for name, c in contracts if c is not None]
+    for name, cooked in present:
+        problems = storage_problems(cooked.storage)
+        if problems:
+            raise ContractMismatch(f"dataset {name} stores frames this reader cannot decode", problems)
     check_blend(present)
     if expect is None:
         return

@@ -34,6 +34,7 @@ from megatron.energon import (
 
 from cook import format as fmt
 from cook.contract import Expectation
+from cook.errors import ConfigError
 from cook.reader.batch import PackedBatch, collate_packs
 from cook.reader.contract import check_datasets
 from cook.reader.pack import PackedSample, decode_pack
@@ -71,6 +72,7 @@ def make_loader(
     max_samples_per_sequence: int | None = None,
     repeat: bool = True,
     expect: Expectation | None = None,
+    decode: str = "cpu",
     **loader_kwargs: Any,
 ) -> SavableDataLoader[PackedBatch]:
     """A checkpointable loader of ``PackedBatch``es (``batch_size`` packs each) over a cooked dataset.
@@ -82,12 +84,17 @@ def make_loader(
     ``repeat=True``): cooked datasets with different contracts are refused
     (``cook.contract.ContractMismatch``), and given ``expect`` (the trainer's tokenizer directory, media
     settings, ``seq_len``, context-parallel size) so is any dataset that differs from it, in one error
-    naming every field, before anything is read.
+    naming every field, before anything is read, as is a dataset whose stored frames this reader cannot
+    decode as its contract declares. ``decode``: where stored frames (png/jpeg storage) are decoded;
+    ``"cpu"`` (Pillow, in the loader's workers) is the one implemented, ``"cuda"`` raises ``ConfigError``.
 
     >>> loader = make_loader("out/demo", batch_size=2,
     ...                      worker_config=WorkerConfig(rank=0, world_size=1, num_workers=2))  # doctest: +SKIP
     >>> batch = to_device(next(iter(loader)), "cuda")  # doctest: +SKIP
     """
+    if decode != "cpu":
+        detail = "GPU frame decoding is not implemented yet" if decode == "cuda" else "valid: cpu, cuda"
+        raise ConfigError(f"make_loader(decode={decode!r}): {detail}; use decode='cpu'")
     check_datasets(path, expect)
     dataset = get_train_dataset(
         str(path),

@@ -5,10 +5,12 @@
 Every ``.npy`` member is parsed by ``packfiles.read_npy`` (as ``cook validate`` parses it): the headers
 ``np.save`` writes are read as a view of the member bytes, anything else goes to ``format.load_npy``
 (``allow_pickle=False``: an object array raises instead of being unpickled); each is checked against
-``format.MEMBER_DTYPES``; ``meta.json`` is parsed with ``orjson``. Nothing else is decoded and nothing
-is unpickled. A member that is missing, of the wrong dtype or shape, or inconsistent with the
-boundaries raises ``PackFormatError`` naming the pack key and the member (``cook validate`` reports
-the same defects before a run).
+``format.MEMBER_DTYPES``; ``meta.json`` is parsed with ``orjson``. Stored frames (``frame.<k>.png|jpg``,
+``media.image.storage`` png | jpeg) are decoded by Pillow on the CPU at their ``media_sizes`` grid
+(``cook.frames.decode_frame``: no resize, no draft) into the same ``pixel_patches`` raw storage holds.
+Nothing else is decoded and nothing is unpickled. A member that is missing, of the wrong dtype or
+shape, or inconsistent with the boundaries raises ``PackFormatError`` naming the pack key and the
+member (``cook validate`` reports the same defects before a run).
 
 The sample keeps the stored, *target-aligned* form (``target_mask[t] = 1``: token ``t`` is predicted
 from earlier tokens of its sequence); ``cook.reader.batch`` derives the label-aligned training form.
@@ -27,6 +29,7 @@ import torch
 from megatron.energon import Sample, edataclass
 
 from cook import format as fmt
+from cook.frames import FRAME_ERRORS, decode_frame, frame_sizes
 from cook.packfiles import read_npy
 
 
@@ -106,7 +109,7 @@ def _check_boundaries(key: str, tokens: int, cu: np.ndarray, cu_padded: np.ndarr
         )
 
 
-_MEDIA_MEMBERS = fmt.VISUAL_MEMBERS + fmt.AUDIO_MEMBERS
+_MEDIA_MEMBERS = (*fmt.VISUAL_MEMBERS, *fmt.AUDIO_MEMBERS)
 _SAMPLE_KEYS = tuple(field.name for field in dataclasses.fields(Sample))  # what basic_sample_keys forwards
 
 
@@ -134,7 +137,7 @@ def decode_pack(crude: Mapping[str, Any]) -> PackedSample:
         target_mask=torch.from_numpy(arrays[1]),
         cu_seqlens=torch.from_numpy(arrays[2]),
         cu_seqlens_padded=torch.from_numpy(arrays[3]),
-        **(_media(key, crude) if any(name in crude for name in _MEDIA_MEMBERS) else {}),
+        **(_media(key, crude) if any(name in crude for name in _MEDIA_MEMBERS) else {}),  # frames come with sizes
         sources=tuple([str(s.get("source", "")) for s in sequences]),
         target_tokens=sum([int(s.get("targets", 0)) for s in sequences]),
     )
@@ -143,9 +146,42 @@ def decode_pack(crude: Mapping[str, Any]) -> PackedSample:
 
 
 def _media(key: str, crude: Mapping[str, Any]) -> dict[str, torch.Tensor | None]:
+    sizes = _array(key, crude, fmt.MEDIA_SIZES)
+    frames = _frame_members(key, crude)
+    if frames and fmt.PIXEL_PATCHES in crude:
+        raise PackFormatError(f"{key}: both {fmt.PIXEL_PATCHES} and frame members")
+    patches = _decode_frames(key, frames, sizes) if frames else _array(key, crude, fmt.PIXEL_PATCHES)
     return {
-        "pixel_patches": _tensor(_array(key, crude, fmt.PIXEL_PATCHES)),
-        "media_sizes": _tensor(_array(key, crude, fmt.MEDIA_SIZES)),
+        "pixel_patches": _tensor(patches),
+        "media_sizes": _tensor(sizes),
         "audio_features": _tensor(_array(key, crude, fmt.AUDIO_FEATURES)),
         "audio_lengths": _tensor(_array(key, crude, fmt.AUDIO_LENGTHS)),
     }
+
+
+def _frame_members(key: str, crude: Mapping[str, Any]) -> list[tuple[str, str, Any]]:
+    """``[(member name, codec, bytes)]`` of the stored frames, in frame order; the indices must be 0..n-1."""
+    found = sorted(
+        (parsed[0], name, parsed[1], data)
+        for name, data in crude.items()
+        if (parsed := fmt.parse_frame_member(name)) is not None
+    )
+    if [index for index, *_ in found] != list(range(len(found))):
+        raise PackFormatError(
+            f"{key}: frame members {[name for _, name, *_ in found]} are not frame.0 .. frame.{len(found) - 1}"
+        )
+    return [(name, codec, data) for _, name, codec, data in found]
+
+
+def _decode_frames(key: str, frames: list[tuple[str, str, Any]], sizes: np.ndarray | None) -> np.ndarray:
+    """uint8 [P, 768]: every frame decoded on the CPU at its ``media_sizes`` grid, patches in frame order."""
+    expected = frame_sizes(sizes) if sizes is not None else []
+    if len(expected) != len(frames):
+        raise PackFormatError(f"{key}: {len(frames)} frame members, {fmt.MEDIA_SIZES} lists {len(expected)} frames")
+    decoded = []
+    for (name, codec, data), (height_px, width_px) in zip(frames, expected, strict=True):
+        try:
+            decoded.append(decode_frame(data, codec, height_px, width_px))
+        except FRAME_ERRORS as error:
+            raise PackFormatError(f"{key}: member {name!r} does not decode as declared ({error})") from error
+    return np.concatenate(decoded)

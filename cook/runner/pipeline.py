@@ -29,7 +29,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
 
 from cook.config import PipelineConfig
-from cook.contract import Contract, MediaSettings, cooked_contract, tokenizer_files_sha256
+from cook.contract import Contract, MediaSettings, cooked_contract, frame_storage, tokenizer_files_sha256
 from cook.manifest import LineageEntry, Manifest, PackingEntry, TokenizerEntry, load_manifest
 from cook.packing.metrics import PackingStats
 from cook.runner.driver import Driver, Executor
@@ -120,6 +120,7 @@ def _contract(config: PipelineConfig, tokenizer: ChatTokenizer) -> Contract:
         media=media,
         seq_len=config.packing.seq_len,
         pad_multiple=config.packing.pad_multiple,
+        storage=frame_storage(image.storage, image.jpeg_quality),
     )
 
 

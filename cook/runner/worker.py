@@ -35,6 +35,7 @@ from typing import Any
 import numpy as np
 
 from cook.config import PipelineConfig
+from cook.contract import frame_storage
 from cook.cookers import COOKERS
 from cook.errors import Rejected, RejectReason
 from cook.format import Counts
@@ -231,8 +232,14 @@ class CookWorker:
         bounds = task.bounds.tolist()
         pad_id, pad_multiple = self.tokenizer.pad_id, self.config.packing.pad_multiple
         packs = [build_pack(samples[a:b], pad_id, pad_multiple, False) for a, b in itertools.pairwise(bounds)]
+        image = self.config.media.image
         info, layout = write_shard(
-            self.config.output.dir, task.shard_index, task.first_pack, packs, direct=self.config.ray.direct_io
+            self.config.output.dir,
+            task.shard_index,
+            task.first_pack,
+            packs,
+            direct=self.config.ray.direct_io,
+            storage=frame_storage(image.storage, image.jpeg_quality),
         )
         return ShardDone(task.shard_index, info, layout, _packed_counts(packs, samples))
 

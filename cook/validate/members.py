@@ -26,6 +26,7 @@ import orjson
 from cook import format as fmt
 from cook.packfiles import NPY_ERRORS, MemberData, RawPack, read_npy
 from cook.types import Pack, SequenceMeta
+from cook.validate.frames import frame_names, frame_patches
 from cook.validate.problems import Code, Finding
 
 PICKLE_SUFFIXES: Final = (".pyd", ".pickle", ".pkl", ".pth", ".pt")
@@ -79,8 +80,9 @@ class SequenceColumns:
 
 
 def parse_pack(raw: RawPack) -> tuple[Pack | None, list[Finding]]:
-    """The pack's members as a ``Pack`` (None when it cannot be checked further) and what is wrong."""
-    members, findings = parse_members(raw)
+    """The pack's members as a ``Pack`` (None when it cannot be checked further) and what is wrong; stored
+    frames are decoded into its ``pixel_patches``."""
+    members, findings = parse_members(raw, decode_frames=True)
     if members is None:
         return None, findings
     columns = sequence_columns(members.entries)
@@ -89,8 +91,11 @@ def parse_pack(raw: RawPack) -> tuple[Pack | None, list[Finding]]:
     return members.to_pack(), findings
 
 
-def parse_members(raw: RawPack) -> tuple[PackMembers | None, list[Finding]]:
-    """The pack's arrays and meta.json entries (None when they cannot be checked further), and what is wrong."""
+def parse_members(raw: RawPack, decode_frames: bool = False) -> tuple[PackMembers | None, list[Finding]]:
+    """The pack's arrays and meta.json entries (None when they cannot be checked further), and what is wrong.
+
+    Stored frames stand in ``arrays`` as ``pixel_patches`` (``frames.frame_patches``: from their headers,
+    or decoded with ``decode_frames``)."""
     text = raw.members.keys() == _TEXT_MEMBERS
     findings: list[Finding] = [] if text else _member_names(raw)
     arrays: dict[str, np.ndarray] = {}
@@ -104,6 +109,11 @@ def parse_members(raw: RawPack) -> tuple[PackMembers | None, list[Finding]]:
                 arrays[name] = array
     entries = _meta_entries(raw.members[fmt.META], findings) if fmt.META in raw.members else None
     unusable = len(arrays) != stored or not arrays.keys() >= _REQUIRED_ARRAYS
+    if fmt.MEDIA_SIZES in arrays and frame_names(raw.members):
+        patches = frame_patches(raw.members, arrays[fmt.MEDIA_SIZES], decode_frames, findings)
+        if patches is None:
+            return None, findings
+        arrays[fmt.PIXEL_PATCHES] = patches
     half_pair = not text and any((first in arrays) != (second in arrays) for first, second in _PAIRS)
     if entries is None or unusable or half_pair:
         return None, findings  # reported above; the remaining invariants cannot be checked on this pack
@@ -119,14 +129,15 @@ def _member_names(raw: RawPack) -> list[Finding]:
     for name in raw.members:
         if name.lower().endswith(PICKLE_SUFFIXES):
             findings.append((Code.PICKLE_MEMBER, f"member {name} is a pickle (never loaded)"))
-        elif name not in fmt.MEMBERS:
+        elif name not in fmt.MEMBERS and fmt.parse_frame_member(name) is None:
             findings.append((Code.MEMBER_UNKNOWN, f"member {name} is not a schema-v1 member"))
     for name in fmt.REQUIRED_MEMBERS:
         if name not in raw.members:
             findings.append((Code.MEMBER_MISSING, f"required member {name} is missing"))
+    present = raw.members.keys() | ({fmt.PIXEL_PATCHES} if frame_names(raw.members) else set())
     for first, second in _PAIRS:
-        if (first in raw.members) != (second in raw.members):
-            have, lack = (first, second) if first in raw.members else (second, first)
+        if (first in present) != (second in present):
+            have, lack = (first, second) if first in present else (second, first)
             findings.append((Code.MEMBER_MISSING, f"{have} is present without {lack}"))
     return findings
 

@@ -48,6 +48,9 @@ class Code(StrEnum):
     PLACEHOLDER_COUNT = "placeholder_count"  # <image> / <so_embedding> tokens != media embeddings
     PATCH_COUNT = "patch_count"  # pixel_patches rows != sum of frames * (H/16) * (W/16)
     MEDIA_SIZES = "media_sizes"  # a media_sizes row impossible for its kind
+    FRAME_MEMBER = "frame_member"  # frame.<k> members misnumbered, mixed codecs, beside pixel_patches, unreadable
+    FRAME_CODEC = "frame_codec"  # a frame member's header is not an RGB image of its name's codec
+    FRAME_SIZE = "frame_size"  # a frame member's width x height != its media_sizes row
     MEDIA_COUNT = "media_count"  # meta.json media items disagree with media_sizes / audio_lengths rows
     MEDIA_KIND = "media_kind"  # a visual kind the manifest's media.image.mode cannot produce
     AUDIO_LENGTHS = "audio_lengths"
@@ -113,5 +116,6 @@ class PackRules:
     seq_len: int | None
     pad_multiple: int | None
     image_mode: str | None  # media.image.mode: "dynamic" | "tiles"
+    frame_storage: str | None = None  # media.image.storage: "raw" | "png" | "jpeg"
     tokens: TokenInfo = field(default_factory=TokenInfo)
     deep: bool = False

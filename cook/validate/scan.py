@@ -28,6 +28,7 @@ from cook.types import Pack
 from cook.validate import boundaries, masks, media, placeholders, tokens
 from cook.validate.batch import Findings, PackBatch, Spans
 from cook.validate.digests import source_digests
+from cook.validate.frames import storage_findings
 from cook.validate.members import PackMembers, entry_problem, parse_members, sequence_columns
 from cook.validate.problems import Code, Finding, PackRules, Problem
 
@@ -173,7 +174,8 @@ def scan_shard(root: str, name: str, first_pack: int | None, rules: PackRules, v
 def _parse(scan: ShardScan, raw: RawPack, rules: PackRules) -> tuple[PackMembers, list[Finding]] | None:
     if rules.deep:
         scan.pack_digests[raw.key] = pack_digest(raw.members)
-    members, findings = parse_members(raw)
+    members, findings = parse_members(raw, decode_frames=rules.deep)
+    findings += storage_findings(raw.members, rules.frame_storage)
     if members is None:
         scan.unparsed += 1
         scan.add(findings, raw.key)

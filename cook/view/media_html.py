@@ -20,6 +20,9 @@ A 4x3 grid::
 The thumbnail (cook's 512x512 resize of the whole image) is drawn at the grid's aspect ``cols / rows``,
 the shape of the image it was made from.
 
+**Stored frames.** An image of a png/jpeg pack is embedded as its stored member, byte for byte (always
+exact, spent from the budget as it is); tiles and video strips are drawn from the decoded frames.
+
 **Page budget.** ``Pictures`` encodes each picture as a lossless PNG at its stored size (pixel-exact)
 while the page stays under its byte budget (``cook inspect --html-max-mb``, default 3 MB; 0 = none).
 Every picture holds back room for a preview (``PREVIEW_RESERVE``) and a text allowance is set aside, so
@@ -31,6 +34,7 @@ always exact.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Final
 
 import numpy as np
@@ -45,6 +49,7 @@ MEL_MIN_WIDTH_PX: Final = 360  # a short clip's log-mel is stretched to at least
 PREVIEW_RESERVE: Final = 48_000  # bytes held back per picture for its preview (a 320x320 JPEG, base64)
 TEXT_BYTES_PER_TOKEN: Final = 12  # the page's text allowance: about 3x what the demo's packs use
 PAGE_BASE_BYTES: Final = 64_000  # CSS, header, tables
+StoredFrames = Sequence[tuple[str, bytes]]  # (MIME type, member bytes) per visual frame of a png/jpeg pack
 
 
 class Pictures:
@@ -123,8 +128,14 @@ def _img(css: str, key: str, uri: str, exact: bool, size: tuple[int, int] | None
     return f'<img class="{css}{"" if exact else " preview"}" {key} src="{uri}" {dims}{styled}alt="{alt}">'
 
 
-def image_html(pack: Pack, item: mi.VisualItem, pictures: Pictures) -> str:
-    uri, exact = pictures.encode(mi.item_frames(pack, item)[0])
+def image_html(pack: Pack, item: mi.VisualItem, pictures: Pictures, stored: StoredFrames = ()) -> str:
+    """An image item: its stored frame member as it is (png/jpeg storage: exactly what the reader
+    decodes), else its patches as a PNG (or a preview over the budget)."""
+    if stored:
+        mime, data = stored[item.first_frame]
+        uri, exact = pictures.count(mi.data_uri(data, mime)), True
+    else:
+        uri, exact = pictures.encode(mi.item_frames(pack, item)[0])
     anchor = f"m{item.index}"
     embeddings = visual_embeddings(item.kind, item.frames, item.height_px, item.width_px)
     size = (item.width_px, item.height_px)
@@ -197,8 +208,9 @@ def clip_html(pack: Pack, clip: int, tokens: int, pictures: Pictures) -> str:
 class MediaCursor:
     """The next visual item and audio clip of the pack, consumed in placeholder order."""
 
-    def __init__(self, pack: Pack, budget_bytes: int | None = None) -> None:
+    def __init__(self, pack: Pack, budget_bytes: int | None = None, stored: StoredFrames = ()) -> None:
         self.pack = pack
+        self.stored = stored
         self.items = mi.visual_items(pack)
         thumbnails = sum(item.kind == "tiles" and item.frames > 1 for item in self.items)
         self.pictures = Pictures(budget_bytes, len(self.items) + thumbnails, pack.padded_tokens)
@@ -220,7 +232,7 @@ class MediaCursor:
             elif item.kind == "tiles":
                 out = tiles_html(self.pack, item, self.pictures)
             else:
-                out = image_html(self.pack, item, self.pictures)
+                out = image_html(self.pack, item, self.pictures, self.stored)
         self.used += tokens
         if self.used >= visual_embeddings(item.kind, item.frames, item.height_px, item.width_px):
             self.item, self.used = self.item + 1, 0

@@ -2,7 +2,7 @@
 strips, audio log-mel maps; PNG bytes and ``data:`` URIs for the page.
 
     pixel_patches uint8 [P, 768] + media_sizes int32 [M, 3] -> VisualItem per row (placeholder order)
-    VisualItem -> frames uint8 [frames, H, W, 3] (unpatchify, the exact inverse of media.image.patchify)
+    VisualItem -> frames uint8 [frames, H, W, 3] (``frames.unpatchify``, the exact inverse of ``frames.patchify_image``)
     audio_features float16 [C, F, 128] + audio_lengths -> one palette picture per clip
 
 **Patch order** (SPEC §6, ``cook/media/image.py``): patch ``k = row * grid_w + col`` holds the 16x16 block
@@ -21,6 +21,7 @@ from __future__ import annotations
 import base64
 import io
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Final
 
@@ -28,10 +29,12 @@ import numpy as np
 from PIL import Image
 
 from cook import format as fmt
+from cook.frames import unpatchify
 from cook.packfiles import VISUAL_KINDS
 from cook.types import Pack
 
 PNG_COMPRESS_LEVEL: Final = 3  # zlib level: about 3x faster than the default 6, within ~10% in size
+FRAME_MIME: Final = {"png": "image/png", "jpeg": "image/jpeg"}  # stored frame codec -> its data URI type
 FRAME_GAP_PX: Final = 4  # white columns between the frames of a video strip
 MEL_MARK_PX: Final = 2  # red columns that mark the end of a clip's valid frames
 PREVIEW_AREA_PX: Final = 320 * 320  # a preview (picture over the page budget) has at most this many pixels
@@ -50,6 +53,7 @@ class VisualItem:
     height_px: int
     width_px: int
     first_patch: int
+    first_frame: int = 0  # of the pack's visual frames (stored frames: member frame.<first_frame>)
 
     @property
     def patches_per_frame(self) -> int:
@@ -60,19 +64,13 @@ def visual_items(pack: Pack) -> list[VisualItem]:
     """Every visual item of the pack in placeholder order (meta.json kinds matched to media_sizes rows)."""
     kinds = [(i, kind) for i, s in enumerate(pack.sequences) for kind in s.media if kind in VISUAL_KINDS]
     sizes = pack.media_sizes.tolist() if pack.media_sizes is not None else []
-    items, first = [], 0
+    items, first, first_frame = [], 0, 0
     for row, ((seq, kind), (frames, height_px, width_px)) in enumerate(zip(kinds, sizes, strict=False)):
-        item = VisualItem(row, seq, kind, frames, height_px, width_px, first)
+        item = VisualItem(row, seq, kind, frames, height_px, width_px, first, first_frame)
         items.append(item)
         first += frames * item.patches_per_frame
+        first_frame += frames
     return items
-
-
-def unpatchify(patches: np.ndarray, height_px: int, width_px: int) -> np.ndarray:
-    """uint8 [(H/16)(W/16), 768] raster-order patches -> uint8 [H, W, 3]; inverse of ``media.image.patchify``."""
-    p, c = fmt.PATCH_SIZE, fmt.CHANNELS
-    grid = patches.reshape(height_px // p, width_px // p, c, p, p)  # [gh, gw, C, y, x]
-    return np.ascontiguousarray(grid.transpose(0, 3, 1, 4, 2).reshape(height_px, width_px, c))
 
 
 def item_frames(pack: Pack, item: VisualItem) -> np.ndarray:
@@ -177,6 +175,12 @@ def preview_bytes(pixels: np.ndarray) -> bytes:
     buffer = io.BytesIO()
     image.save(buffer, format="JPEG", quality=PREVIEW_QUALITY)
     return buffer.getvalue()
+
+
+def stored_frames(members: Mapping[str, bytes | memoryview]) -> list[tuple[str, bytes]]:
+    """``(MIME type, bytes)`` of a pack's stored frame members (png/jpeg storage), in frame order."""
+    found = sorted((p[0], p[1], name) for name in members if (p := fmt.parse_frame_member(name)) is not None)
+    return [(FRAME_MIME[codec], bytes(members[name])) for _, codec, name in found]
 
 
 def data_uri(data: bytes, mime: str = "image/png") -> str:

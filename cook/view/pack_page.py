@@ -20,7 +20,7 @@ from cook import format as fmt
 from cook.packfiles import clip_tokens, visual_embeddings
 from cook.types import Pack
 from cook.view import media_images as mi
-from cook.view.media_html import MediaCursor
+from cook.view.media_html import MediaCursor, StoredFrames
 from cook.view.page import page, text
 from cook.view.pieces import Piece, frame_labels, split_pieces
 from cook.view.tokens import TokenView
@@ -37,11 +37,13 @@ def render_pack_page(
     view: TokenView,
     max_bytes: int | None = DEFAULT_MAX_BYTES,
     source: str | None = None,
+    stored: StoredFrames = (),
 ) -> str:
     """The whole page for one parsed pack (``cook.validate.members.parse_pack``); ``max_bytes`` is the page
     budget (``None``: every picture a lossless PNG, whatever the size; see media_html); the sequences
-    whose source ends with ``source`` (``cook inspect --source``) are marked."""
-    cursor = MediaCursor(pack, max_bytes)
+    whose source ends with ``source`` (``cook inspect --source``) are marked. ``stored``: the pack's stored
+    frames (png/jpeg storage), embedded as they are."""
+    cursor = MediaCursor(pack, max_bytes, stored)
     starts = pack.cu_seqlens_padded.astype(np.int64)
     sections = []
     for i, seq in enumerate(pack.sequences):

@@ -1,4 +1,9 @@
-"""Pack -> the ordered tar members of one Energon sample (schema v1, SPEC §8), as zero-copy pieces."""
+"""Pack -> the ordered tar members of one Energon sample (schema v1, SPEC §8), as zero-copy pieces.
+
+With stored frames (``media.image.storage`` png | jpeg, ``FrameStorage``) the pack's patches are not
+written as ``pixel_patches.npy``: each visual frame (``media_sizes`` row ``(frames, H, W)`` gives
+``frames`` of them) is encoded here, in the worker, as member ``frame.<k>.png|jpg`` (``cook.frames``).
+"""
 
 from __future__ import annotations
 
@@ -7,6 +12,8 @@ import json
 import numpy as np
 
 from cook import format as fmt
+from cook.contract import RAW_STORAGE, FrameStorage
+from cook.frames import encode_frame, frame_sizes
 from cook.types import Pack
 
 
@@ -40,8 +47,9 @@ def _array_pieces(array: np.ndarray, dtype: np.dtype) -> tuple[memoryview, memor
     return memoryview(_header(data)), data.reshape(-1).view(np.uint8).data  # uint8 [nbytes], a view
 
 
-def member_pieces(pack: Pack) -> list[tuple[str, tuple[memoryview, ...]]]:
+def member_pieces(pack: Pack, storage: FrameStorage = RAW_STORAGE) -> list[tuple[str, tuple[memoryview, ...]]]:
     """``[(member name, its bytes in pieces)]`` in ``format.MEMBERS`` order; optional members only when present.
+    With stored frames the ``frame.<k>`` members stand where ``pixel_patches.npy`` would.
 
     Joined, each member's pieces are its ``.npy`` (or ``meta.json``) bytes. An array member is two
     pieces, its header and a uint8 view of the pack's own buffer (when it already has the member
@@ -63,7 +71,9 @@ def member_pieces(pack: Pack) -> list[tuple[str, tuple[memoryview, ...]]]:
             out.append((name, (memoryview(meta_json(pack)),)))
             continue
         array = arrays[name]
-        if array is not None:
+        if name == fmt.PIXEL_PATCHES and storage.stores_frames:
+            out += _frame_members(pack, storage)
+        elif array is not None:
             out.append((name, _array_pieces(array, fmt.MEMBER_DTYPES[name][0])))
         elif name == fmt.PIXEL_PATCHES and pack.pixel_patch_parts:
             out.append((name, _parts_pieces(pack.pixel_patch_parts)))
@@ -80,6 +90,21 @@ def _parts_pieces(parts: tuple[np.ndarray, ...]) -> tuple[memoryview, ...]:
     return (memoryview(fmt.npy_header(shape_only)), *views)
 
 
-def pack_members(pack: Pack) -> list[tuple[str, bytes]]:
+def _frame_members(pack: Pack, storage: FrameStorage) -> list[tuple[str, tuple[memoryview, ...]]]:
+    """One encoded member per visual frame, in placeholder order (none for a pack without visual media)."""
+    if pack.media_sizes is None:
+        return []
+    patches = pack.pixel_patches if pack.pixel_patches is not None else np.concatenate(pack.pixel_patch_parts)
+    out: list[tuple[str, tuple[memoryview, ...]]] = []
+    first = 0
+    for index, (height_px, width_px) in enumerate(frame_sizes(pack.media_sizes)):
+        count = (height_px // fmt.PATCH_SIZE) * (width_px // fmt.PATCH_SIZE)
+        data = encode_frame(patches[first : first + count], height_px, width_px, storage)
+        out.append((fmt.frame_member(index, storage.codec), (memoryview(data),)))
+        first += count
+    return out
+
+
+def pack_members(pack: Pack, storage: FrameStorage = RAW_STORAGE) -> list[tuple[str, bytes]]:
     """``[(member name, bytes)]``: ``member_pieces`` joined, the exact bytes of each member in a shard."""
-    return [(name, b"".join(pieces)) for name, pieces in member_pieces(pack)]
+    return [(name, b"".join(pieces)) for name, pieces in member_pieces(pack, storage)]

@@ -21,6 +21,7 @@ import tarfile
 from dataclasses import dataclass
 
 from cook import format as fmt
+from cook.contract import RAW_STORAGE, FrameStorage
 from cook.manifest import ShardInfo
 from cook.types import Pack
 from cook.writer.atomic import atomic_fd, atomic_open, atomic_write
@@ -54,7 +55,9 @@ class ShardLayout:
 _ZEROS = memoryview(bytes(2 * BLOCK + RECORD))  # padding and the end-of-archive trailer are slices of this
 
 
-def shard_pieces(first_pack: int, packs: list[Pack]) -> tuple[list[memoryview], ShardLayout]:
+def shard_pieces(
+    first_pack: int, packs: list[Pack], storage: FrameStorage = RAW_STORAGE
+) -> tuple[list[memoryview], ShardLayout]:
     """The tar of ``packs`` (keys ``pack_key(first_pack + i)``) as ordered, non-empty pieces, and its layout.
 
     Per member: its tar header, its pieces from ``member_pieces`` (an array's ``.npy`` header, then a
@@ -69,7 +72,7 @@ def shard_pieces(first_pack: int, packs: list[Pack]) -> tuple[list[memoryview], 
     offset = 0
     for i, pack in enumerate(packs):
         offsets.append(offset)
-        for member, contents in member_pieces(pack):
+        for member, contents in member_pieces(pack, storage):
             size = sum(piece.nbytes for piece in contents)
             pad = -size % BLOCK
             pieces += (memoryview(member_header(f"{keys[i]}.{member}", size)), *contents, _ZEROS[:pad])
@@ -83,15 +86,21 @@ def shard_pieces(first_pack: int, packs: list[Pack]) -> tuple[list[memoryview], 
 
 
 def write_shard(
-    out_dir: str, shard_index: int, first_pack: int, packs: list[Pack], direct: bool = False
+    out_dir: str,
+    shard_index: int,
+    first_pack: int,
+    packs: list[Pack],
+    direct: bool = False,
+    storage: FrameStorage = RAW_STORAGE,
 ) -> tuple[ShardInfo, ShardLayout]:
     """Write ``packs`` as one shard and its ``.tar.idx``, atomically; keys are ``pack_key(first_pack + i)``.
 
     ``ShardInfo.sha256`` is the digest of the file, computed from the pieces as they are written.
     ``direct``: write with ``O_DIRECT`` (``cook.writer.direct``); the bytes are the same.
+    ``storage``: how visual frames are stored (``cook.writer.members``).
     """
     name = fmt.shard_name(shard_index)
-    pieces, layout = shard_pieces(first_pack, packs)
+    pieces, layout = shard_pieces(first_pack, packs, storage)
     path = os.path.join(out_dir, name)
     if direct:
         with atomic_fd(path, direct=True) as fd:

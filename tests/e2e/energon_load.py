@@ -12,7 +12,7 @@ from cook import format as fmt
 
 @stateless
 def _raw_pack(sample: dict) -> dict:
-    return {k: v for k, v in sample.items() if k == "__key__" or k in fmt.MEMBERS}
+    return {k: v for k, v in sample.items() if k == "__key__" or k in fmt.MEMBERS or fmt.parse_frame_member(k)}
 
 
 class RawPackEncoder(DefaultTaskEncoder):

@@ -8,8 +8,8 @@ from pathlib import Path
 from tests.conftest import REPO
 
 PACKAGE = REPO / "cook"
-# contract, packfiles: stdlib + numpy + format; dataset_stats: the cook stats figures
-L0 = {"types", "errors", "format", "manifest", "contract", "packfiles", "dataset_stats"}
+# contract, packfiles: stdlib + numpy + format; dataset_stats: the cook stats figures; frames: + Pillow
+L0 = {"types", "errors", "format", "manifest", "contract", "packfiles", "dataset_stats", "frames"}
 L2 = {"sources", "cookers", "media", "tokenize", "packing", "writer"}
 TRAINING = {"reader", "train"}
 ALLOWED: dict[str, set[str]] = {

@@ -52,7 +52,7 @@ def test_image_to_rgb_bug_propagates(monkeypatch, png: bytes, error: type[BaseEx
 
 
 def test_image_conversion_bug_propagates(monkeypatch, png: bytes) -> None:
-    monkeypatch.setattr(cook.media.image, "patchify_planes", _raise(IndexError))
+    monkeypatch.setattr(cook.media.image, "patchify_image", _raise(IndexError))
     with pytest.raises(IndexError, match="planted bug"):
         process_media(MediaRef("image", "a.png"), png, config())
 

@@ -1,0 +1,95 @@
+"""Stored frames (``frame.<k>.png|jpg``, ``media.image.storage`` png | jpeg) -> the patches they hold.
+
+    pack members + media_sizes -frame_patches-> uint8 [P, 768] (or None and findings)
+
+Every frame member is checked from its header alone (``cook.frames.frame_header``: Pillow reads it
+lazily): numbered 0 .. n-1 with one codec, not beside ``pixel_patches.npy``, one per frame that
+``media_sizes`` lists, an RGB image of its name's codec (``frame_codec``), exactly its row's width
+and height (``frame_size``). Without ``decode`` the patches are a zero view of the right row count
+(``media.check_visual`` counts rows, never reads values); with ``decode`` (``--deep``, ``cook inspect``)
+every frame is decoded as the reader decodes it, and a frame that fails is ``frame_member``.
+``storage_findings``: a pack stores its patches as the manifest's ``media.image.storage`` says
+(``frame_codec``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import numpy as np
+
+from cook import format as fmt
+from cook.frames import FRAME_ERRORS, decode_frame, frame_header, frame_sizes
+from cook.packfiles import MemberData
+from cook.validate.problems import Code, Finding
+
+
+def frame_names(members: Mapping[str, MemberData]) -> list[tuple[int, str, str]]:
+    """``[(index, member name, codec)]`` of the frame members, by index."""
+    return sorted((p[0], name, p[1]) for name in members if (p := fmt.parse_frame_member(name)) is not None)
+
+
+def frame_patches(
+    members: Mapping[str, MemberData], sizes: np.ndarray, decode: bool, findings: list[Finding]
+) -> np.ndarray | None:
+    """uint8 [P, 768] held by the frame members (rules in the module docstring); None, with findings, when
+    they do not match ``sizes`` (int32 [M, 3])."""
+    found = frame_names(members)
+    expected = frame_sizes(sizes)
+    problem = _layout_problem(members, found, len(expected))
+    if problem is not None:
+        findings.append((Code.FRAME_MEMBER, problem))
+        return None
+    before = len(findings)
+    for (_, name, codec), (height_px, width_px) in zip(found, expected, strict=True):
+        findings += _header_findings(name, codec, members[name], height_px, width_px)
+    if len(findings) > before:
+        return None
+    if not decode:
+        rows = sum((h // fmt.PATCH_SIZE) * (w // fmt.PATCH_SIZE) for h, w in expected)
+        return np.broadcast_to(np.zeros((1, fmt.PATCH_VALUES), np.uint8), (rows, fmt.PATCH_VALUES))
+    decoded = []
+    for (_, name, codec), (height_px, width_px) in zip(found, expected, strict=True):
+        try:
+            decoded.append(decode_frame(members[name], codec, height_px, width_px))
+        except FRAME_ERRORS as err:
+            findings.append((Code.FRAME_MEMBER, f"{name} does not decode: {err}"))
+    return np.concatenate(decoded) if len(findings) == before else None
+
+
+def _layout_problem(members: Mapping[str, MemberData], found: list[tuple[int, str, str]], frames: int) -> str | None:
+    names = [name for _, name, _ in found]
+    if fmt.PIXEL_PATCHES in members:
+        return f"frame members {names[:3]} beside {fmt.PIXEL_PATCHES}"
+    if [index for index, _, _ in found] != list(range(len(found))):
+        return f"frame members {names} are not numbered 0 .. {len(found) - 1}"
+    if len({codec for _, _, codec in found}) > 1:
+        return f"frame members {names} mix codecs"
+    if len(found) != frames:
+        return f"{len(found)} frame members, {fmt.MEDIA_SIZES} lists {frames} frames"
+    return None
+
+
+def _header_findings(name: str, codec: str, data: MemberData, height_px: int, width_px: int) -> list[Finding]:
+    try:
+        actual, mode, width, height = frame_header(data)
+    except FRAME_ERRORS as err:
+        return [(Code.FRAME_MEMBER, f"{name} is not a readable image: {err}")]
+    if actual != codec or mode != "RGB":
+        return [(Code.FRAME_CODEC, f"{name} is a {actual or 'non-frame'} {mode} image, expected RGB {codec}")]
+    if (width, height) != (width_px, height_px):
+        return [(Code.FRAME_SIZE, f"{name} is {width}x{height}, {fmt.MEDIA_SIZES} says {width_px}x{height_px}")]
+    return []
+
+
+def storage_findings(members: Mapping[str, MemberData], storage: str | None) -> list[Finding]:
+    """The pack's visual storage against the manifest's ``media.image.storage`` (None: not recorded)."""
+    codecs = sorted({codec for _, _, codec in frame_names(members)})
+    if storage is None or (not codecs and fmt.PIXEL_PATCHES not in members):
+        return []
+    stored = ", ".join(codecs) if codecs else "raw"
+    if stored != storage:
+        return [
+            (Code.FRAME_CODEC, f"visual frames stored as {stored}, the manifest says media.image.storage {storage}")
+        ]
+    return []
