@@ -27,6 +27,7 @@ from cook.cli.run_cmd import (
     pick_workers,
     summary_table,
     truncation_warning,
+    workers_arg,
 )
 from cook.runner.pipeline import InterruptedAfterFinish, RunSummary, run_pipeline
 from cook.runner.repack import load_sources, plan_repack, repack_config
@@ -48,7 +49,7 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--ray-address", help="join this Ray cluster instead of an embedded one")
     p.add_argument(
         "--workers",
-        type=_workers_arg,
+        type=workers_arg,
         default="auto",
         metavar="auto|N",
         help="as for cook run: auto (default), N Ray actors, or 0 (in-process)",
@@ -57,18 +58,6 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--quiet", action="store_true", help="no progress output")
     p.add_argument("--json", action="store_true", help="print the run summary as one JSON object instead of a table")
     p.set_defaults(handler=handle)
-
-
-def _workers_arg(text: str) -> int | str:
-    if text == "auto":
-        return text
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected auto or an integer, got {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError("must be >= 0")
-    return value
 
 
 def handle(args: argparse.Namespace) -> int:

@@ -89,7 +89,7 @@ def add_parser(sub: Any) -> None:
     )
     p.add_argument(
         "--workers",
-        type=_workers_arg,
+        type=workers_arg,
         default="auto",
         metavar="auto|N",
         help=f"auto (default): in-process for a job of 1 work unit or under {AUTO_RAY_MIN_BYTES / 2**20:g} MiB of "
@@ -101,13 +101,17 @@ def add_parser(sub: Any) -> None:
     p.set_defaults(handler=handle)
 
 
-def _workers_arg(text: str) -> int | str:
+def workers_arg(text: str) -> int | str:
+    """``--workers`` of ``cook run`` and ``cook repack``: ``auto`` or an integer >= 0."""
     if text == "auto":
         return text
     try:
-        return int(text)
+        value = int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected auto or an integer, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError("must be >= 0")
+    return value
 
 
 def executor_factory(address: str | None, workers: int, quiet: bool = True) -> ExecutorFactory:

@@ -24,26 +24,11 @@ from cook.cli.main import main
 from cook.runner.output_dir import STATE_NAME
 from tests.conftest import DEMO_DATA, REPO, pipeline_dict, write_jsonl
 from tests.e2e.energon_load import load_all_packs
+from tests.e2e.test_resume_and_scale import _records
 
 COOK = [sys.executable, "-m", "cook.cli.main"]
 MANIFEST_SCHEMA = json.loads((REPO / "schemas" / "manifest.v1.schema.json").read_text())
 PACKED_KEYS = ("sources_packed", "packs", "tokens", "target_tokens", "padding_tokens", "truncated_sequences")
-
-
-def _records(n: int, tag: str) -> list:
-    rows: list = []
-    for i in range(n):
-        rows.append(
-            {
-                "messages": [
-                    {"role": "user", "content": f"{tag}{i} " + "why " * (i % 50)},
-                    {"role": "assistant", "content": f"a{i} " + "so " * (i * 7 % 120)},
-                ]
-            }
-        )
-        if i % 97 == 5:
-            rows.append(b"{broken json")
-    return rows
 
 
 @pytest.fixture(scope="module")

@@ -26,13 +26,14 @@ from tests.e2e.faults import MARKER, KillingWorker
 COOK = [sys.executable, "-m", "cook.cli.main"]
 
 
-def _records(n: int) -> list:
+def _records(n: int, tag: str = "q") -> list:
+    """``n`` chats of varied lengths (``tag`` starts each question), a broken JSON line every 97."""
     rows: list = []
     for i in range(n):
         rows.append(
             {
                 "messages": [
-                    {"role": "user", "content": f"q{i} " + "why " * (i % 50)},
+                    {"role": "user", "content": f"{tag}{i} " + "why " * (i % 50)},
                     {"role": "assistant", "content": f"a{i} " + "so " * (i * 7 % 120)},
                 ]
             }
