@@ -109,7 +109,9 @@ def _run_and_kill(pipeline: Path, out: Path, after_windows: int, *extra: str) ->
     return killed
 
 
-@pytest.mark.parametrize("after_windows", [0, 1, 7, 23])
+@pytest.mark.parametrize(
+    "after_windows", [0, 1, pytest.param(7, marks=pytest.mark.slow), pytest.param(23, marks=pytest.mark.slow)]
+)
 def test_sigkill_driver_then_resume_is_byte_identical(
     raw: Path, reference: dict, tmp_path: Path, after_windows: int
 ) -> None:

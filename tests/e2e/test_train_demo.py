@@ -43,6 +43,7 @@ def _check_lines(stdout: str, steps: int) -> None:
         assert float(match["legacy"]) > 1.0 and float(match["aux"]) > 0 and int(match["rate"]) > 0
 
 
+@pytest.mark.slow  # cooks the demo twice and trains: ~12 s
 def test_train_demo_reuses_make_cook_then_cooks_what_differs(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys
 ) -> None:
