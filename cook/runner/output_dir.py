@@ -9,8 +9,9 @@ staged, and what is removed when a run finishes or fails early.
       .cook-run.json               the run record: its fingerprint and input files
       cook_manifest.json           last: its presence marks the run finished
       .cook.lock                   the running cook's pid, under an ``fcntl.flock``
-      .cook-progress/              while unfinished: state.json (removed last), the Energon work
-                                   index, stage/ (``cook.runner.staging``)
+      .cook-progress/              while unfinished: state.json (removed last), shards.jsonl (the
+                                   committed shards, appended), the Energon work index, stage/
+                                   (``cook.runner.staging``)
 
 ``OutputDir``'s docstring lists what opening does with each of these states; ``--overwrite``
 removes only what cook writes (the entries above but the lock).
@@ -29,14 +30,23 @@ from typing import Any
 
 from cook import format as fmt
 from cook.errors import ConfigError
-from cook.manifest import Manifest, load_manifest
-from cook.runner.resume import RunIdentity, RunState, finished_differences, state_from_json, state_json
+from cook.manifest import Manifest, ShardInfo, load_manifest
+from cook.runner.resume import (
+    RunIdentity,
+    RunState,
+    finished_differences,
+    read_shard_log,
+    shard_line,
+    state_from_json,
+    state_json,
+)
 from cook.writer.atomic import atomic_write
 from cook.writer.dataset import DatasetWriter
 from cook.writer.energon_index import progress_index_path
 from cook.writer.rejects import partial_path, roll_back_rejects
 
 STATE_NAME = "state.json"  # in the progress directory
+SHARD_LOG_NAME = "shards.jsonl"  # in the progress directory: the committed shards, one line each
 STAGE_DIR = "stage"  # in the progress directory
 
 
@@ -67,6 +77,7 @@ class OutputDir:
         self.identity = identity
         self.overwrite = overwrite
         self.state = RunState(identity.fingerprint)
+        self._logged = (0, 0)  # shards of ``state`` in the shard log, and the bytes of their lines
         self.resumed = False  # an interrupted run's state, or the clean-up of a finished run, was taken up
         self.finished = False  # the run is finished here: nothing to cook
         self.progress_dir = os.path.join(path, fmt.PROGRESS_DIR)
@@ -159,12 +170,25 @@ class OutputDir:
             shutil.rmtree(path) if os.path.isdir(path) else os.unlink(path)
 
     def _load_state(self) -> RunState | None:
+        """The saved state, its shards from the shard log (the lines it counts: a crash between a log
+        append and state.json leaves lines that the next ``save`` cuts off), or None."""
         try:
             with open(os.path.join(self.progress_dir, STATE_NAME), encoding="utf-8") as handle:
                 data = json.load(handle)
         except FileNotFoundError:
             return None
-        return state_from_json(data)
+        if "shards" in data:  # cook 0.1.0: the shards listed in state.json; the next save logs them all
+            return state_from_json(data, [ShardInfo(**s) for s in data["shards"]])
+        try:
+            with open(os.path.join(self.progress_dir, SHARD_LOG_NAME), "rb") as log:
+                shards = read_shard_log(log.read(data["shard_log_bytes"]))
+        except FileNotFoundError:  # none yet, or removed before state.json with a finished run's progress
+            shards = []
+        if len(shards) != data["shard_count"] and not os.path.exists(self._manifest):
+            raise RuntimeError(f"{self.progress_dir}: its shard log has {len(shards)} of {data['shard_count']} shards")
+        state = state_from_json(data, shards)
+        self._logged = (len(shards), data["shard_log_bytes"])
+        return state
 
     def _roll_back(self, state: RunState) -> None:
         """Remove what was written after ``state``: later shards and indexes, extra reject lines."""
@@ -175,9 +199,25 @@ class OutputDir:
         roll_back_rejects(self.path, state.rejects_bytes)
 
     def save(self) -> None:
-        """Write ``state`` to ``state.json`` atomically: a rerun resumes from the last one saved."""
+        """Append the shards committed since the last save to the shard log (durably, after cutting
+        it back to what state.json counts), then write ``state.json`` atomically: a rerun resumes from
+        the last one saved. A checkpoint costs the shards it adds, not every shard so far."""
         os.makedirs(self.progress_dir, exist_ok=True)
-        atomic_write(os.path.join(self.progress_dir, STATE_NAME), json.dumps(state_json(self.state), sort_keys=True))
+        count, size = self._logged
+        if count > len(self.state.shards):  # a new state (nothing of the old one is kept)
+            count, size = 0, 0
+        lines = b"".join(shard_line(shard) for shard in self.state.shards[count:])
+        fd = os.open(os.path.join(self.progress_dir, SHARD_LOG_NAME), os.O_WRONLY | os.O_CREAT, 0o644)
+        try:
+            os.ftruncate(fd, size)
+            os.lseek(fd, size, os.SEEK_SET)
+            os.write(fd, lines)  # a regular file: one write takes it all
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        self._logged = (len(self.state.shards), size + len(lines))
+        state = json.dumps(state_json(self.state, self._logged[1]), sort_keys=True)
+        atomic_write(os.path.join(self.progress_dir, STATE_NAME), state)
 
     def writer(self) -> DatasetWriter:
         """The dataset writer, continuing from ``state`` (its shards, rejects bytes and counts)."""

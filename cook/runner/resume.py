@@ -67,8 +67,21 @@ class RunState:
 _UNMET = "windows_short_of_pack_count_multiple"
 
 
-def state_json(state: RunState) -> dict[str, Any]:
-    """``state`` as the JSON object of ``state.json`` (``state_from_json`` reads it back)."""
+def shard_line(shard: ShardInfo) -> bytes:
+    """One line of the shard log (``shards.jsonl`` beside ``state.json``): a shard's entry, appended
+    once when it is committed, so a checkpoint costs what it adds, not every shard so far."""
+    return (json.dumps(asdict(shard), sort_keys=True) + "\n").encode()
+
+
+def read_shard_log(data: bytes) -> list[ShardInfo]:
+    """The shard log's entries (``data``: its first ``shard_log_bytes``, as ``state.json`` counts them)."""
+    return [ShardInfo(**json.loads(line)) for line in data.splitlines()]
+
+
+def state_json(state: RunState, shard_log_bytes: int) -> dict[str, Any]:
+    """``state`` as the JSON object of ``state.json`` (``state_from_json`` reads it back). Its shards
+    are the first ``shard_count`` entries of the shard log, ``shard_log_bytes`` long (a state.json of
+    cook 0.1.0 lists them itself, under ``shards``)."""
     checkpointed = state.packing is not None
     return {
         "fingerprint": state.fingerprint,
@@ -78,7 +91,8 @@ def state_json(state: RunState) -> dict[str, Any]:
         "window_shard": state.window_shard,
         "window_pack": state.window_pack,
         "rejects_bytes": state.rejects_bytes,
-        "shards": [asdict(s) for s in state.shards],
+        "shard_count": len(state.shards),
+        "shard_log_bytes": shard_log_bytes,
         "counts": state.counts.to_dict() if checkpointed else {},
         "rejects_by_reason": state.rejects_by_reason,
         "packing": asdict(state.packing) if state.packing is not None else {},
@@ -86,7 +100,9 @@ def state_json(state: RunState) -> dict[str, Any]:
     }
 
 
-def state_from_json(data: dict[str, Any]) -> RunState:
+def state_from_json(data: dict[str, Any], shards: list[ShardInfo]) -> RunState:
+    """``state.json``'s object, with its shards (read from the shard log, or from ``data["shards"]``
+    in an older state.json), as a ``RunState``."""
     packing = dict(data["packing"])
     inside = int(packing.pop(_UNMET, 0))  # an older state.json
     unmet = int(data[_UNMET]) if _UNMET in data else inside
@@ -103,7 +119,7 @@ def state_from_json(data: dict[str, Any]) -> RunState:
         window_shard=data["window_shard"],
         window_pack=data["window_pack"],
         rejects_bytes=data["rejects_bytes"],
-        shards=[ShardInfo(**s) for s in data["shards"]],
+        shards=shards,
         counts=fmt.Counts.from_dict(data["counts"]),
         rejects_by_reason=dict(data["rejects_by_reason"]),
         packing=stats,

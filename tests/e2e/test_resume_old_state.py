@@ -1,6 +1,6 @@
-"""A run interrupted under the previous ``state.json`` layout (the pack-count shortfall inside its
-``packing`` object) resumes with the shortfall it had counted: the finished dataset equals an
-uninterrupted run's, shortfall included."""
+"""A run interrupted under the previous ``state.json`` layout (cook 0.1.0: the pack-count shortfall
+inside its ``packing`` object, the shards listed in state.json, no shard log) resumes with the shortfall
+and shards it had counted: the finished dataset equals an uninterrupted run's, shortfall included."""
 
 from __future__ import annotations
 
@@ -13,7 +13,8 @@ import yaml
 
 from cook import format as fmt
 from cook.cli.main import main
-from cook.runner.output_dir import STATE_NAME, OutputDir
+from cook.manifest import ShardInfo
+from cook.runner.output_dir import SHARD_LOG_NAME, STATE_NAME, OutputDir
 from cook.runner.resume import state_from_json
 from tests.conftest import pipeline_dict, write_jsonl
 
@@ -63,9 +64,14 @@ def test_resume_from_the_previous_state_layout(tmp_path: Path, monkeypatch: pyte
     state = json.loads(path.read_text())
     assert state[UNMET] == 3 and UNMET not in state["packing"]  # this layout: its own key
 
-    state["packing"][UNMET] = state.pop(UNMET)  # the previous layout
+    state["packing"][UNMET] = state.pop(UNMET)  # the previous layout (cook 0.1.0): its own key, and
+    log = path.parent / SHARD_LOG_NAME  # the shards listed in state.json, with no shard log
+    state["shards"] = [json.loads(line) for line in log.read_bytes()[: state.pop("shard_log_bytes")].splitlines()]
+    assert len(state["shards"]) == state.pop("shard_count") > 0
+    log.unlink()
     path.write_text(json.dumps(state))
-    assert state_from_json(json.loads(path.read_text())).windows_short_of_pack_count_multiple == 3
+    old = state_from_json(state, [ShardInfo(**entry) for entry in state["shards"]])
+    assert old.windows_short_of_pack_count_multiple == 3
 
     assert main(["run", str(pipeline), "--workers", "0", "--quiet"]) == 0
     assert _finished(tmp_path / "out") == reference

@@ -21,7 +21,7 @@ from tests.e2e.test_resume_and_scale import COOK, _digest, _pipeline, raw  # noq
 
 def _committed_shards(out: Path) -> int:
     try:
-        return len(json.loads((out / fmt.PROGRESS_DIR / STATE_NAME).read_text())["shards"])
+        return int(json.loads((out / fmt.PROGRESS_DIR / STATE_NAME).read_text())["shard_count"])
     except (FileNotFoundError, json.JSONDecodeError):
         return 0
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import replace
+from dataclasses import asdict, replace
 from pathlib import Path
 
 import pytest
@@ -17,9 +17,9 @@ from cook.config import config_from_dict
 from cook.contract import tokenizer_files_sha256
 from cook.errors import ConfigError
 from cook.manifest import ShardInfo
-from cook.runner.output_dir import STATE_NAME, OutputDir, OutputLock, stage_dir
+from cook.runner.output_dir import SHARD_LOG_NAME, STATE_NAME, OutputDir, OutputLock, stage_dir
 from cook.runner.plan import plan_units
-from cook.runner.resume import RunIdentity, RunState, run_identity, state_json
+from cook.runner.resume import RunIdentity, RunState, run_identity, shard_line, state_json
 from tests.conftest import DEMO_TOKENIZER, pipeline_dict, write_jsonl
 from tests.unit.test_manifest import MANIFEST
 
@@ -140,6 +140,7 @@ def test_an_interrupted_run_is_rolled_back_to_its_state(tmp_path: Path) -> None:
         [
             fmt.PROGRESS_DIR,
             f"{fmt.PROGRESS_DIR}/{fmt.INDEX_SQLITE}",
+            f"{fmt.PROGRESS_DIR}/{SHARD_LOG_NAME}",
             f"{fmt.PROGRESS_DIR}/{STATE_NAME}",
             fmt.REJECTS_NAME + ".partial",
             fmt.shard_name(0),
@@ -218,7 +219,7 @@ def test_a_finished_run_with_another_runs_state_is_refused(tmp_path: Path) -> No
     out = tmp_path / "out"
     _finished(out, identity)
     (out / fmt.PROGRESS_DIR).mkdir()
-    (out / fmt.PROGRESS_DIR / STATE_NAME).write_text(json.dumps(state_json(RunState("another"))))
+    (out / fmt.PROGRESS_DIR / STATE_NAME).write_text(json.dumps(state_json(RunState("another"), 0)))
     with pytest.raises(ConfigError, match=r"\(its progress directory holds another run's state\)"):
         _open(str(out), identity)
 
@@ -228,7 +229,7 @@ def test_a_finish_interrupted_in_its_clean_up_is_completed(tmp_path: Path) -> No
     out = tmp_path / "out"
     _finished(out, replace(identity, pipeline={}))  # the pipeline is not compared: the state's fingerprint is
     (out / fmt.PROGRESS_DIR).mkdir()
-    (out / fmt.PROGRESS_DIR / STATE_NAME).write_text(json.dumps(state_json(RunState(identity.fingerprint))))
+    (out / fmt.PROGRESS_DIR / STATE_NAME).write_text(json.dumps(state_json(RunState(identity.fingerprint), 0)))
     with OutputDir(str(out), identity) as output:
         assert output.finished and output.resumed and output.finished_on_disk()
     assert _names(out) == sorted(COOKED)
@@ -264,3 +265,43 @@ def test_an_early_failure_leaves_nothing_but_staged_units(tmp_path: Path) -> Non
         assert (out / fmt.PROGRESS_DIR / STATE_NAME).is_file()
         output.remove_staged()
         assert not output.has_staged()
+
+
+def test_a_shard_logged_after_the_last_state_is_cut_off_by_the_next_save(tmp_path: Path) -> None:
+    """A crash between appending to the shard log and writing state.json leaves a line state.json does
+    not count: the resumed state holds the shards it counts, and its next save writes over the line."""
+    identity = _identity(tmp_path)
+    out = tmp_path / "out"
+    state = RunState(identity.fingerprint, next_unit=1, windows=1, window_shard=1, shards=[SHARD])
+    _interrupted(out, state)
+    log = out / fmt.PROGRESS_DIR / SHARD_LOG_NAME
+    logged = log.read_bytes()
+    later = replace(SHARD, name=fmt.shard_name(1), first_pack=SHARD.first_pack + SHARD.packs)
+    log.write_bytes(logged + shard_line(later))  # appended, then the crash: state.json still counts one
+    with OutputDir(str(out), identity) as output:
+        assert output.state.shards == [SHARD]
+        output.state.shards.append(replace(later, sha256="cd" * 32))
+        output.save()
+    assert log.read_bytes() == logged + shard_line(replace(later, sha256="cd" * 32))
+    with OutputDir(str(out), identity) as output:
+        assert output.state.shards == [SHARD, replace(later, sha256="cd" * 32)]
+
+
+def test_a_state_json_listing_its_shards_resumes_and_is_logged_on_save(tmp_path: Path) -> None:
+    """cook 0.1.0 listed the shards in state.json itself: such a run resumes, and its next save moves
+    them to the shard log."""
+    identity = _identity(tmp_path)
+    out = tmp_path / "out"
+    state = RunState(identity.fingerprint, next_unit=1, windows=1, window_shard=1, shards=[SHARD])
+    _interrupted(out, state)
+    path = out / fmt.PROGRESS_DIR / STATE_NAME
+    data = json.loads(path.read_text())
+    del data["shard_count"], data["shard_log_bytes"]
+    data["shards"] = [asdict(SHARD)]
+    path.write_text(json.dumps(data))
+    (out / fmt.PROGRESS_DIR / SHARD_LOG_NAME).unlink()
+    with OutputDir(str(out), identity) as output:
+        assert output.state.shards == [SHARD]
+        output.save()
+    assert (out / fmt.PROGRESS_DIR / SHARD_LOG_NAME).read_bytes() == shard_line(SHARD)
+    assert json.loads(path.read_text())["shard_count"] == 1

@@ -1,12 +1,15 @@
 """``state.json``: read back, the typed ``RunState`` writes the same JSON again; a state.json of the
-previous layout (the pack-count shortfall inside ``packing``) reads the same and is written in this one.
-(``OutputDir`` saves and loads the file: tests/unit/runner/test_output_dir.py.)"""
+previous layout (the pack-count shortfall inside ``packing``, the shards listed) reads the same and is
+written in this one, its shards in the shard log. (``OutputDir`` saves and loads the files:
+tests/unit/runner/test_output_dir.py.)"""
 
 import json
+from dataclasses import asdict
 
 from cook.format import Counts
+from cook.manifest import ShardInfo
 from cook.packing.metrics import PackingStats
-from cook.runner.resume import RunState, state_from_json, state_json
+from cook.runner.resume import RunState, read_shard_log, shard_line, state_from_json, state_json
 
 UNMET = "windows_short_of_pack_count_multiple"
 
@@ -19,7 +22,8 @@ CHECKPOINTED = {
     "window_shard": 1,
     "window_pack": 2,
     "rejects_bytes": 77,
-    "shards": [SHARD],
+    "shard_count": 1,
+    "shard_log_bytes": 152,  # len(shard_line(SHARD))
     "counts": {
         "records_in": 12,
         "records_rejected": 1,
@@ -47,14 +51,20 @@ CHECKPOINTED = {
 }
 
 
-def _round_trip(data: dict) -> RunState:
-    state = state_from_json(json.loads(json.dumps(data)))
-    assert json.loads(json.dumps(state_json(state))) == data
+def _round_trip(data: dict, shards: list[ShardInfo]) -> RunState:
+    state = state_from_json(json.loads(json.dumps(data)), shards)
+    assert json.loads(json.dumps(state_json(state, data["shard_log_bytes"]))) == data
     return state
 
 
+def test_the_shard_log_holds_one_line_per_shard() -> None:
+    line = shard_line(ShardInfo(**SHARD))
+    assert line.endswith(b"\n") and json.loads(line) == asdict(ShardInfo(**SHARD)) and len(line) == 152
+    assert read_shard_log(line * 3) == [ShardInfo(**SHARD)] * 3
+
+
 def test_checkpointed_state_reads_typed_and_writes_the_same_json() -> None:
-    state = _round_trip(CHECKPOINTED)
+    state = _round_trip(CHECKPOINTED, [ShardInfo(**SHARD)])
     assert state.counts == Counts(12, 11, 1, 2, 900, 400, 124, 1, 30)
     assert state.windows_short_of_pack_count_multiple == 3
     assert isinstance(state.packing, PackingStats) and state.packing.sequences_per_pack == ((5, 1), (6, 1))
@@ -62,18 +72,19 @@ def test_checkpointed_state_reads_typed_and_writes_the_same_json() -> None:
 
 
 def test_previous_layout_reads_the_same_and_is_written_in_this_one() -> None:
-    previous = {k: v for k, v in CHECKPOINTED.items() if k != UNMET}
+    previous = {k: v for k, v in CHECKPOINTED.items() if k not in (UNMET, "shard_count", "shard_log_bytes")}
     previous["packing"] = {**CHECKPOINTED["packing"], UNMET: 3}
-    state = state_from_json(json.loads(json.dumps(previous)))
+    previous["shards"] = [SHARD]
+    state = state_from_json(json.loads(json.dumps(previous)), [ShardInfo(**s) for s in previous["shards"]])
     assert state.windows_short_of_pack_count_multiple == 3
-    assert json.loads(json.dumps(state_json(state))) == CHECKPOINTED
-    fresh = {**state_json(RunState("f" * 64)), "packing": {}}
+    assert json.loads(json.dumps(state_json(state, 152))) == CHECKPOINTED
+    fresh = {**state_json(RunState("f" * 64), 0), "packing": {}}
     del fresh[UNMET]  # a fresh state of the previous layout: no shortfall anywhere
-    assert state_from_json(fresh).windows_short_of_pack_count_multiple == 0
+    assert state_from_json(fresh, []).windows_short_of_pack_count_multiple == 0
 
 
 def test_fresh_state_has_no_counts_and_no_stats() -> None:
-    fresh = state_json(RunState("f" * 64))
-    assert fresh["counts"] == {} and fresh["packing"] == {} and fresh["shards"] == [] and fresh[UNMET] == 0
-    state = _round_trip(fresh)
+    fresh = state_json(RunState("f" * 64), 0)
+    assert fresh["counts"] == {} and fresh["packing"] == {} and fresh["shard_count"] == 0 and fresh[UNMET] == 0
+    state = _round_trip(fresh, [])
     assert state.packing is None and state.counts == Counts() and state.windows_short_of_pack_count_multiple == 0
