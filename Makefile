@@ -26,15 +26,16 @@ train-demo: $(STAMP)
 	$(BIN)/python -m cook.train.demo --pipeline pipelines/demo.yaml --out out/demo
 
 # The suite without the `slow` tests (real 128k vocabularies, twenty random interrupts, clusters of
-# Ray nodes): a few minutes, each test under pytest-timeout. `make test-slow` runs the rest; CI runs both.
+# Ray nodes) and the `browser` ones: a few minutes, each test under pytest-timeout. `make test-slow`
+# runs the slow ones; CI runs both. `make test-browser` runs the browser ones.
 test: $(STAMP)
-	$(BIN)/python -m pytest tests -m "not slow"
+	$(BIN)/python -m pytest tests -m "not slow and not browser"
 
 test-slow: $(STAMP)
 	$(BIN)/python -m pytest tests -m slow
 
 # The pages of `cook inspect --html` / `cook stats --html` in headless Chromium (Debian's chromium,
-# installed when missing; needs root and the Debian mirror). `make test` skips these without a browser.
+# installed when missing; needs root and the Debian mirror). `make test` leaves them to this target.
 test-browser: $(STAMP)
 	command -v chromium >/dev/null || (apt-get update && apt-get install -y chromium)
 	$(BIN)/python -m pytest tests -m browser

@@ -148,6 +148,7 @@ def _rank_main(rank: int, dataset: str, tmp: str) -> None:
     dist.destroy_process_group()
 
 
+@pytest.mark.slow  # four processes with torch.distributed: ~10 s
 def test_dp2_tp2_read_and_broadcast(dataset: Path, tmp_path: Path) -> None:
     from cook.reader import packs_per_epoch
 

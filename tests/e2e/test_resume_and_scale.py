@@ -123,6 +123,7 @@ def test_sigkill_driver_then_resume_is_byte_identical(
     assert _digest(out) == reference
 
 
+@pytest.mark.slow  # two kills and a resume: ~4 s; one kill is in make test
 def test_two_kills_in_a_row(raw: Path, reference: dict, tmp_path: Path) -> None:
     out = tmp_path / "ref"
     pipeline = _pipeline(tmp_path, raw, out)

@@ -242,6 +242,7 @@ def test_matches_naive_reference(name: str, case: Case) -> None:
     assert packs == naive_pack(case, name)
 
 
+@pytest.mark.slow  # 15 runs of up to 300 lengths per algorithm against the naive reference: ~10 s
 @pytest.mark.parametrize("name", NAMES)
 @settings(max_examples=15, deadline=None)
 @given(case=cases(max_n=300))
