@@ -117,12 +117,14 @@ def test_kill_9_stops_that_runs_ray_and_not_another_runs(raw: Path, reference: d
     killed_pipeline, killed_out = _pipeline(tmp_path, raw, "killed")
     other_pipeline, other_out = _pipeline(tmp_path, raw, "other")
     killed_log, other_log = tmp_path / "killed.err", tmp_path / "other.err"
-    killed = _cook(killed_pipeline, killed_log, "--workers", "2")
     other = _cook(other_pipeline, other_log, "--workers", "1")
+    killed: subprocess.Popen[bytes] | None = None
     others: list = []
     try:
         wait_for_actors(other, [other.pid], other_log)
         freeze(other, other_log)
+        # started once the other run is frozen, so it cannot finish while the test waits on the other
+        killed = _cook(killed_pipeline, killed_log, "--workers", "2")
         wait_for_actors(killed, [killed.pid], killed_log)
         freeze(killed, killed_log)
         others = [p for p in processes(other.pid) if "IDLE" not in process_name(p)]  # idle workers come and go
@@ -135,7 +137,7 @@ def test_kill_9_stops_that_runs_ray_and_not_another_runs(raw: Path, reference: d
         assert "stopped" not in _finish(other, other_log)
     finally:
         other.kill()
-        stop([*others, *processes(killed.pid)])
+        stop([*others, *(processes(killed.pid) if killed is not None else [])])
     assert _digest(other_out) == reference
     assert main(["run", str(killed_pipeline), "--workers", "0", "--quiet"]) == 0
     assert _digest(killed_out) == reference
