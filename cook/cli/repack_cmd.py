@@ -13,23 +13,11 @@ outside ``packing.*`` and ``output.*``, a missing or changed tokenizer, an outpu
 from __future__ import annotations
 
 import argparse
-import json
-import sys
-from dataclasses import asdict
 from typing import Any
 
 from cook import format as fmt
-from cook.cli.run_cmd import (
-    INTERRUPTED_AFTER_FINISH,
-    already_finished,
-    executor_factory,
-    joined_cluster,
-    pick_workers,
-    summary_table,
-    truncation_warning,
-    workers_arg,
-)
-from cook.runner.pipeline import InterruptedAfterFinish, RunSummary, run_pipeline
+from cook.cli.run_cmd import run_and_report, workers_arg
+from cook.runner.pipeline import RunSummary
 from cook.runner.repack import load_sources, plan_repack, repack_config
 
 
@@ -69,33 +57,9 @@ def handle(args: argparse.Namespace) -> int:
         flags["ray.address"] = ("--ray-address", args.ray_address)
     config = repack_config(sources[0], args.overrides, flags)
     plan = plan_repack(sources, config)
-    workers = pick_workers(args.workers, config, args.quiet, plan.units)
-    summary: RunSummary | None = None
-    try:
-        with joined_cluster(config, workers):
-            summary = run_pipeline(
-                config,
-                executor_factory(config.ray.address, workers, args.quiet),
-                overwrite=args.overwrite,
-                progress=not args.quiet,
-                units=plan.units,
-                lineage=plan.lineage,
-            )
-    except KeyboardInterrupt as interrupt:
-        if summary is None and not isinstance(interrupt, InterruptedAfterFinish):
-            raise  # work is left: cook.cli.main says to rerun the same command
-        print(INTERRUPTED_AFTER_FINISH.format(config.output.dir), file=sys.stderr)
-        return 130
-    if args.json:
-        print(json.dumps(asdict(summary), sort_keys=True), flush=True)
-    else:
-        text = already_finished(summary) if summary.already_finished else summary_table(summary, config.packing.seq_len)
-        print(text, flush=True)
-    warning = truncation_warning(summary.counts, config.packing.seq_len)
-    if warning and not summary.already_finished:
-        print(warning, file=sys.stderr)
-    if summary.counts["packs"] == 0:
-        rejected, where = summary.counts["records_rejected"], f"{summary.out_dir}/{fmt.REJECTS_NAME}"
-        print(f"cook: error: no sequence was packed ({rejected} rejected; see {where})", file=sys.stderr)
-        return 1
-    return 0
+    return run_and_report(config, args, plan.units, _nothing_packed, plan.lineage)
+
+
+def _nothing_packed(summary: RunSummary) -> str:
+    rejected = summary.counts["records_rejected"]
+    return f"no sequence was packed ({rejected} rejected; see {summary.out_dir}/{fmt.REJECTS_NAME})"

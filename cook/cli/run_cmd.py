@@ -30,7 +30,7 @@ import json
 import os
 import signal
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager, redirect_stdout
 from dataclasses import asdict, dataclass
 from typing import Any
@@ -39,6 +39,7 @@ from cook.cli.preflight import preflight
 from cook.config import PipelineConfig, load_config
 from cook.dataset_stats import packing_efficiency, packing_figure_rows, stored_fill
 from cook.errors import ConfigError
+from cook.manifest import LineageEntry
 from cook.runner.driver import Executor
 from cook.runner.pipeline import ExecutorFactory, InterruptedAfterFinish, RunSummary, run_pipeline
 from cook.runner.plan import plan_units
@@ -265,6 +266,18 @@ def handle(args: argparse.Namespace) -> int:
     _import_libraries(config.tokenizer.path)
     preflight(config)
     units = plan_units(config.input)  # once: the executor choice and the run share it
+    return run_and_report(config, args, units, lambda summary: nothing_packed(summary, config))
+
+
+def run_and_report(
+    config: PipelineConfig,
+    args: argparse.Namespace,
+    units: list[Unit],
+    empty: Callable[[RunSummary], str],
+    lineage: tuple[LineageEntry, ...] = (),
+) -> int:
+    """Run ``units`` (``cook run`` and ``cook repack``: ``args`` has their shared flags) on the executor
+    ``--workers`` picks, print the summary and pick the exit code; ``empty`` words a run that packed nothing."""
     workers = pick_workers(args.workers, config, args.quiet, units)
     summary: RunSummary | None = None
     try:
@@ -275,8 +288,9 @@ def handle(args: argparse.Namespace) -> int:
                 overwrite=args.overwrite,
                 progress=not args.quiet,
                 units=units,
+                lineage=lineage,
             )
-        return _report(summary, config, args.json)
+        return _report(summary, config, args.json, empty)
     except KeyboardInterrupt as interrupt:
         if summary is None and not isinstance(interrupt, InterruptedAfterFinish):
             raise  # work is left: cook.cli.main says to rerun the same command
@@ -300,7 +314,7 @@ def pick_workers(requested: int | str, config: PipelineConfig, quiet: bool, unit
     return choice.workers
 
 
-def _report(summary: RunSummary, config: PipelineConfig, as_json: bool) -> int:
+def _report(summary: RunSummary, config: PipelineConfig, as_json: bool, empty: Callable[[RunSummary], str]) -> int:
     """Print the summary (or the already-finished line) and pick the exit code."""
     try:
         if as_json:
@@ -316,6 +330,6 @@ def _report(summary: RunSummary, config: PipelineConfig, as_json: bool) -> int:
     if warning and not summary.already_finished:  # said when the run was made
         print(warning, file=sys.stderr)
     if summary.counts["packs"] == 0:
-        print(f"cook: error: {nothing_packed(summary, config)}", file=sys.stderr)
+        print(f"cook: error: {empty(summary)}", file=sys.stderr)
         return 1
     return 0
