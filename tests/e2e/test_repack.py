@@ -128,6 +128,17 @@ def test_too_long_sequences_are_rejected_and_counted(text_source: Path, tmp_path
     assert main(["validate", str(out)]) == 0
 
 
+def test_a_repack_that_packs_nothing_exits_1_with_one_line(
+    text_source: Path, tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    out = tmp_path / "none"
+    capsys.readouterr()
+    assert _repack([text_source], out, "packing.seq_len=16", "packing.overflow=reject") == 1
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert err == f"cook: error: no sequence was packed (750 rejected; see {out}/{fmt.REJECTS_NAME})"
+    assert _manifest(out)["counts"]["records_rejected"] == 750
+
+
 def test_truncation_follows_overflow(text_source: Path, tmp_path: Path) -> None:
     out = tmp_path / "cut"
     assert _repack([text_source], out, "packing.seq_len=128") == 0
