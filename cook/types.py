@@ -15,7 +15,7 @@ from typing import Any, Literal
 import numpy as np
 
 from cook.errors import Rejected, RejectReason
-from cook.format import SEQUENCE_KEYS, SEQUENCE_TRUNCATED_KEY
+from cook.format import PATCH_SIZE, SEQUENCE_KEYS, SEQUENCE_TRUNCATED_KEY
 
 Role = Literal["system", "user", "assistant", "tool"]
 MediaKind = Literal["image", "video", "audio"]
@@ -147,7 +147,9 @@ class PlaceholderBlock:
 class MediaItem:
     """A decoded, pre-patchified media item and the placeholders it expands to.
 
-    Visual items: ``patches`` uint8 [P, 768] and ``size`` (frames, height px, width px).
+    Visual items: ``patches`` uint8 [P, 768] and ``size`` (frames, height px, width px); or, read back
+    from png/jpeg storage by ``cook repack``, ``stored_frames`` (each frame's member bytes, moved as
+    they are) in place of ``patches``.
     Audio items: ``audio_features`` float16 [C, F, 128] and ``audio_lengths`` int32 [C].
     """
 
@@ -158,6 +160,7 @@ class MediaItem:
     visual_kind: Literal["image", "video", "tiles"] | None = None
     audio_features: np.ndarray | None = None  # float16 [C, F, 128]
     audio_lengths: np.ndarray | None = None  # int32 [C]
+    stored_frames: tuple[memoryview | bytes, ...] = ()  # one per frame: a frame.<k> member's bytes
 
     @property
     def n_embeddings(self) -> int:
@@ -165,7 +168,12 @@ class MediaItem:
 
     @property
     def n_patches(self) -> int:
-        return 0 if self.patches is None else int(self.patches.shape[0])
+        if self.patches is not None:
+            return int(self.patches.shape[0])
+        if self.stored_frames and self.size is not None:
+            frames, height_px, width_px = self.size
+            return frames * (height_px // PATCH_SIZE) * (width_px // PATCH_SIZE)
+        return 0
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -238,6 +246,8 @@ class Pack:
     # ``pixel_patches`` in pieces (each uint8 [P_i, 768]), written one after another instead of being
     # concatenated first: the shard writer hands each image's own buffer to the kernel
     pixel_patch_parts: tuple[np.ndarray, ...] = ()
+    # the frame members as stored (``MediaItem.stored_frames``, in placeholder order), in place of patches
+    stored_frames: tuple[memoryview | bytes, ...] = ()
 
     @property
     def tokens(self) -> int:

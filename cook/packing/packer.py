@@ -90,8 +90,9 @@ def build_pack(samples: Sequence[TokenizedSample], pad_id: int, pad_multiple: in
     targets = (running[cu_padded[1:]] - running[cu_padded[:-1]]).tolist()  # padding adds 0
     loss_mask[cu_padded[:-1]] = 0
     media = [item for s in samples for item in s.media]
-    patches = [m.patches for m in media if m.patches is not None]
-    sizes = [m.size for m in media if m.patches is not None]
+    visual = [m for m in media if m.size is not None]
+    patches = [m.patches for m in visual if m.patches is not None]
+    sizes = [m.size for m in visual]
     features = [m.audio_features for m in media if m.audio_features is not None]
     clip_lengths = [m.audio_lengths for m in media if m.audio_lengths is not None]
     return Pack(
@@ -114,6 +115,7 @@ def build_pack(samples: Sequence[TokenizedSample], pad_id: int, pad_multiple: in
         media_sizes=np.array(sizes, dtype=np.int32) if sizes else None,
         audio_features=_stack_audio(features) if features else None,
         audio_lengths=np.concatenate(clip_lengths).astype(np.int32) if clip_lengths else None,
+        stored_frames=tuple(frame for m in visual for frame in m.stored_frames),
     )
 
 

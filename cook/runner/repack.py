@@ -68,11 +68,6 @@ def check_sources(sources: Sequence[SourceManifest]) -> None:
             raise ConfigError(
                 f"repack source {source.path!r}: its manifest has no contract (an older cook); cook it again"
             )
-        if contract.storage.stores_frames:
-            raise ConfigError(
-                f"repack source {source.path!r}: frames stored as {contract.storage.codec}; cook repack reads"
-                " media.image.storage raw datasets only"
-            )
         contracts.append((source.path, replace(contract, seq_len=0, pad_multiple=0)))
     for pair in ((contracts[0], other) for other in contracts[1:]):
         try:

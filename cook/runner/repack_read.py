@@ -38,14 +38,14 @@ from cook.config import PackingConfig
 from cook.packfiles import clip_tokens, pack_member_spans, read_npy
 from cook.packing.packer import fit_sample
 from cook.runner.reject_log import RejectLog
-from cook.runner.staging import PatchSpan
+from cook.runner.staging import FrameSpans, MediaSpan, PatchSpan
 from cook.runner.units import SequenceReads, Unit, UnitSummary
 from cook.types import MediaItem, TokenizedSample
 
 MEDIA_END_TOKENS = (fmt.IMG_END, fmt.AUDIO_END)  # a sequence's media end just past the last of these
 
 
-ItemSpans = tuple[PatchSpan | None, ...]  # per media item of a sequence: where its patch rows lie
+ItemSpans = tuple[MediaSpan | None, ...]  # per media item of a sequence: where its patch rows or frames lie
 
 
 def read_sequences(
@@ -148,7 +148,9 @@ class _MediaCursor:
         self.features: np.ndarray | None = None  # float16 [C, F, 128], read when an audio item is wanted
         self.tokens = clip_tokens(self.lengths).tolist() if self.lengths is not None else []
         self.audio_id = audio_id
-        self.row = self.patch = self.clip = 0
+        found = ((fmt.parse_frame_member(name), name) for name in pack.spans)
+        self.frame_names = [name for parsed, name in sorted((p, n) for p, n in found if p is not None)]
+        self.row = self.patch = self.clip = self.frame = 0
 
     def take(self, labels: list[str], seq_ids: np.ndarray, wanted: bool) -> tuple[tuple[MediaItem, ...], ItemSpans]:
         """The sequence's media items and where each one's patch rows lie (None for audio)."""
@@ -156,22 +158,34 @@ class _MediaCursor:
             return (), ()
         runs = self._audio_runs(seq_ids) if "audio" in labels else []
         items: list[MediaItem] = []
-        spans: list[PatchSpan | None] = []
+        spans: list[MediaSpan | None] = []
         for label in labels:
             item, span = (self._audio(runs.pop(0), wanted), None) if label == "audio" else self._visual(label, wanted)
             items.append(item)
             spans.append(span)
         return tuple(items), tuple(spans)
 
-    def _visual(self, label: str, wanted: bool) -> tuple[MediaItem, PatchSpan | None]:
+    def _visual(self, label: str, wanted: bool) -> tuple[MediaItem, MediaSpan | None]:
         assert self.sizes is not None, "meta.json lists a visual item"
         frames, height, width = (int(v) for v in self.sizes[self.row])
+        kind = "video" if label == "video" else "image"
+        size = (frames, height, width)
+        self.row += 1
+        if self.frame_names:  # png/jpeg storage: the item's frame members move as they are
+            names = self.frame_names[self.frame : self.frame + frames]
+            self.frame += frames
+            if not wanted:
+                return MediaItem(kind, (), None, size, label), None  # type: ignore[arg-type]
+            if len(names) < frames:
+                raise RuntimeError(f"the pack holds fewer than {self.frame} frame members")
+            spans = FrameSpans(self.pack.path, tuple(self.pack.spans[name] for name in names))
+            stored = tuple(self.pack.bytes(name) for name in names)
+            return MediaItem(kind, (), None, size, label, stored_frames=stored), spans  # type: ignore[arg-type]
         rows = frames * (height // fmt.PATCH_SIZE) * (width // fmt.PATCH_SIZE)
         span = self.pack.patch_span(self.patch, rows) if wanted else None
         patches = self.pack.patch_rows(span) if span is not None else None
-        self.row, self.patch = self.row + 1, self.patch + rows
-        kind = "video" if label == "video" else "image"
-        return MediaItem(kind, (), patches, (frames, height, width), label, None, None), span  # type: ignore[arg-type]
+        self.patch += rows
+        return MediaItem(kind, (), patches, size, label, None, None), span  # type: ignore[arg-type]
 
     def _audio(self, tokens: int, wanted: bool) -> MediaItem:
         assert self.lengths is not None, "meta.json lists an audio item"

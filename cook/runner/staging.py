@@ -53,7 +53,16 @@ class PatchSpan:
     rows: int
 
 
-Spans = Sequence[tuple[PatchSpan | None, ...]]  # per sample, per media item; None: stage the item's bytes
+@dataclass(frozen=True)
+class FrameSpans:
+    """Where a media item's stored frame members (png/jpeg storage) lie in a cooked shard (``cook repack``)."""
+
+    shard: str  # the source shard's path
+    members: tuple[tuple[int, int], ...]  # (byte offset, size) of each frame's bytes, in frame order
+
+
+MediaSpan = PatchSpan | FrameSpans
+Spans = Sequence[tuple[MediaSpan | None, ...]]  # per sample, per media item; None: stage the item's bytes
 
 
 class SampleStore(Protocol):
@@ -152,7 +161,8 @@ class DiskStore:
 # ------------------------------------------------------------------ the stage file
 #   MAGIC | uint64 header length | header JSON | pad to 64 | sections, each aligned to 64
 # header: sources, lengths, truncated (cut tokens, or -1 when not truncated), media (per sample:
-# [kind, visual_kind, size, patches (offset, rows[, shard]), audio (offset, clips, frames), lengths offset]),
+# [kind, visual_kind, size, patches (offset, rows[, shard]), audio (offset, clips, frames), lengths offset,
+# stored frames (shard or None for this file, [(offset, size)])]),
 # the offsets of the concatenated input_ids and loss_mask sections, and the source shards that
 # patches with a third field (a PatchSpan: offset into that shard) refer to.
 
@@ -210,10 +220,15 @@ def _load_header(head: bytes) -> dict[str, Any]:
         return json.loads(head)  # type: ignore[no-any-return]
 
 
-def _place_item(item: MediaItem, place: Any, span: PatchSpan | None, shards: dict[str, int]) -> list[Any]:
+def _place_item(item: MediaItem, place: Any, span: MediaSpan | None, shards: dict[str, int]) -> list[Any]:
     patches: list[int] | None = None
+    stored: list[Any] | None = None
     audio = lengths = None
-    if span is not None:
+    if isinstance(span, FrameSpans):
+        stored = [shards.setdefault(span.shard, len(shards)), [list(member) for member in span.members]]
+    elif item.stored_frames:
+        stored = [None, [[place(data), memoryview(data).nbytes] for data in item.stored_frames]]
+    elif span is not None:
         patches = [span.offset, span.rows, shards.setdefault(span.shard, len(shards))]
     elif item.patches is not None:
         rows = int(item.patches.shape[0])
@@ -224,7 +239,7 @@ def _place_item(item: MediaItem, place: Any, span: PatchSpan | None, shards: dic
     if item.audio_lengths is not None:
         lengths = place(np.ascontiguousarray(item.audio_lengths, dtype="<i4"))
     size = list(item.size) if item.size is not None else None
-    return [item.kind, item.visual_kind, size, patches, audio, lengths]
+    return [item.kind, item.visual_kind, size, patches, audio, lengths, stored]
 
 
 def _write_atomic(path: str, buffers: list[Any]) -> None:
@@ -300,9 +315,14 @@ class StagedUnit(Sequence[TokenizedSample]):
     def _read_item(self, item: list[Any]) -> MediaItem:
         """A staged media item; its arrays are views of the stage file or, for a ``PatchSpan``, of the
         source shard."""
-        kind, visual_kind, size, patches, audio, lengths = item
+        kind, visual_kind, size, patches, audio, lengths, *more = item  # no 7th field: a stage file of an older cook
         mapped, base = self._mapped, self._base
         pixel = features = clip_lengths = None
+        stored: tuple[memoryview, ...] = ()
+        if more and more[0] is not None:
+            source, members = more[0]
+            view, at = (memoryview(mapped), base) if source is None else (memoryview(self._shard_map(source)), 0)
+            stored = tuple(view[at + offset : at + offset + nbytes] for offset, nbytes in members)
         if patches is not None:
             offset, rows, *shard = patches
             where = (self._shard_map(shard[0]), offset) if shard else (mapped, base + offset)
@@ -320,6 +340,7 @@ class StagedUnit(Sequence[TokenizedSample]):
             visual_kind=visual_kind,
             audio_features=features,
             audio_lengths=clip_lengths,
+            stored_frames=stored,
         )
 
     def _shard_map(self, shard: int) -> mmap.mmap:

@@ -13,7 +13,7 @@ import numpy as np
 
 from cook import format as fmt
 from cook.contract import RAW_STORAGE, FrameStorage
-from cook.frames import encode_frame, frame_sizes
+from cook.frames import encode_frame, frame_header, frame_sizes
 from cook.types import Pack
 
 
@@ -94,6 +94,12 @@ def _frame_members(pack: Pack, storage: FrameStorage) -> list[tuple[str, tuple[m
     """One encoded member per visual frame, in placeholder order (none for a pack without visual media)."""
     if pack.media_sizes is None:
         return []
+    if pack.stored_frames:  # moved as they were stored (cook repack): the bytes a fresh encode gives
+        codecs = (frame_header(data)[0] for data in pack.stored_frames)
+        return [
+            (fmt.frame_member(index, codec or storage.codec), (memoryview(data),))
+            for index, (codec, data) in enumerate(zip(codecs, pack.stored_frames, strict=True))
+        ]
     patches = pack.pixel_patches if pack.pixel_patches is not None else np.concatenate(pack.pixel_patch_parts)
     out: list[tuple[str, tuple[memoryview, ...]]] = []
     first = 0

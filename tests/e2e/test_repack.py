@@ -227,9 +227,9 @@ def media_raw(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root
 
 
-def _cook_media(out: Path, raw: Path, seq_len: int) -> Path:
+def _cook_media(out: Path, raw: Path, seq_len: int, storage: str = "raw") -> Path:
     demo = yaml.safe_load((REPO / "pipelines" / "demo.yaml").read_text())
-    media = {"image": demo["media"]["image"], "video": demo["media"]["video"]}
+    media = {"image": {**demo["media"]["image"], "storage": storage}, "video": demo["media"]["video"]}
     return _cook(out, raw, seq_len, input={"media_root": str(DEMO_DATA / "media")}, media=media)
 
 
@@ -259,3 +259,46 @@ def test_media_repack_equals_a_fresh_cook(media_raw: Path, media_source: Path, t
     _assert_equal_to_fresh(out, fresh)
     packs = load_all_packs(str(out), _manifest(out)["counts"]["packs"])
     assert sorted(packs) == [fmt.pack_key(i) for i in range(_manifest(out)["counts"]["packs"])]
+
+
+@pytest.fixture(scope="module")
+def stored_sources(media_raw: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """The media input cooked at 2048 with its frames stored as png and as jpeg."""
+    root = tmp_path_factory.mktemp("stored_src")
+    return {storage: _cook_media(root / storage, media_raw, 2048, storage) for storage in ("png", "jpeg")}
+
+
+def _frame_members(out: Path) -> list[str]:
+    import tarfile
+
+    names = []
+    for shard in sorted(out.glob("shard-*.tar")):
+        with tarfile.open(shard) as tar:
+            names += [m.name for m in tar if fmt.parse_frame_member(m.name.partition(".")[2])]
+    return names
+
+
+@pytest.mark.parametrize("storage", ["png", "jpeg"])
+def test_stored_frames_repack_equals_a_fresh_cook(
+    media_raw: Path, stored_sources: dict[str, Path], tmp_path: Path, storage: str
+) -> None:
+    """The frame members move as they are (a jpeg is never decoded and encoded again), so the new
+    shards are the bytes a fresh cook at the new seq_len writes."""
+    fresh = _cook_media(tmp_path / "fresh", media_raw, 1024, storage)
+    out = tmp_path / "repacked"
+    assert _repack([stored_sources[storage]], out, "packing.seq_len=1024") == 0
+    _assert_equal_to_fresh(out, fresh)
+    frames = _frame_members(out)
+    assert frames and all(name.endswith(".png" if storage == "png" else ".jpg") for name in frames)
+    assert main(["validate", str(out), "--deep"]) == 0
+
+
+def test_stored_frames_repack_on_two_actors_equals_in_process(
+    stored_sources: dict[str, Path], tmp_path: Path, ray_session
+) -> None:
+    """Under Ray the stage file refers to the frames in the source shard (``FrameSpans``)."""
+    source = stored_sources["jpeg"]
+    assert _repack([source], tmp_path / "local", "packing.seq_len=4096") == 0
+    assert _repack([source], tmp_path / "ray", "packing.seq_len=4096", workers="2") == 0
+    assert _shards(tmp_path / "ray") == _shards(tmp_path / "local")
+    assert _frame_members(tmp_path / "ray")

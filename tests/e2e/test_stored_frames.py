@@ -257,12 +257,3 @@ def test_tiles_stored_as_one_frame_per_tile(tmp_path: Path) -> None:
     assert sorted(n for n in found[1].members if fmt.parse_frame_member(n)) == [f"frame.{k}.png" for k in range(3)]
     assert patches["raw"].keys() == patches["png"].keys() == {fmt.pack_key(0)}
     np.testing.assert_array_equal(patches["png"][fmt.pack_key(0)], patches["raw"][fmt.pack_key(0)])
-
-
-def test_repack_refuses_stored_frames(
-    demo: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    argv = ["repack", str(demo["jpeg"]), "--output", str(tmp_path / "r"), "--workers", "0", "--quiet"]
-    assert main(argv) == 2
-    err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and "frames stored as jpeg" in err[0]
