@@ -38,6 +38,11 @@ CPU_RATIO_TARGET = 10.0  # fresh cook CPU / repack CPU, at least
 ENV = {**os.environ, "RAY_AUTH_MODE": "disabled", "TOKENIZERS_PARALLELISM": "false"}
 
 
+STORAGE_SETS = {  # how the image workloads store frames: raw patches, or JPEG frames (q95, 4:4:4)
+    storage: ("--set", f"media.image.storage={storage}") for storage in ("raw", "jpeg")
+}
+
+
 def _env_int(name: str, default: int) -> int:
     return int(os.environ.get(name, default))
 
@@ -156,12 +161,10 @@ def report() -> str:
     single_threaded_tokenizers()
     repeats = _env_int("BENCH_REPEATS", 3)
     n_images, copies = _env_int("BENCH_REPACK_IMAGES", 384), _env_int("BENCH_REPACK_TEXT_COPIES", 640)
-    images = Workload(
-        "images",
-        "pipelines/omni_sft.yaml",
-        tuple(IMAGE_SETS),
-        {"big": image_dataset(n_images), "small": image_dataset(SMALL_IMAGES)},
-        "images",
+    image_inputs = {"big": image_dataset(n_images), "small": image_dataset(SMALL_IMAGES)}
+    images = Workload("images", "pipelines/omni_sft.yaml", (*IMAGE_SETS, *STORAGE_SETS["raw"]), image_inputs, "images")
+    jpeg = Workload(
+        "images-jpeg", "pipelines/omni_sft.yaml", (*IMAGE_SETS, *STORAGE_SETS["jpeg"]), image_inputs, "images"
     )
     text = Workload(
         "text",
@@ -170,7 +173,9 @@ def report() -> str:
         {"big": text_corpus(copies), "small": text_corpus(SMALL_TEXT_COPIES)},
         "sequences",
     )
-    results = [(work, measure(work, repeats)) for work in (text, images)]
+    chosen = os.environ.get("BENCH_REPACK_WORKLOADS", "text,images,jpeg").split(",")
+    workloads = {"text": text, "images": images, "jpeg": jpeg}
+    results = [(workloads[name], measure(workloads[name], repeats)) for name in chosen]
     rows = [row for work, figs in results for workers, fig in figs.items() for row in _rows(work, workers, fig)]
     table = "\n".join(rows)
     sizes = f"BENCH_REPEATS={repeats} BENCH_REPACK_IMAGES={n_images} BENCH_REPACK_TEXT_COPIES={copies}"
