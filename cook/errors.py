@@ -5,12 +5,29 @@
 - ``ConfigError``: a bad pipeline file, flag or usage. The CLI prints one line and exits 2.
 - anything else is a bug and exits 1.
 
+An interrupt (Ctrl-C) is ``KeyboardInterrupt``: the work done is kept and a rerun goes on. Imports of
+native libraries run inside ``interrupts_held()``, because a SIGINT that lands inside a native
+start-up (torch's) aborts the interpreter (SIGABRT) instead.
+
 Reason codes are part of the on-disk contract (``rejects.jsonl``): never rename one, only add.
 """
 
 from __future__ import annotations
 
+import signal
+from collections.abc import Iterator
+from contextlib import contextmanager
 from enum import StrEnum
+
+
+@contextmanager
+def interrupts_held() -> Iterator[None]:
+    """Hold SIGINT for the block: an interrupt during it arrives right after, as ``KeyboardInterrupt``."""
+    held = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, held)
 
 
 class RejectReason(StrEnum):

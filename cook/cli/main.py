@@ -9,12 +9,11 @@ from __future__ import annotations
 
 import argparse
 import os
-import signal
 import sys
 from collections.abc import Callable
 
 from cook import __version__
-from cook.errors import ConfigError
+from cook.errors import ConfigError, interrupts_held
 
 INTERRUPTED = "interrupted: rerun the same command to resume"
 
@@ -49,11 +48,8 @@ def main(argv: list[str] | None = None) -> int:
         # the commands' modules import numpy and other native extensions: an interrupt inside a C
         # extension's start-up can surface as an ImportError (exit 1); held, it arrives after, as
         # KeyboardInterrupt (exit 130)
-        held = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
-        try:
+        with interrupts_held():
             parser = build_parser()
-        finally:
-            signal.pthread_sigmask(signal.SIG_SETMASK, held)
         args = parser.parse_args(argv)
         command = args.command
         if args.version:

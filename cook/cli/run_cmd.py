@@ -28,7 +28,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import signal
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, redirect_stdout
@@ -38,7 +37,7 @@ from typing import Any
 from cook.cli.preflight import preflight
 from cook.config import PipelineConfig, load_config
 from cook.dataset_stats import packing_efficiency, packing_figure_rows, stored_fill
-from cook.errors import ConfigError
+from cook.errors import ConfigError, interrupts_held
 from cook.manifest import LineageEntry
 from cook.runner.driver import Executor
 from cook.runner.pipeline import ExecutorFactory, InterruptedAfterFinish, RunSummary, run_pipeline
@@ -242,14 +241,11 @@ def _import_libraries(tokenizer_path: str) -> None:
     (torch's, when a tokenizer directory needs transformers) aborts the interpreter (SIGABRT); held,
     it arrives right after, as KeyboardInterrupt. transformers (and torch) are imported only for a
     tokenizer directory that needs AutoTokenizer (``cook.tokenize.tokenizer_files``)."""
-    held = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
-    try:
+    with interrupts_held():
         import tokenizers  # noqa: F401
 
         if needs_transformers(tokenizer_path):
             from transformers import AutoTokenizer  # noqa: F401
-    finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, held)
 
 
 def already_finished(summary: RunSummary) -> str:

@@ -28,6 +28,7 @@ import uuid
 from typing import Any
 
 from cook import format as fmt
+from cook.errors import interrupts_held
 from cook.manifest import ShardInfo
 from cook.writer.atomic import atomic_write
 from cook.writer.shards import ShardLayout
@@ -58,8 +59,9 @@ class EnergonIndex:
         # abort the interpreter.
 
     def _open(self) -> Any:
-        from megatron.energon.epathlib import EPath
-        from megatron.energon.flavors.webdataset.indexing import SqliteIndexWriter
+        with interrupts_held():  # torch's native start-up under Energon: an interrupt there aborts
+            from megatron.energon.epathlib import EPath
+            from megatron.energon.flavors.webdataset.indexing import SqliteIndexWriter
 
         os.makedirs(os.path.dirname(self.work_path), exist_ok=True)
         if self.kept_shards == 0:
@@ -128,10 +130,12 @@ class EnergonIndex:
 
     def _publish_index(self, meta: str, shards: list[ShardInfo]) -> None:
         import yaml
-        from megatron.energon import __version__
-        from megatron.energon.bracecollapse import collapse
-        from megatron.energon.flavors.webdataset.structs import WebdatasetInfo, WebdatasetSplits
-        from megatron.energon.typed_converter import to_json_object
+
+        with interrupts_held():  # a finish whose shards were all written before: Energon is not imported yet
+            from megatron.energon import __version__
+            from megatron.energon.bracecollapse import collapse
+            from megatron.energon.flavors.webdataset.structs import WebdatasetInfo, WebdatasetSplits
+            from megatron.energon.typed_converter import to_json_object
 
         self.commit()
         self._build_published(os.path.join(meta, fmt.INDEX_SQLITE))
