@@ -267,6 +267,6 @@ def decode_result(payload: bytes) -> Result:
         stats = PackingStats.from_fields(body["stats"])
         return WindowDone(body["window"], body["packs"], stats, body["short_of_multiple"])
     keys, offsets, parts = body["layout"]
-    layout = ShardLayout(tuple(keys), tuple(offsets), tuple((i, n, o, z) for i, n, o, z in parts))
+    layout = ShardLayout(tuple(keys), tuple(offsets), tuple(map(tuple, parts)))
     counts = Counts.from_dict(body["counts"])
     return ShardDone(body["shard_index"], ShardInfo(**body["info"]), layout, counts, body["writer"])
