@@ -3,8 +3,9 @@
     .venv/bin/python -m bench.run_all bench_driver
 
 ``SyntheticExecutor`` implements ``cook.runner.driver.Executor``: each job is answered at once with
-the result a worker would send (``UnitSummary``: lengths, patch counts, rejects; ``ShardDone``:
-sha256, size, Energon index rows, counts), built from ``(SEED, unit)`` alone, passed through the wire
+the result a worker would send (``UnitDone``: counts, rejects; ``WindowDone``: the window's pack count
+and stats, from the real ``plan_window_task`` over the units' lengths, which the synthetic workers
+keep; ``ShardDone``: sha256, size, Energon index rows, counts), built from ``(SEED, unit)`` alone, passed through the wire
 form (``encode_result`` on the worker's side, ``decode_result`` on the driver's, as the Ray executor
 does) and with Ray's slot and lookahead sizes for ``ACTORS`` actors. Everything else is the real
 run: the run identity, the tokenizer load and backend self-check, windows, planning, shard tasks,
@@ -12,7 +13,7 @@ commits, Energon index rows, rejects, checkpoints (``state.json``), ``.nv-meta/`
 No shard bytes exist: nothing in the driver reads them. Every unit names one real file (the demo
 chats): the run identity stats it and the tokenizer backend's self-check reads unit 0's first records.
 
-The executor's own CPU (making and encoding the results: the workers' side) is timed with
+The executor's own CPU (making and encoding the results, planning windows: the workers' side) is timed with
 ``time.process_time`` and taken off the process's; the rest is the driver's. Ray's own per-job cost
 in the driver (``.remote``, ``ray.wait``, ``ray.get``) is not in it.
 
@@ -52,7 +53,18 @@ from cook.runner.pipeline import RunSummary, run_pipeline
 from cook.runner.progress import UnitProgress
 from cook.runner.ray_executor import IN_FLIGHT_PER_ACTOR, LOOKAHEAD_PER_ACTOR
 from cook.runner.staging import MemoryStore
-from cook.runner.units import ShardDone, ShardTask, Unit, UnitSummary, decode_result, encode_result
+from cook.runner.units import (
+    Job,
+    Result,
+    ShardDone,
+    ShardTask,
+    Unit,
+    UnitSummary,
+    WindowTask,
+    decode_result,
+    encode_result,
+)
+from cook.runner.windows import plan_window_task
 from cook.types import RejectRecord
 from cook.writer.shards import ShardLayout
 
@@ -125,11 +137,14 @@ def unit_summary(shape: Shape, unit: int, records: int, seq_len: int) -> UnitSum
     return UnitSummary(unit, records, rejects, lengths, n_patches)
 
 
-def shard_done(task: ShardTask, lengths: np.ndarray, n_patches: np.ndarray, seq_len: int) -> ShardDone:
+def shard_done(
+    task: ShardTask, pack_bounds: np.ndarray, lengths: np.ndarray, n_patches: np.ndarray, seq_len: int
+) -> ShardDone:
     """A written shard of ``task``'s packs: its members as the writer lays them out (``.npy`` with a
     128-byte header, ``meta.json``, tar headers and block padding), sha256, size, index rows, counts.
-    ``lengths``/``n_patches``: int32 [S] of the task's samples, in pack order."""
-    bounds = task.bounds.tolist()
+    ``pack_bounds``: int64 [packs + 1] into ``lengths``/``n_patches`` (int32 [S] of the task's samples,
+    in pack order)."""
+    bounds = pack_bounds.tolist()
     keys = tuple(fmt.pack_key(task.first_pack + i) for i in range(task.packs))
     offsets: list[int] = []
     parts: list[tuple[int, str, int, int]] = []
@@ -166,16 +181,12 @@ def shard_done(task: ShardTask, lengths: np.ndarray, n_patches: np.ndarray, seq_
 
 
 class SyntheticStore(MemoryStore):
-    """The workers' staging store as the driver sees it (no unit staged before the run) plus what the
-    synthetic workers keep of each unit to answer its shard tasks; the driver's ``drop`` frees both."""
+    """The workers' staging store (no unit staged before the run) holding what the synthetic workers
+    keep: each unit's lengths and patch counts (no samples) and each window's plan; the driver drops them."""
 
-    def __init__(self) -> None:
-        super().__init__()
-        self.kept: dict[int, tuple[np.ndarray, np.ndarray]] = {}  # unit -> lengths, n_patches
-
-    def drop(self, unit: int) -> None:
-        super().drop(unit)
-        self.kept.pop(unit, None)
+    def held(self) -> tuple[int, int]:
+        """Units and window plans still held."""
+        return len(self._lengths), len(self._plans)
 
 
 class SyntheticExecutor:
@@ -192,16 +203,17 @@ class SyntheticExecutor:
         self.lookahead = LOOKAHEAD_PER_ACTOR * actors
         self.received_bytes = 0
         self.on_progress: Callable[[UnitProgress], None] = lambda progress: None
-        self.worker_cpu_s = 0.0  # making and encoding results: the workers' side, not the driver's
-        self._jobs: deque[Unit | ShardTask] = deque()
+        self.packing = config.packing
+        self.worker_cpu_s = 0.0  # making and encoding results, planning windows: the workers' side
+        self._jobs: deque[Job] = deque()
 
-    def submit(self, job: Unit | ShardTask) -> None:
+    def submit(self, job: Job) -> None:
         self._jobs.append(job)
 
     def outstanding(self) -> int:
         return len(self._jobs)
 
-    def next_done(self) -> UnitSummary | ShardDone:
+    def next_done(self) -> Result:
         if self.profiler is not None:
             self.profiler.disable()
         start = time.process_time()
@@ -212,20 +224,28 @@ class SyntheticExecutor:
         self.received_bytes += len(payload)
         return decode_result(payload)
 
-    def _work(self, job: Unit | ShardTask) -> UnitSummary | ShardDone:
+    def _work(self, job: Job) -> Result:
+        store = self.store
         if isinstance(job, Unit):
             summary = unit_summary(self.shape, job.index, self.shape.unit_records, self.seq_len)
-            self.store.kept[job.index] = (summary.lengths, summary.n_patches)
-            return summary
-        units, positions = job.refs[:, 0], job.refs[:, 1]
+            store.put(summary, [])
+            return summary.done()
+        if isinstance(job, WindowTask):
+            plan, done = plan_window_task(job, store.lengths, self.packing)  # the real planning, as a worker runs it
+            store.put_plan(job, plan)
+            return done
+        kept = store.plan(job.window)
+        assert kept is not None, "a window is planned before its shards are handed out"
+        refs, bounds = kept.packs_in(job.start, job.stop)
+        units, positions = refs[:, 0], refs[:, 1]
         lengths = np.empty(len(units), np.int32)  # int32 [S]
         n_patches = np.empty(len(units), np.int32)
         for unit in np.unique(units).tolist():
             where = units == unit
-            kept_lengths, kept_patches = self.store.kept[unit]
-            lengths[where] = kept_lengths[positions[where]]
-            n_patches[where] = kept_patches[positions[where]]
-        return shard_done(job, lengths, n_patches, self.seq_len)
+            unit_lengths, unit_patches = store.lengths(unit)
+            lengths[where] = unit_lengths[positions[where]]
+            n_patches[where] = unit_patches[positions[where]]
+        return shard_done(job, bounds, lengths, n_patches, self.seq_len)
 
     def close(self) -> None:
         pass
@@ -324,15 +344,13 @@ REPEATED_SIZES = 2  # the smallest sizes of each shape run BENCH_REPEATS times, 
 PROFILED = ("text", 1_000_000)
 PROFILE_COSTS = (  # (file suffix, function): the driver's costs, by cumulative time; none spans a paused
     # profiler (``run_pipeline`` and ``Driver.run`` do: cProfile under-counts them, so they are not listed)
-    ("cook/runner/driver.py", "_consume", "consume unit summaries (rejects, progress, planner)"),
-    ("cook/runner/windows.py", "_close", "plan a window (plan_window, stats, shard tasks)"),
-    ("cook/packing/packer.py", "plan_window", "  of which the pack plan"),
-    ("cook/packing/metrics.py", "stats_for_flat", "  of which the window's packing stats"),
-    ("cook/runner/units.py", "decode_result", "decode results (JSON, base64 lengths)"),
-    ("cook/writer/energon_index.py", "add_shard", "Energon index rows (sqlite inserts)"),
+    ("cook/runner/driver.py", "_consume", "consume unit counts (rejects, progress, cut windows)"),
+    ("cook/runner/driver.py", "_planned", "number planned windows (shard tasks; commits)"),
+    ("cook/runner/units.py", "decode_result", "decode results (JSON)"),
+    ("cook/writer/energon_index.py", "add_shards", "Energon index rows (sqlite inserts, in bulk)"),
     ("cook/runner/driver.py", "_checkpoint", "checkpoints"),
-    ("cook/writer/dataset.py", "sync", "  of which rejects fsync + sqlite commit"),
-    ("cook/runner/output_dir.py", "save", "  of which state.json (every shard so far)"),
+    ("cook/writer/dataset.py", "sync", "  of which rejects fsync + index rows + sqlite commit"),
+    ("cook/runner/output_dir.py", "save", "  of which state.json + the shard log"),
     ("cook/writer/dataset.py", "add_rejects", "rejects.jsonl lines"),
     ("cook/writer/dataset.py", "publish", "publish (.nv-meta index.sqlite, manifest)"),
     ("cook/tokenize/tokenizer.py", "__init__", "tokenizer load + backend check (once)"),
@@ -385,9 +403,8 @@ def _shape_section(shape: str, rows: list[dict[str, Any]]) -> tuple[str, dict[st
     lines += [
         "",
         f"- Marginal driver CPU per sample, {prev['samples']:,} -> {big['samples']:,}: **{marginal * 1e6:.2f} µs**.",
-        f"- Fit, driver CPU s = {c:.3g} + {b:.3g}·N + {a:.3g}·N² (least squares over the {len(rows)} sizes; the N² "
-        "term: `state.json` lists every shard so far and is written at every checkpoint, at least once a "
-        "window, so its cost grows as windows × shards): "
+        f"- Fit, driver CPU s = {c:.3g} + {b:.3g}·N + {a:.3g}·N² (least squares over the {len(rows)} sizes; an N² "
+        "term near 0 means the cost per sample does not grow with the job): "
         f"at 100M samples **{cpu_100m:,.0f} s** ({cpu_100m / TARGET_SAMPLES * 1e6:.2f} µs per sample).",
         f"- Fit, peak RSS GiB = {m:.3g} + {k:.3g}·N: at 100M samples **{rss_100m:.2f} GiB** "
         f"(target ≤ {RSS_TARGET_GIB:g} GiB: {'met' if rss_100m <= RSS_TARGET_GIB else '**not met**'}).",

@@ -24,6 +24,7 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from itertools import chain
+from typing import Any
 
 import numpy as np
 
@@ -76,6 +77,17 @@ class PackingStats:
             tail_padding=self.tail_padding + other.tail_padding,
             sequences_per_pack=tuple(sorted(per_pack.items())),
             fill_histogram=tuple(a + b for a, b in zip(self.fill_histogram, other.fill_histogram, strict=True)),
+        )
+
+    @classmethod
+    def from_fields(cls, fields: dict[str, Any]) -> PackingStats:
+        """The stats from ``dataclasses.asdict(stats)`` as JSON reads it back (lists for tuples)."""
+        return cls(
+            **{
+                **fields,
+                "sequences_per_pack": tuple(tuple(pair) for pair in fields["sequences_per_pack"]),
+                "fill_histogram": tuple(fields["fill_histogram"]),
+            }
         )
 
     def to_dict(self) -> dict[str, JsonValue]:

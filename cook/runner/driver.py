@@ -1,9 +1,13 @@
-"""The driver's loop: hand out jobs, plan windows, commit shards in order, checkpoint (SPEC §11).
+"""The driver's loop: hand out jobs, cut and number windows, commit shards in order, checkpoint (SPEC §11).
 
-The driver holds no samples. It sends ``Unit``s to cook and ``ShardTask``s to write, and gets back
-``UnitSummary``s (lengths, patch counts, rejects) and ``ShardDone``s (sha256, size, index rows).
+The driver holds no samples and does no work per sample. It sends ``Unit``s to cook, ``WindowTask``s
+to plan and ``ShardTask``s to write, and gets back ``UnitDone``s (counts, rejects), ``WindowDone``s
+(pack count, packing stats) and ``ShardDone``s (sha256, size, index rows).
 
-- Writes go out before cooks, so a planned window's shards are written while later units cook.
+- Windows are cut from the units' sample counts (``cook.runner.windows.Planner``) and planned on the
+  workers; their plans come back in any order and are numbered in window order (packs and shards
+  after the windows before), then cut into shard tasks.
+- Plans and writes go out before cooks, so a closed window's shards are written while later units cook.
 - Jobs are bounded (``executor.slots`` outstanding), cooks also by ``executor.lookahead`` (units
   cooking or waiting for their turn), and cooks are held back while many shard tasks wait, so the
   staged samples stay bounded too.
@@ -30,7 +34,7 @@ from cook.runner.output_dir import OutputDir
 from cook.runner.progress import Progress, UnitProgress
 from cook.runner.resume import CHECKPOINT_SHARDS
 from cook.runner.staging import SampleStore
-from cook.runner.units import ShardDone, ShardTask, Unit, UnitSummary
+from cook.runner.units import Job, Result, ShardDone, Unit, UnitDone, WindowDone
 from cook.runner.windows import Planner, Position, WindowPlan
 from cook.writer.dataset import DatasetWriter
 
@@ -46,9 +50,9 @@ class Executor(Protocol):
     received_bytes: int  # what crossed to the driver
     on_progress: Callable[[UnitProgress], None]  # gets the workers' reports of units cooking (set by the driver)
 
-    def submit(self, job: Unit | ShardTask) -> None: ...
+    def submit(self, job: Job) -> None: ...
     def outstanding(self) -> int: ...
-    def next_done(self) -> UnitSummary | ShardDone: ...
+    def next_done(self) -> Result: ...
     def close(self) -> None: ...
 
 
@@ -72,8 +76,8 @@ class Driver:
         self.records_in = start[1]
         self.committed = len(state.shards)
         self.done: dict[int, ShardDone] = {}
-        self.windows: deque[WindowPlan] = deque()
-        self.tasks: deque[ShardTask] = deque()
+        self.windows: deque[WindowPlan] = deque()  # open windows, in order
+        self.tasks: deque[Job] = deque()  # window plans and shard writes to hand out, in order
         self.dropped = self.resume.unit  # staged units below this are gone
         self.unit_bytes: dict[int, int] = {}  # input bytes per unit not yet consumed, for progress
         self.reported: dict[int, UnitProgress] = {}  # the most each unit's reports said, until it is consumed
@@ -84,7 +88,7 @@ class Driver:
     def run(self, units: Sequence[Unit]) -> None:
         todo = deque(units[self.resume.unit :])
         self.unit_bytes = {unit.index: unit.size_bytes for unit in todo}
-        waiting: dict[int, UnitSummary] = {}
+        waiting: dict[int, UnitDone] = {}
         turn, cooking, planned_all = self.resume.unit, 0, False
         executor = self.executor
         while True:
@@ -120,15 +124,17 @@ class Driver:
                 continue
             self.writer.open_index()  # once (then a no-op): Ray's first jobs are out, so its slow import overlaps them
             result = executor.next_done()
-            if isinstance(result, UnitSummary):
+            if isinstance(result, UnitDone):
                 cooking -= 1
                 waiting[result.unit] = result
+            elif isinstance(result, WindowDone):
+                self._planned(result)
             else:
                 self.done[result.shard_index] = result
                 self._commit()
         self._checkpoint(Position(len(units)))
 
-    def _consume(self, summary: UnitSummary) -> None:
+    def _consume(self, summary: UnitDone) -> None:
         if summary.unit != self.resume.unit or not self.resume.skip:  # else counted before the interrupt
             self.writer.add_rejects(summary.rejects)
             self.records_in += summary.records_in
@@ -157,9 +163,22 @@ class Driver:
         self.reported[report.unit] = now
         self.progress.update(now.bytes_read - before.bytes_read, records=now.records - before.records)
 
-    def _open(self, plan: WindowPlan) -> None:
-        self.windows.append(plan)
-        self.tasks.extend(task for task in plan.tasks if task.shard_index >= self.committed)
+    def _open(self, window: WindowPlan) -> None:
+        self.windows.append(window)
+        self.tasks.append(window.task)
+
+    def _planned(self, done: WindowDone) -> None:
+        """Number the windows whose plans are back, in window order, and queue their shards."""
+        by_index = {window.index: window for window in self.windows if not window.numbered}
+        by_index[done.index].done = done
+        for window in self.windows:
+            if window.numbered:
+                continue
+            if window.done is None:
+                break
+            self.planner.number(window)
+            self.tasks.extend(task for task in window.tasks if task.shard_index >= self.committed)
+        self._commit()
 
     def _commit(self) -> None:
         while self.committed in self.done:
@@ -171,8 +190,9 @@ class Driver:
             self.committed += 1
             self.since_checkpoint += 1
         completed = None
-        while self.windows and self.windows[0].shards.stop <= self.committed:
+        while self.windows and self.windows[0].numbered and self.windows[0].shards.stop <= self.committed:
             completed = self.windows.popleft()
+            self.executor.store.drop_plan(completed.index)
             self.stats = self.stats.merge(completed.stats)
             self.unmet += completed.short_of_multiple
             self.state.windows += 1

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from cook.config import PipelineConfig
 from cook.runner.progress import REPORT_INTERVAL_S, UnitProgress
 from cook.runner.staging import DiskStore, MemoryStore, SampleStore
-from cook.runner.units import ShardDone, ShardTask, Unit, UnitSummary
+from cook.runner.units import Job, Result
 from cook.runner.worker import CookWorker
 
 
@@ -29,17 +29,16 @@ class LocalExecutor:
         self.store: SampleStore = DiskStore(config.output.dir) if all_at_once else MemoryStore()
         self.on_progress: Callable[[UnitProgress], None] = lambda progress: None
         self.worker = CookWorker(config, self.store, lambda progress: self.on_progress(progress), report_interval_s)
-        self._jobs: deque[Unit | ShardTask] = deque()
+        self._jobs: deque[Job] = deque()
 
-    def submit(self, job: Unit | ShardTask) -> None:
+    def submit(self, job: Job) -> None:
         self._jobs.append(job)
 
     def outstanding(self) -> int:
         return len(self._jobs)
 
-    def next_done(self) -> UnitSummary | ShardDone:
-        job = self._jobs.popleft()
-        return self.worker.cook_unit(job) if isinstance(job, Unit) else self.worker.write_shard(job)
+    def next_done(self) -> Result:
+        return self.worker.work(self._jobs.popleft())
 
     def close(self) -> None:
         pass

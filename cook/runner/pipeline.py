@@ -1,10 +1,11 @@
 """The one place the stages are composed into a run (SPEC §2 ``cook run``, §11).
 
     units (planned from the sorted input files)
-      -> workers: cook_unit (sources -> cookers -> media -> tokenize -> fit), samples staged
-      -> driver: summaries in unit order -> windows of ``packing.buffer_size`` samples -> pack plan
-         from the lengths alone (``cook.runner.windows``) -> shard tasks
-      -> workers: write_shard (staged samples -> packs -> shard + .tar.idx, straight to the output)
+      -> workers: cook_unit (sources -> cookers -> media -> tokenize -> fit), samples and lengths staged
+      -> driver: unit counts in unit order -> windows of ``packing.buffer_size`` samples (``cook.runner.windows``)
+      -> workers: plan_window (the window's pack plan from its staged lengths alone), plan staged
+      -> driver: pack counts numbered in window order -> shard tasks
+      -> workers: write_shard (plan + staged samples -> packs -> shard + .tar.idx, straight to the output)
       -> driver: shards committed in order -> Energon index rows, resume state
     -> at the end: .nv-meta (Energon index), rejects.jsonl, .cook-run.json, cook_manifest.json (last)
 

@@ -1,11 +1,11 @@
 """Ray executor: CookWorker inside actors; jobs to the least busy actor; small results back.
 
 The Ray layer is only this: actors that each load one tokenizer and reuse it and run both kinds of
-job (cook a unit, write a shard), ``IN_FLIGHT_PER_ACTOR`` jobs per actor at a time, and crash
+job (cook a unit, plan a window, write a shard), ``IN_FLIGHT_PER_ACTOR`` jobs per actor at a time, and crash
 handling. An actor returns its result as JSON bytes (``units.encode_result``, never pickle), so
-the driver counts exactly what crosses to it (``received_bytes``): summaries and shard entries,
-never samples, which the actors stage under the output directory (``cook.runner.staging.DiskStore``;
-shared storage on a cluster).
+the driver counts exactly what crosses to it (``received_bytes``): unit counts, window pack counts
+and shard entries, never samples or their lengths, which the actors stage under the output
+directory (``cook.runner.staging.DiskStore``; shared storage on a cluster).
 Starting or joining Ray (bounded connect, token-auth hints) is ``cook.runner.ray_connect``.
 
 Progress of the units cooking takes a side channel, a ``ProgressBoard`` actor: each actor posts its
@@ -34,7 +34,7 @@ from cook.config import PipelineConfig
 from cook.runner.progress import REPORT_INTERVAL_S, UnitProgress
 from cook.runner.ray_connect import start_ray, stop_ray, worker_env
 from cook.runner.staging import DiskStore, SampleStore
-from cook.runner.units import Attempt, ShardDone, ShardTask, Unit, UnitSummary, decode_result, encode_result
+from cook.runner.units import Attempt, Job, Result, ShardDone, ShardTask, Unit, WindowTask, decode_result, encode_result
 from cook.runner.worker import CookWorker
 
 IN_FLIGHT_PER_ACTOR = 2  # jobs running or queued on an actor
@@ -76,12 +76,12 @@ class RayWorker(CookWorker):
 
         super().__init__(config, report=ray.get_actor(board).post.remote, report_interval_s=report_interval_s)
 
-    def run(self, job: Unit | ShardTask, attempt: Attempt) -> bytes:
-        if isinstance(job, Unit):
-            return encode_result(self.cook_unit(job, attempt))
-        import ray
+    def run(self, job: Job, attempt: Attempt) -> bytes:
+        done = self.work(job, attempt)
+        if isinstance(done, ShardDone):
+            import ray
 
-        done = replace(self.write_shard(job), writer=ray.get_runtime_context().get_node_id())
+            done = replace(done, writer=ray.get_runtime_context().get_node_id())
         return encode_result(done)
 
 
@@ -106,28 +106,28 @@ class RayExecutor:
         self._trace_dir = os.path.join(config.output.dir, fmt.PROGRESS_DIR)
         self._busy = [0] * num_actors
         self._writes = [0] * num_actors
-        self._running: dict[Any, tuple[Unit | ShardTask, Attempt, int, int]] = {}  # ref -> job, attempt, actor, tries
+        self._running: dict[Any, tuple[Job, Attempt, int, int]] = {}  # ref -> job, attempt, actor, tries
 
-    def _pick(self, job: Unit | ShardTask) -> int:
+    def _pick(self, job: Job) -> int:
         """The actor for ``job``: among those with fewer than ``IN_FLIGHT_PER_ACTOR`` jobs, the least
         busy, then the one writing fewer shards. (Sending cooks away from an actor that is writing
         a shard was tried: it unbalanced text jobs, where writes are short, and gained ~1% on images.)"""
         free = [a for a in range(len(self.actors)) if self._busy[a] < IN_FLIGHT_PER_ACTOR] or range(len(self.actors))
         return min(free, key=lambda a: (self._busy[a], self._writes[a]))
 
-    def _submit(self, job: Unit | ShardTask, attempt: Attempt, tries: int) -> None:
+    def _submit(self, job: Job, attempt: Attempt, tries: int) -> None:
         actor = self._pick(job)
         self._busy[actor] += 1
         self._writes[actor] += isinstance(job, ShardTask)
         self._running[self.actors[actor].run.remote(job, attempt)] = (job, attempt, actor, tries)
 
-    def submit(self, job: Unit | ShardTask) -> None:
+    def submit(self, job: Job) -> None:
         self._submit(job, Attempt(), 0)
 
     def outstanding(self) -> int:
         return len(self._running)
 
-    def next_done(self) -> UnitSummary | ShardDone:
+    def next_done(self) -> Result:
         """The next job to finish, in completion order; a job whose actor died is run again."""
         import ray
         from ray.exceptions import RayActorError, WorkerCrashedError
@@ -152,7 +152,7 @@ class RayExecutor:
             self.received_bytes += len(payload)
             return decode_result(payload)
 
-    def _next_attempt(self, job: Unit | ShardTask, attempt: Attempt) -> Attempt:
+    def _next_attempt(self, job: Job, attempt: Attempt) -> Attempt:
         """After a crash, trace the unit's records; after a traced crash, blame the last record."""
         if not isinstance(job, Unit):
             return attempt
@@ -175,5 +175,7 @@ class RayExecutor:
             stop_ray()
 
 
-def _describe(job: Unit | ShardTask) -> str:
-    return f"unit {job.index} ({job.path})" if isinstance(job, Unit) else f"shard {job.shard_index}"
+def _describe(job: Job) -> str:
+    if isinstance(job, Unit):
+        return f"unit {job.index} ({job.path})"
+    return f"window {job.index}" if isinstance(job, WindowTask) else f"shard {job.shard_index}"

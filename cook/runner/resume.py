@@ -106,11 +106,7 @@ def state_from_json(data: dict[str, Any], shards: list[ShardInfo]) -> RunState:
     packing = dict(data["packing"])
     inside = int(packing.pop(_UNMET, 0))  # an older state.json
     unmet = int(data[_UNMET]) if _UNMET in data else inside
-    stats = None
-    if packing:
-        packing["sequences_per_pack"] = tuple(tuple(pair) for pair in packing["sequences_per_pack"])
-        packing["fill_histogram"] = tuple(packing["fill_histogram"])
-        stats = PackingStats(**packing)
+    stats = PackingStats.from_fields(packing) if packing else None
     return RunState(
         fingerprint=data["fingerprint"],
         next_unit=data["next_unit"],

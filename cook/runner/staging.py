@@ -1,6 +1,7 @@
 """The staging sample store: a unit's cooked samples wait here until their packs are written.
 
-    put(unit, samples, summary)  ->  get(unit) -> [TokenizedSample]  ->  drop(unit)
+    put(summary, samples)  ->  lengths(unit) (a window's plan)  ->  get/take (a shard)  ->  drop(unit)
+    put_plan(window, plan)  ->  plan(window) (each shard of the window)  ->  drop_plan(window)
 
 ``MemoryStore`` keeps them in the process (in-process runs with windows). ``DiskStore`` writes one
 file per unit under ``<output>/.cook-progress/stage/`` (``cook.runner.output_dir.stage_dir``; Ray
@@ -13,9 +14,12 @@ repack`` unit's image and video patches are not copied into the stage file: it k
 once, from the source shard into the new one.
 
 A stage file is written under a temporary name and renamed; its small summary sidecar (the
-``UnitSummary``: lengths, patch counts, rejects) is renamed after it, so a present sidecar means a
-complete unit, which a resumed run reuses instead of cooking it again. Staging is scratch: it is
-not fsynced (a process kill keeps it; a lost machine loses only work that is redone).
+``UnitSummary``: counts, rejects, lengths, patch counts) is renamed after it, so a present sidecar
+means a complete unit, which a resumed run reuses instead of cooking it again (the driver reads only
+its counts, ``UnitDone``). A window's pack plan (``PackPlan``, made by the worker that planned it) is
+staged as ``window-NNNNNN.plan`` for the workers that write its shards; a plan that is missing, or
+that is not the asked window's, is made again (it is a pure function of the window's lengths). Staging
+is scratch: it is not fsynced (a process kill keeps it; a lost machine loses only work that is redone).
 """
 
 from __future__ import annotations
@@ -35,12 +39,13 @@ import orjson
 
 from cook import format as fmt
 from cook.runner.output_dir import stage_dir
-from cook.runner.units import UnitSummary, decode_result, encode_result
+from cook.runner.units import PackPlan, UnitDone, UnitSummary, WindowTask, decode_result, encode_staged, staged_lengths
 from cook.types import MediaItem, TokenizedSample
 
 CACHE_UNITS = 64  # open stage files per reader: a shard takes samples from all of a window's units
 CACHE_BYTES = 512 * 2**20  # ... and at most this many bytes of them mapped
 MAGIC = b"COOKSTG1"
+PLAN_MAGIC = b"COOKPLN1"
 ALIGN = 64
 
 
@@ -69,17 +74,38 @@ class SampleStore(Protocol):
     def put(self, summary: UnitSummary, samples: Sequence[TokenizedSample], spans: Spans | None = None) -> None: ...
     def get(self, unit: int) -> Sequence[TokenizedSample]: ...
     def take(self, refs: np.ndarray) -> list[TokenizedSample]: ...
-    def summary(self, unit: int) -> UnitSummary | None: ...
+    def summary(self, unit: int) -> UnitDone | None: ...
+    def lengths(self, unit: int) -> tuple[np.ndarray, np.ndarray]: ...
     def drop(self, unit: int) -> None: ...
+    def put_plan(self, window: WindowTask, plan: PackPlan) -> None: ...
+    def plan(self, window: WindowTask) -> PackPlan | None: ...
+    def drop_plan(self, window: int) -> None: ...
 
 
 class MemoryStore:
     def __init__(self) -> None:
         self._units: dict[int, Sequence[TokenizedSample]] = {}
+        self._lengths: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+        self._plans: dict[int, tuple[WindowTask, PackPlan]] = {}
 
     def put(self, summary: UnitSummary, samples: Sequence[TokenizedSample], spans: Spans | None = None) -> None:
         """Keep ``samples`` (their arrays as they are: ``spans`` is not needed in the process)."""
         self._units[summary.unit] = samples
+        self._lengths[summary.unit] = (summary.lengths, summary.n_patches)
+
+    def lengths(self, unit: int) -> tuple[np.ndarray, np.ndarray]:
+        """The unit's lengths and patch counts (int32 [N] each), in sample order."""
+        return self._lengths[unit]
+
+    def put_plan(self, window: WindowTask, plan: PackPlan) -> None:
+        self._plans[window.index] = (window, plan)
+
+    def plan(self, window: WindowTask) -> PackPlan | None:
+        kept = self._plans.get(window.index)
+        return kept[1] if kept is not None and kept[0] == window else None
+
+    def drop_plan(self, window: int) -> None:
+        self._plans.pop(window, None)
 
     def get(self, unit: int) -> Sequence[TokenizedSample]:
         return self._units[unit]
@@ -89,11 +115,12 @@ class MemoryStore:
         units = self._units
         return [units[unit][position] for unit, position in refs.tolist()]
 
-    def summary(self, unit: int) -> UnitSummary | None:
+    def summary(self, unit: int) -> UnitDone | None:
         return None  # nothing survives the process: a resumed run cooks again
 
     def drop(self, unit: int) -> None:
         self._units.pop(unit, None)
+        self._lengths.pop(unit, None)
 
 
 class DiskStore:
@@ -105,6 +132,7 @@ class DiskStore:
         self._cache: dict[int, StagedUnit] = {}
         self._cache_units = cache_units
         self._mapped = 0  # bytes of the open stage files
+        self._plan: tuple[WindowTask, PackPlan] | None = None  # the last plan read: a window's shards come in turn
 
     def _path(self, unit: int, suffix: str) -> str:
         return os.path.join(self.dir, f"unit-{unit:06d}{suffix}")
@@ -113,7 +141,56 @@ class DiskStore:
         """Stage ``samples``; an item with a ``PatchSpan`` in ``spans`` is staged as that reference."""
         os.makedirs(self.dir, exist_ok=True)
         _write_atomic(self._path(summary.unit, ".stage"), _stage_buffers(samples, spans))
-        _write_atomic(self._path(summary.unit, ".json"), [encode_result(summary)])
+        _write_atomic(self._path(summary.unit, ".json"), [encode_staged(summary)])
+
+    def lengths(self, unit: int) -> tuple[np.ndarray, np.ndarray]:
+        """The unit's lengths and patch counts (int32 [N] each), in sample order, from its sidecar."""
+        with open(self._path(unit, ".json"), "rb") as handle:
+            return staged_lengths(handle.read())
+
+    def _plan_path(self, window: int) -> str:
+        return os.path.join(self.dir, f"window-{window:06d}.plan")
+
+    def put_plan(self, window: WindowTask, plan: PackPlan) -> None:
+        """Stage ``window``'s plan: a JSON header naming the window's slices, then bounds and refs (<i8)."""
+        os.makedirs(self.dir, exist_ok=True)
+        head = json.dumps({"slices": window.slices, "packs": plan.packs, "samples": len(plan.refs)}).encode()
+        lead = PLAN_MAGIC + struct.pack("<Q", len(head)) + head
+        lead += b"\0" * (-len(lead) % ALIGN)
+        bounds, refs = plan.bounds.astype("<i8", copy=False), plan.refs.astype("<i8", copy=False)
+        _write_atomic(self._plan_path(window.index), [lead, np.ascontiguousarray(bounds), np.ascontiguousarray(refs)])
+        self._plan = (window, plan)
+
+    def plan(self, window: WindowTask) -> PackPlan | None:
+        """``window``'s staged plan (views of the mapped file), or None when it is missing or another
+        window's (a stale file under the same name)."""
+        if self._plan is not None and self._plan[0] == window:
+            return self._plan[1]
+        try:
+            with open(self._plan_path(window.index), "rb") as handle:
+                mapped = mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
+        except (FileNotFoundError, ValueError):  # ValueError: an empty file
+            return None
+        if mapped[: len(PLAN_MAGIC)] != PLAN_MAGIC:
+            return None
+        (head_len,) = struct.unpack_from("<Q", mapped, len(PLAN_MAGIC))
+        start = len(PLAN_MAGIC) + 8
+        header = json.loads(bytes(mapped[start : start + head_len]))
+        if [tuple(s) for s in header["slices"]] != list(window.slices):
+            return None
+        base = start + head_len + (-(start + head_len) % ALIGN)
+        packs, samples = header["packs"], header["samples"]
+        bounds = np.frombuffer(mapped, "<i8", packs + 1, base)
+        refs = np.frombuffer(mapped, "<i8", 2 * samples, base + 8 * (packs + 1)).reshape(samples, 2)
+        plan = PackPlan(refs, bounds)
+        self._plan = (window, plan)
+        return plan
+
+    def drop_plan(self, window: int) -> None:
+        if self._plan is not None and self._plan[0].index == window:
+            self._plan = None
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(self._plan_path(window))
 
     def get(self, unit: int) -> StagedUnit:
         """The unit's samples; the least recently read units are closed past ``cache_units`` open
@@ -138,14 +215,15 @@ class DiskStore:
                 out[i] = sample
         return out  # type: ignore[return-value]  # every slot was filled
 
-    def summary(self, unit: int) -> UnitSummary | None:
+    def summary(self, unit: int) -> UnitDone | None:
+        """The counts of a completely staged unit (a resumed run reuses it), else None."""
         path = self._path(unit, ".json")
         try:
             with open(path, "rb") as handle:
                 summary = decode_result(handle.read())
         except FileNotFoundError:
             return None
-        if not isinstance(summary, UnitSummary) or not os.path.isfile(path.removesuffix(".json") + ".stage"):
+        if not isinstance(summary, UnitDone) or not os.path.isfile(path.removesuffix(".json") + ".stage"):
             return None
         return summary
 

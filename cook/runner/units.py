@@ -1,12 +1,16 @@
-"""What crosses between the driver and the workers: jobs out, small summaries back (SPEC §11).
+"""What crosses between the driver and the workers: jobs out, small results back (SPEC §11).
 
-    driver --Unit-->       worker: cook the unit, stage its samples  --UnitSummary-->  driver
-    driver --ShardTask-->  worker: build packs from staged samples, write the shard --ShardDone--> driver
+    driver --Unit-->        worker: cook the unit, stage its samples and their lengths --UnitDone--> driver
+    driver --WindowTask-->  worker: plan the window's packs from the staged lengths, stage the plan
+                            --WindowDone--> driver
+    driver --ShardTask-->   worker: build packs ``[start, stop)`` of a window's plan from staged samples,
+                            write the shard --ShardDone--> driver
 
-A ``UnitSummary`` holds per-sample lengths and patch counts, the unit's rejects and counts; a
-``ShardDone`` holds the shard's sha256, size, Energon index rows and counts. Token ids, patches and
-audio features stay in the worker and the staging store (``cook.runner.staging``): the driver plans
-packs from the lengths alone.
+A ``UnitDone`` holds the unit's counts (records, samples, tokens) and rejects; a ``WindowDone`` its
+pack count and packing stats; a ``ShardDone`` the shard's sha256, size, Energon index rows and counts.
+Nothing the driver receives grows with samples: token ids, patches, audio features, per-sample lengths
+and the pack plans stay in the workers and the staging store (``cook.runner.staging``). The driver
+cuts windows from sample counts and numbers packs and shards in window order.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ import numpy as np
 from cook.errors import Rejected, RejectReason
 from cook.format import PACKED_COUNT_KEYS, Counts
 from cook.manifest import ShardInfo
+from cook.packing.metrics import PackingStats
 from cook.types import RejectRecord
 from cook.writer.shards import ShardLayout
 
@@ -76,7 +81,8 @@ class Attempt:
 
 @dataclass(frozen=True, eq=False)
 class UnitSummary:
-    """A cooked unit as the driver sees it; its samples wait in the staging store under ``unit``."""
+    """A cooked unit as its worker sees it: what the staging store keeps beside its samples
+    (``done()`` is the part the driver gets)."""
 
     unit: int
     records_in: int
@@ -92,20 +98,81 @@ class UnitSummary:
     def tokens(self) -> int:
         return int(self.lengths.sum())
 
+    def done(self) -> UnitDone:
+        return UnitDone(self.unit, self.records_in, self.rejects, self.samples, self.tokens)
+
+
+@dataclass(frozen=True)
+class UnitDone:
+    """A cooked unit as the driver sees it: counts and rejects; its samples and their lengths wait in
+    the staging store under ``unit``."""
+
+    unit: int
+    records_in: int
+    rejects: tuple[RejectRecord, ...]
+    samples: int
+    tokens: int
+
+
+Slice = tuple[int, int, int]  # (unit, first sample, end sample) of one unit's samples in a window
+
+
+@dataclass(frozen=True)
+class WindowTask:
+    """One window to plan: the samples ``[start, stop)`` of each ``(unit, start, stop)`` in ``slices``,
+    in input order. Its plan is a pure function of those samples' lengths and patch counts, so any
+    worker makes the same plan, as often as asked (``cook.runner.windows.plan_window_task``)."""
+
+    index: int
+    slices: tuple[Slice, ...]
+
+    @property
+    def samples(self) -> int:
+        return sum(stop - start for _, start, stop in self.slices)
+
+
+@dataclass(frozen=True)
+class WindowDone:
+    """A planned window: how many packs, their packing stats, whether their count misses
+    ``packing.pack_count_multiple``. The plan itself stays in the staging store."""
+
+    index: int
+    packs: int
+    stats: PackingStats
+    short_of_multiple: bool
+
 
 @dataclass(frozen=True, eq=False)
-class ShardTask:
-    """One shard to write: pack ``first_pack + j`` holds the samples ``refs[bounds[j]:bounds[j+1]]``,
-    each ``(unit, position in unit)``, in pack order."""
+class PackPlan:
+    """A window's packs: pack ``j`` holds the samples ``refs[bounds[j]:bounds[j + 1]]``, each ``(unit,
+    position in unit)``, in pack order. Kept by the staging store; never sent to the driver."""
 
-    shard_index: int
-    first_pack: int
-    refs: np.ndarray  # int64 [S, 2] (unit, position)
+    refs: np.ndarray  # int64 [N, 2] (unit, position)
     bounds: np.ndarray  # int64 [packs + 1]
 
     @property
     def packs(self) -> int:
         return int(self.bounds.shape[0]) - 1
+
+    def packs_in(self, start: int, stop: int) -> tuple[np.ndarray, np.ndarray]:
+        """Packs ``[start, stop)``: their refs (int64 [S, 2]) and bounds (int64 [stop - start + 1], from 0)."""
+        a, b = int(self.bounds[start]), int(self.bounds[stop])
+        return self.refs[a:b], self.bounds[start : stop + 1] - a
+
+
+@dataclass(frozen=True)
+class ShardTask:
+    """One shard to write: packs ``[start, stop)`` of ``window``'s plan, numbered from ``first_pack``."""
+
+    shard_index: int
+    first_pack: int
+    window: WindowTask
+    start: int
+    stop: int
+
+    @property
+    def packs(self) -> int:
+        return self.stop - self.start
 
 
 @dataclass(frozen=True)
@@ -119,10 +186,14 @@ class ShardDone:
     writer: str = ""  # the node that wrote it (Ray node id; "" in-process)
 
 
+Job = Unit | WindowTask | ShardTask
+Result = UnitDone | WindowDone | ShardDone
+
+
 # ------------------------------------------------------------------ the wire form: JSON, never pickle
-# What a worker sends the driver (and what the staging store keeps beside a unit) is JSON, with the
-# per-sample int32 columns as base64 of their little-endian bytes: nothing the driver reads can run
-# code, whatever the records held.
+# What a worker sends the driver (and what the staging store keeps beside a unit) is JSON: nothing
+# the driver reads can run code, whatever the records held. The staged summary adds the per-sample
+# int32 columns as base64 of their little-endian bytes; the driver never decodes them.
 
 
 def _int32s(values: np.ndarray) -> str:
@@ -133,40 +204,69 @@ def _from_int32s(text: str) -> np.ndarray:
     return np.frombuffer(base64.b64decode(text), dtype="<i4").astype(np.int32)
 
 
-def encode_result(result: UnitSummary | ShardDone) -> bytes:
-    """``result`` as UTF-8 JSON bytes (``decode_result`` reads it back)."""
-    body: dict[str, Any]
-    if isinstance(result, UnitSummary):
-        body = {
+def _body(result: Result) -> dict[str, Any]:
+    if isinstance(result, UnitDone):
+        return {
             "unit": result.unit,
             "records_in": result.records_in,
             "rejects": [[r.source, r.reason.value, r.detail] for r in result.rejects],
-            "lengths": _int32s(result.lengths),
-            "n_patches": _int32s(result.n_patches),
+            "samples": result.samples,
+            "tokens": result.tokens,
         }
-    else:
-        layout = result.layout
-        body = {
-            "shard_index": result.shard_index,
-            "info": asdict(result.info),
-            "layout": [list(layout.keys), list(layout.offsets), [list(part) for part in layout.parts]],
-            "counts": result.counts.to_dict(PACKED_COUNT_KEYS),
-            "writer": result.writer,
+    if isinstance(result, WindowDone):
+        return {
+            "window": result.index,
+            "packs": result.packs,
+            "stats": asdict(result.stats),
+            "short_of_multiple": result.short_of_multiple,
         }
+    layout = result.layout
+    return {
+        "shard_index": result.shard_index,
+        "info": asdict(result.info),
+        "layout": [list(layout.keys), list(layout.offsets), [list(part) for part in layout.parts]],
+        "counts": result.counts.to_dict(PACKED_COUNT_KEYS),
+        "writer": result.writer,
+    }
+
+
+def _dumps(body: dict[str, Any]) -> bytes:
     return json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
 
 
-def decode_result(payload: bytes) -> UnitSummary | ShardDone:
+def encode_result(result: Result) -> bytes:
+    """``result`` as UTF-8 JSON bytes (``decode_result`` reads it back)."""
+    return _dumps(_body(result))
+
+
+def encode_staged(summary: UnitSummary) -> bytes:
+    """The staging store's sidecar of a unit: its ``UnitDone`` (``decode_result`` reads that part)
+    plus its lengths and patch counts (``staged_lengths``)."""
+    body = _body(summary.done())
+    body["lengths"], body["n_patches"] = _int32s(summary.lengths), _int32s(summary.n_patches)
+    return _dumps(body)
+
+
+def staged_lengths(payload: bytes) -> tuple[np.ndarray, np.ndarray]:
+    """The lengths and patch counts (int32 [N] each) of a sidecar written by ``encode_staged``."""
+    body = json.loads(payload)
+    return _from_int32s(body["lengths"]), _from_int32s(body["n_patches"])
+
+
+def decode_result(payload: bytes) -> Result:
     body = json.loads(payload)
     if "unit" in body:
-        return UnitSummary(
-            unit=body["unit"],
-            records_in=body["records_in"],
-            rejects=tuple(RejectRecord(s, RejectReason(r), d) for s, r, d in body["rejects"]),
-            lengths=_from_int32s(body["lengths"]),
-            n_patches=_from_int32s(body["n_patches"]),
-        )
+        if "samples" in body:
+            samples, tokens = body["samples"], body["tokens"]
+        else:  # a sidecar staged by an older cook: the counts from its lengths
+            lengths = _from_int32s(body["lengths"])
+            samples, tokens = int(lengths.shape[0]), int(lengths.sum())
+        rejects = tuple(RejectRecord(s, RejectReason(r), d) for s, r, d in body["rejects"])
+        return UnitDone(body["unit"], body["records_in"], rejects, samples, tokens)
+    if "window" in body:
+        stats = PackingStats.from_fields(body["stats"])
+        return WindowDone(body["window"], body["packs"], stats, body["short_of_multiple"])
     keys, offsets, parts = body["layout"]
-    layout = ShardLayout(tuple(keys), tuple(offsets), tuple((i, n, o, z) for i, n, o, z in parts))
+    layout = ShardLayout(tuple(keys), tuple(offsets), tuple(map(tuple, parts)))
     counts = Counts.from_dict(body["counts"])
     return ShardDone(body["shard_index"], ShardInfo(**body["info"]), layout, counts, body["writer"])

@@ -1,10 +1,14 @@
-"""The driver's pack plan: unit summaries in unit order -> windows -> shard tasks (SPEC §7, §11).
+"""Windows: the driver cuts them from sample counts, a worker plans each, the driver numbers them (SPEC §7, §11).
 
 A window is ``packing.buffer_size`` consecutive samples in input order (``all``: every sample, one
-window). When it fills, the plan packs it from the samples' lengths and patch counts alone
-(``plan_window``), numbers its packs and shards after the windows before it, and cuts it into
+window). The driver sees only how many samples each unit holds: when a window fills, ``Planner``
+closes it as a ``WindowTask`` (which samples of which units) and the driver hands it to a worker.
+The worker packs it from the samples' staged lengths and patch counts alone (``plan_window_task``:
+a pure function of them, so any worker, any number of times, makes the same plan) and stages the
+plan; the driver gets its pack count and stats (``WindowDone``). ``Planner.number`` then numbers
+the window's packs and shards after the windows before it, in window order, and cuts it into
 ``ShardTask``s of ``output.shard_size`` packs (a window's last shard may be short). Nothing here
-sees a token or a patch, so planning costs the same however heavy the media.
+sees a token, a patch or a per-sample length.
 
 Worked example, ``buffer_size=3``, units 0 and 1 holding 2 and 4 samples::
 
@@ -16,6 +20,7 @@ The end of a window is where a resumed run starts once the window's shards are a
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -23,7 +28,7 @@ import numpy as np
 from cook.config import PackingConfig
 from cook.packing.metrics import PackingStats, stats_for_flat
 from cook.packing.packer import plan_window
-from cook.runner.units import ShardTask, UnitSummary
+from cook.runner.units import PackPlan, ShardTask, Slice, UnitDone, WindowDone, WindowTask
 
 
 @dataclass(frozen=True)
@@ -36,15 +41,34 @@ class Position:
 
 @dataclass
 class WindowPlan:
-    index: int
+    """An open window as the driver follows it: cut, then planned (``done``), then numbered."""
+
+    task: WindowTask
     start: Position
     end: Position
-    first_shard: int
-    first_pack: int
-    packs: int
-    stats: PackingStats
-    short_of_multiple: bool
+    done: WindowDone | None = None
+    first_shard: int = 0
+    first_pack: int = 0
     tasks: list[ShardTask] = field(default_factory=list)
+    numbered: bool = False
+
+    @property
+    def index(self) -> int:
+        return self.task.index
+
+    @property
+    def packs(self) -> int:
+        assert self.done is not None, "a planned window"
+        return self.done.packs
+
+    @property
+    def stats(self) -> PackingStats:
+        assert self.done is not None, "a planned window"
+        return self.done.stats
+
+    @property
+    def short_of_multiple(self) -> bool:
+        return self.done is not None and self.done.short_of_multiple
 
     @property
     def shards(self) -> range:
@@ -52,24 +76,15 @@ class WindowPlan:
 
 
 @dataclass
-class _Slice:
+class _Held:
     unit: int
-    start: int  # first sample of the unit in the window
-    stop: int
-    unit_samples: int
-    lengths: np.ndarray  # int32 [stop - start]
-    n_patches: np.ndarray  # int32 [stop - start]
-
-
-def _cut(piece: _Slice, a: int, b: int) -> _Slice:
-    """Samples ``[a, b)`` of ``piece`` (counted from its start)."""
-    return _Slice(
-        piece.unit, piece.start + a, piece.start + b, piece.unit_samples, piece.lengths[a:b], piece.n_patches[a:b]
-    )
+    start: int  # first sample of the unit not yet in a window
+    stop: int  # the unit's sample count
 
 
 class Planner:
-    """Feed it summaries in unit order (``add``), then ``finish``; each returns the windows closed."""
+    """Feed it unit counts in unit order (``add``), then ``finish``; each returns the windows closed.
+    ``number`` each window, in window order, once its plan is back."""
 
     def __init__(
         self, packing: PackingConfig, shard_size: int, start: Position, window: int, shard: int, pack: int
@@ -77,69 +92,77 @@ class Planner:
         self.packing = packing
         self.shard_size = shard_size
         self.size: int | None = None if packing.buffer_size == "all" else int(packing.buffer_size)
-        self._slices: list[_Slice] = []
-        self._held = 0  # samples in the open window
+        self._held: list[_Held] = []
+        self._count = 0  # samples in the open window
         self._start = start
         self._resume = start  # the first unit may be partly packed already
         self._window, self._shard, self._pack = window, shard, pack
+        self._numbered = window  # the next window to number
 
-    def add(self, summary: UnitSummary) -> list[WindowPlan]:
-        skip = self._resume.skip if summary.unit == self._resume.unit else 0
-        n = summary.samples
-        if skip < n:
-            self._slices.append(_Slice(summary.unit, skip, n, n, summary.lengths[skip:], summary.n_patches[skip:]))
-            self._held += n - skip
+    def add(self, done: UnitDone) -> list[WindowPlan]:
+        skip = self._resume.skip if done.unit == self._resume.unit else 0
+        if skip < done.samples:
+            self._held.append(_Held(done.unit, skip, done.samples))
+            self._count += done.samples - skip
         closed = []
-        while self.size is not None and self._held >= self.size:
+        while self.size is not None and self._count >= self.size:
             closed.append(self._close(self.size))
         return closed
 
     def finish(self) -> list[WindowPlan]:
-        return [self._close(self._held)] if self._held else []
-
-    def _take(self, count: int) -> tuple[list[_Slice], Position]:
-        taken: list[_Slice] = []
-        while count:
-            head = self._slices[0]
-            k = min(count, head.stop - head.start)
-            if k == head.stop - head.start:
-                taken.append(self._slices.pop(0))
-            else:
-                taken.append(_cut(head, 0, k))
-                self._slices[0] = _cut(head, k, head.stop - head.start)
-            count -= k
-        last = taken[-1]
-        end = Position(last.unit + 1) if last.stop == last.unit_samples else Position(last.unit, last.stop)
-        return taken, end
+        return [self._close(self._count)] if self._count else []
 
     def _close(self, count: int) -> WindowPlan:
-        taken, end = self._take(count)
-        self._held -= count
-        lengths = np.concatenate([s.lengths for s in taken])  # int32 [N]
-        n_patches = np.concatenate([s.n_patches for s in taken])
-        refs = np.concatenate(
-            [np.stack([np.full(s.stop - s.start, s.unit), np.arange(s.start, s.stop)], axis=1) for s in taken]
-        ).astype(np.int64)  # int64 [N, 2]
-        order, bounds = plan_window(lengths, n_patches, self.packing)
-        packs = len(bounds) - 1
-        plan = WindowPlan(
-            index=self._window,
-            start=self._start,
-            end=end,
-            first_shard=self._shard,
-            first_pack=self._pack,
-            packs=packs,
-            stats=stats_for_flat(lengths, order, bounds, self.packing.seq_len, self.packing.pad_multiple),
-            short_of_multiple=bool(self.packing.pack_count_multiple and packs % self.packing.pack_count_multiple),
-        )
-        for first in range(0, packs, self.shard_size):
-            last = min(first + self.shard_size, packs)
-            a, b = int(bounds[first]), int(bounds[last])
-            plan.tasks.append(
-                ShardTask(self._shard, self._pack + first, refs[order[a:b]], bounds[first : last + 1] - a)
-            )
-            self._shard += 1
-        self._pack += packs
+        self._count -= count
+        slices: list[Slice] = []
+        while count:
+            head = self._held[0]
+            k = min(count, head.stop - head.start)
+            slices.append((head.unit, head.start, head.start + k))
+            head.start += k
+            count -= k
+            if head.start == head.stop:
+                self._held.pop(0)
+        unit, _, stop = slices[-1]
+        last = self._held[0] if self._held else None
+        end = Position(unit, stop) if last is not None and last.unit == unit else Position(unit + 1)
+        plan = WindowPlan(WindowTask(self._window, tuple(slices)), self._start, end)
         self._window += 1
         self._start = end
         return plan
+
+    def number(self, window: WindowPlan) -> None:
+        """Number ``window``'s packs and shards after the windows before it and cut its shard tasks
+        (its plan is back: ``window.done``)."""
+        assert window.done is not None and window.index == self._numbered, "windows are numbered in order"
+        packs = window.done.packs
+        window.first_shard, window.first_pack = self._shard, self._pack
+        for first in range(0, packs, self.shard_size):
+            last = min(first + self.shard_size, packs)
+            window.tasks.append(ShardTask(self._shard, self._pack + first, window.task, first, last))
+            self._shard += 1
+        window.numbered = True
+        self._pack += packs
+        self._numbered += 1
+
+
+def plan_window_task(
+    task: WindowTask, lengths_of: Callable[[int], tuple[np.ndarray, np.ndarray]], packing: PackingConfig
+) -> tuple[PackPlan, WindowDone]:
+    """Plan ``task``'s packs (``plan_window``) from its units' staged lengths and patch counts
+    (``lengths_of(unit)``: int32 [N] each): the plan, and what the driver needs of it."""
+    columns = [(unit, start, stop, *lengths_of(unit)) for unit, start, stop in task.slices]
+    lengths = np.concatenate([length[start:stop] for _, start, stop, length, _ in columns])  # int32 [N]
+    n_patches = np.concatenate([patches[start:stop] for _, start, stop, _, patches in columns])
+    refs = np.concatenate(
+        [np.stack([np.full(stop - start, unit), np.arange(start, stop)], axis=1) for unit, start, stop, _, _ in columns]
+    ).astype(np.int64)  # int64 [N, 2]
+    order, bounds = plan_window(lengths, n_patches, packing)
+    packs = len(bounds) - 1
+    done = WindowDone(
+        task.index,
+        packs,
+        stats_for_flat(lengths, order, bounds, packing.seq_len, packing.pad_multiple),
+        bool(packing.pack_count_multiple and packs % packing.pack_count_multiple),
+    )
+    return PackPlan(refs[order], np.asarray(bounds, dtype=np.int64)), done

@@ -1,9 +1,12 @@
-"""CookWorker: the two jobs a worker does (SPEC §11).
+"""CookWorker: the three jobs a worker does (SPEC §11).
 
-    cook_unit(Unit) -> UnitSummary       sources -> cookers -> media -> tokenize -> fit; the samples go
-                                         to the staging store, the driver gets lengths and rejects
-    write_shard(ShardTask) -> ShardDone  staged samples -> build_pack -> shard + .tar.idx on disk; the
-                                         driver gets sha256, size, index rows and counts
+    cook_unit(Unit) -> UnitDone            sources -> cookers -> media -> tokenize -> fit; the samples and
+                                           their lengths go to the staging store, the driver gets counts
+                                           and rejects
+    plan_window(WindowTask) -> WindowDone  staged lengths -> plan_window -> the pack plan, staged; the
+                                           driver gets the pack count and packing stats
+    write_shard(ShardTask) -> ShardDone    the window's plan + staged samples -> build_pack -> shard +
+                                           .tar.idx on disk; the driver gets sha256, size, index rows, counts
 
 A ``cook repack`` unit (``Unit.reads``) is not cooked: its sequences are read back out of the source
 packs (``cook.runner.repack_read``) and fitted to the new packing; the rest is the same.
@@ -44,7 +47,20 @@ from cook.runner.progress import REPORT_INTERVAL_S, UnitProgress, UnitReporter
 from cook.runner.reject_log import RejectLog
 from cook.runner.repack_read import repack_unit
 from cook.runner.staging import DiskStore, SampleStore
-from cook.runner.units import Attempt, ShardDone, ShardTask, Unit, UnitSummary
+from cook.runner.units import (
+    Attempt,
+    Job,
+    PackPlan,
+    Result,
+    ShardDone,
+    ShardTask,
+    Unit,
+    UnitDone,
+    UnitSummary,
+    WindowDone,
+    WindowTask,
+)
+from cook.runner.windows import plan_window_task
 from cook.sources import SOURCES, Cursor, source_name
 from cook.tokenize import ChatTokenizer, tokenize_batch
 from cook.tokenize.backends import SAMPLE_TEXTS
@@ -165,17 +181,34 @@ class CookWorker:
         conv = self.cooker(raw)
         return conv, self._media(raw, conv)
 
-    def cook_unit(self, unit: Unit, attempt: Attempt | None = None) -> UnitSummary:
-        """Cook ``unit`` into the staging store; returns what the driver needs to plan packs. A ``cook
-        repack`` unit's sequences are read back from their packs instead, and their patch rows are
-        staged as references into the source shards."""
+    def work(self, job: Job, attempt: Attempt | None = None) -> Result:
+        """Do ``job`` (``attempt``: how to cook a unit this time)."""
+        if isinstance(job, Unit):
+            return self.cook_unit(job, attempt)
+        if isinstance(job, WindowTask):
+            return self.plan_window(job)
+        return self.write_shard(job)
+
+    def cook_unit(self, unit: Unit, attempt: Attempt | None = None) -> UnitDone:
+        """Cook ``unit`` into the staging store; returns its counts and rejects. A ``cook repack``
+        unit's sequences are read back from their packs instead, and their patch rows are staged as
+        references into the source shards."""
         if unit.reads is not None:
             summary, samples, spans = repack_unit(unit, self.config.packing, self.tokenizer.control_ids)
             self.store.put(summary, samples, spans)
-            return summary
+            return summary.done()
         summary, samples = self.cook_samples(unit, attempt)
         self.store.put(summary, samples)
-        return summary
+        return summary.done()
+
+    def plan_window(self, task: WindowTask) -> WindowDone:
+        """Plan ``task``'s packs from its units' staged lengths; the plan is staged for its shards."""
+        return self._plan(task)[1]
+
+    def _plan(self, task: WindowTask) -> tuple[PackPlan, WindowDone]:
+        plan, done = plan_window_task(task, self.store.lengths, self.config.packing)
+        self.store.put_plan(task, plan)
+        return plan, done
 
     def cook_samples(self, unit: Unit, attempt: Attempt | None = None) -> tuple[UnitSummary, list[TokenizedSample]]:
         try:
@@ -227,9 +260,12 @@ class CookWorker:
         return samples
 
     def write_shard(self, task: ShardTask) -> ShardDone:
-        """Build the task's packs from staged samples and write them as one shard."""
-        samples = self.store.take(task.refs)
-        bounds = task.bounds.tolist()
+        """Build the task's packs from its window's plan and staged samples and write them as one
+        shard (a plan that is not staged, after a crash or on a fresh node, is made again: it is pure)."""
+        plan = self.store.plan(task.window) or self._plan(task.window)[0]
+        refs, pack_bounds = plan.packs_in(task.start, task.stop)
+        samples = self.store.take(refs)
+        bounds = pack_bounds.tolist()
         pad_id, pad_multiple = self.tokenizer.pad_id, self.config.packing.pad_multiple
         packs = [build_pack(samples[a:b], pad_id, pad_multiple, False) for a, b in itertools.pairwise(bounds)]
         image = self.config.media.image

@@ -1,8 +1,9 @@
 """DatasetWriter: the driver's side of the output directory, behind one interface.
 
 Workers write the shards and their ``.tar.idx`` (``cook.writer.shards``). The driver writes the
-rest through this facade: ``rejects.jsonl``, Energon's index rows (``cook.writer.energon_index``),
-``.nv-meta/`` and ``cook_manifest.json``.
+rest through this facade: ``rejects.jsonl``, Energon's index rows (``cook.writer.energon_index``;
+queued as shards are committed and inserted in bulk at each ``sync``), ``.nv-meta/`` and
+``cook_manifest.json``.
 
 ``publish`` finishes a run in steps that can each be interrupted and repeated with the same result:
 
@@ -33,6 +34,7 @@ class DatasetWriter:
         self.out_dir = out_dir
         self.rejects = RejectsWriter(out_dir, rejects_bytes, by_reason)
         self.index = EnergonIndex(out_dir, kept_shards)
+        self._rows: list[tuple[int, ShardLayout]] = []  # shards committed since the last sync
 
     def add_rejects(self, records: Iterable[RejectRecord]) -> None:
         self.rejects.write(records)
@@ -48,14 +50,22 @@ class DatasetWriter:
         self.index.open()
 
     def add_shard(self, shard_index: int, layout: ShardLayout) -> None:
-        self.index.add_shard(shard_index, layout)
+        """Queue the shard's index rows: they go in, with the rows of every shard queued since, at ``sync``."""
+        self._rows.append((shard_index, layout))
+
+    def _add_rows(self) -> None:
+        if self._rows:
+            self.index.add_shards(self._rows)
+            self._rows = []
 
     def sync(self) -> None:
         """Make the rejects and index rows durable; called before the run state that counts them."""
         self.rejects.sync()
+        self._add_rows()
         self.index.commit()
 
     def publish(self, shards: list[ShardInfo], manifest: Manifest) -> None:
+        self._add_rows()
         self.index.finish(shards)
         self.rejects.close()
         write_manifest(self.out_dir, manifest)

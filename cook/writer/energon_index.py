@@ -25,6 +25,7 @@ import hashlib
 import json
 import os
 import uuid
+from collections.abc import Sequence
 from typing import Any
 
 from cook import format as fmt
@@ -32,6 +33,15 @@ from cook.errors import interrupts_held
 from cook.manifest import ShardInfo
 from cook.writer.atomic import atomic_write
 from cook.writer.shards import ShardLayout
+
+# Energon's own statements (``SqliteIndexWriter.append_samples`` / ``append_parts``)
+_INSERT_SAMPLES = (
+    "INSERT INTO samples (tar_file_id, sample_key, sample_index, byte_offset, byte_size) VALUES (?, ?, ?, ?, ?)"
+)
+_INSERT_PARTS = (
+    "INSERT INTO sample_parts (tar_file_id, sample_index, part_name, content_byte_offset, content_byte_size) "
+    "VALUES (?, ?, ?, ?, ?)"
+)
 
 
 def progress_index_path(out_dir: str) -> str:
@@ -87,33 +97,21 @@ class EnergonIndex:
         return self._writer
 
     def add_shard(self, shard_index: int, layout: ShardLayout) -> None:
-        from megatron.energon.flavors.webdataset.prepare import IndexSample, IndexSamplePart
+        self.add_shards([(shard_index, layout)])
 
-        offsets = layout.offsets
-        self.writer.append_samples(
-            [
-                IndexSample(
-                    tar_file_id=shard_index,
-                    sample_key=key,
-                    sample_index=i,
-                    byte_offset=offsets[i],
-                    byte_size=offsets[i + 1] - offsets[i],
-                )
-                for i, key in enumerate(layout.keys)
-            ]
-        )
-        self.writer.append_parts(
-            [
-                IndexSamplePart(
-                    tar_file_id=shard_index,
-                    sample_index=i,
-                    part_name=part,
-                    content_byte_offset=offset,
-                    content_byte_size=size,
-                )
-                for i, part, offset, size in layout.parts
-            ]
-        )
+    def add_shards(self, shards: Sequence[tuple[int, ShardLayout]]) -> None:
+        """Add the rows of ``shards`` (shard index, layout), two ``executemany`` in all: the rows
+        Energon's ``append_samples`` and ``append_parts`` insert, built without a Python object per row."""
+        samples = []
+        for shard, layout in shards:
+            offsets = layout.offsets
+            samples += [(shard, key, i, offsets[i], offsets[i + 1] - offsets[i]) for i, key in enumerate(layout.keys)]
+        parts = [(shard, i, part, offset, size) for shard, layout in shards for i, part, offset, size in layout.parts]
+        if not samples and not parts:
+            return
+        db = self.writer.db
+        db.executemany(_INSERT_SAMPLES, samples)
+        db.executemany(_INSERT_PARTS, parts)
 
     def commit(self) -> None:
         """Make every row added so far durable (called before the run state that counts them)."""

@@ -8,7 +8,7 @@ import pytest
 from cook.errors import RejectReason
 from cook.runner.output_dir import stage_dir
 from cook.runner.staging import DiskStore, MemoryStore
-from cook.runner.units import UnitSummary
+from cook.runner.units import PackPlan, UnitDone, UnitSummary, WindowTask
 from cook.types import MediaItem, PlaceholderBlock, RejectRecord, TokenizedSample
 
 
@@ -64,8 +64,9 @@ def test_disk_summary_survives_the_process_and_drop_removes_it(tmp_path: Path) -
     DiskStore(str(tmp_path)).put(summary, samples)
     again = DiskStore(str(tmp_path)).summary(5)
     assert again is not None
-    assert (again.unit, again.records_in, again.rejects) == (5, 4, summary.rejects)
-    assert again.lengths.tolist() == [5, 3, 1] and again.n_patches.tolist() == [0, 4, 0]
+    assert again == UnitDone(5, 4, summary.rejects, 3, 9)
+    lengths, n_patches = DiskStore(str(tmp_path)).lengths(5)
+    assert lengths.tolist() == [5, 3, 1] and n_patches.tolist() == [0, 4, 0]
     assert DiskStore(str(tmp_path)).summary(6) is None
     DiskStore(str(tmp_path)).drop(5)
     assert DiskStore(str(tmp_path)).summary(5) is None
@@ -129,3 +130,22 @@ def test_a_source_with_a_lone_surrogate_stages(tmp_path: Path) -> None:
     store = DiskStore(str(tmp_path))
     store.put(_summary(0, samples), samples)
     assert [s.source for s in DiskStore(str(tmp_path)).get(0)] == [s.source for s in samples]
+
+
+@pytest.mark.parametrize("kind", ["disk", "memory"])
+def test_a_window_plan_round_trips_and_is_only_its_windows(kind: str, tmp_path: Path) -> None:
+    store = DiskStore(str(tmp_path)) if kind == "disk" else MemoryStore()
+    window = WindowTask(3, ((1, 2, 4), (2, 0, 1)))
+    plan = PackPlan(np.array([[2, 0], [1, 3], [1, 2]], np.int64), np.array([0, 2, 3], np.int64))
+    assert store.plan(window) is None
+    store.put_plan(window, plan)
+    fresh = DiskStore(str(tmp_path)) if kind == "disk" else store  # another worker reads the staged plan
+    back = fresh.plan(window)
+    assert back is not None and back.refs.tolist() == plan.refs.tolist() and back.bounds.tolist() == [0, 2, 3]
+    refs, bounds = back.packs_in(1, 2)
+    assert refs.tolist() == [[1, 2]] and bounds.tolist() == [0, 1]
+    assert fresh.plan(WindowTask(3, ((1, 2, 5),))) is None  # the same number, another window: not its plan
+    fresh.drop_plan(3)
+    assert fresh.plan(window) is None
+    if kind == "disk":
+        assert list(Path(stage_dir(str(tmp_path))).iterdir()) == []

@@ -1,25 +1,55 @@
-"""What crosses to the driver is JSON: every field of a summary and a shard entry comes back."""
+"""What crosses to the driver is JSON: every field of a unit's counts, a window's and a shard's entry comes back."""
+
+import json
 
 import numpy as np
 
 from cook.errors import RejectReason
 from cook.format import Counts
 from cook.manifest import ShardInfo
-from cook.runner.units import ShardDone, UnitSummary, decode_result, encode_result
+from cook.packing.metrics import stats_for_flat
+from cook.runner.units import (
+    ShardDone,
+    UnitDone,
+    UnitSummary,
+    WindowDone,
+    decode_result,
+    encode_result,
+    encode_staged,
+    staged_lengths,
+)
 from cook.types import RejectRecord
 from cook.writer.shards import ShardLayout
 
 
-def test_unit_summary_round_trips() -> None:
+def test_unit_done_round_trips_and_carries_no_per_sample_column() -> None:
     rejects = (RejectRecord("a.jsonl#2", RejectReason.BAD_JSON, 'ключ "x"\n'),)
     summary = UnitSummary(4, 9, rejects, np.array([5, 70000, 1], np.int32), np.array([0, 4096, 0], np.int32))
-    back = decode_result(encode_result(summary))
-    assert isinstance(back, UnitSummary)
-    assert (back.unit, back.records_in, back.rejects) == (4, 9, rejects)
-    assert back.lengths.dtype == np.int32 and back.lengths.tolist() == [5, 70000, 1]
-    assert back.n_patches.tolist() == [0, 4096, 0]
-    empty = decode_result(encode_result(UnitSummary(0, 0, (), np.zeros(0, np.int32), np.zeros(0, np.int32))))
-    assert isinstance(empty, UnitSummary) and empty.samples == 0
+    payload = encode_result(summary.done())
+    assert set(json.loads(payload)) == {"unit", "records_in", "rejects", "samples", "tokens"}
+    assert decode_result(payload) == UnitDone(4, 9, rejects, 3, 70006)
+    empty = UnitSummary(0, 0, (), np.zeros(0, np.int32), np.zeros(0, np.int32)).done()
+    assert decode_result(encode_result(empty)) == UnitDone(0, 0, (), 0, 0)
+
+
+def test_the_staged_sidecar_holds_the_counts_and_the_lengths() -> None:
+    summary = UnitSummary(4, 3, (), np.array([5, 70000, 1], np.int32), np.array([0, 4096, 0], np.int32))
+    payload = encode_staged(summary)
+    assert decode_result(payload) == UnitDone(4, 3, (), 3, 70006)
+    lengths, n_patches = staged_lengths(payload)
+    assert lengths.dtype == np.int32 and lengths.tolist() == [5, 70000, 1] and n_patches.tolist() == [0, 4096, 0]
+
+
+def test_a_sidecar_of_an_older_cook_gives_its_counts() -> None:
+    """cook before issue 31 staged lengths and patch counts only: samples and tokens come from them."""
+    old = b'{"unit":2,"records_in":4,"rejects":[],"lengths":"BQAAAAMAAAA=","n_patches":"AAAAAAQAAAA="}'
+    assert decode_result(old) == UnitDone(2, 4, (), 2, 8)
+
+
+def test_window_done_round_trips() -> None:
+    stats = stats_for_flat(np.array([5, 9, 30]), np.array([2, 0, 1]), np.array([0, 1, 3]), 32, 4)
+    done = WindowDone(7, 2, stats, True)
+    assert decode_result(encode_result(done)) == done
 
 
 def test_shard_done_round_trips_and_is_not_pickle() -> None:

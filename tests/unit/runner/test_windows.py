@@ -1,36 +1,54 @@
-"""The driver's plan: windows of buffer_size samples in input order, every sample packed once."""
+"""Windows: cut from sample counts in input order, planned from staged lengths, numbered in order; every sample packed once."""
+
+import itertools
 
 import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from cook.config import PackingConfig
-from cook.runner.units import UnitSummary
-from cook.runner.windows import Planner, Position
-
-
-def _summary(unit: int, lengths: list[int]) -> UnitSummary:
-    return UnitSummary(unit, len(lengths), (), np.array(lengths, np.int32), np.zeros(len(lengths), np.int32))
-
+from cook.runner.units import UnitDone
+from cook.runner.windows import Planner, Position, WindowPlan, plan_window_task
 
 START = Position(0)
 
 
+def _packing(buffer_size: int | str) -> PackingConfig:
+    return PackingConfig(seq_len=64, pad_multiple=4, buffer_size=buffer_size)  # type: ignore[arg-type]
+
+
 def _plan(sizes: list[list[int]], buffer_size: int | str, shard_size: int, start: Position = START):
-    packing = PackingConfig(seq_len=64, pad_multiple=4, buffer_size=buffer_size)  # type: ignore[arg-type]
+    """Cut, plan (as a worker would, from the lengths) and number every window; (window, plan) pairs."""
+    packing = _packing(buffer_size)
     planner = Planner(packing, shard_size, start, 0, 0, 0)
-    windows = []
+    windows: list[WindowPlan] = []
     for unit, lengths in enumerate(sizes):
         if unit >= start.unit:
-            windows += planner.add(_summary(unit, lengths))
-    return windows + planner.finish()
+            windows += planner.add(UnitDone(unit, len(lengths), (), len(lengths), sum(lengths)))
+    windows += planner.finish()
+
+    def lengths_of(unit: int) -> tuple[np.ndarray, np.ndarray]:
+        return np.array(sizes[unit], np.int32), np.zeros(len(sizes[unit]), np.int32)
+
+    out = []
+    for window in windows:
+        plan, done = plan_window_task(window.task, lengths_of, packing)
+        window.done = done
+        planner.number(window)
+        out.append((window, plan))
+    return out
+
+
+def _refs(window: WindowPlan, plan) -> list[tuple[int, int]]:
+    """The samples of the window's shard tasks, as (unit, position), sorted."""
+    return sorted(map(tuple, np.concatenate([plan.packs_in(t.start, t.stop)[0] for t in window.tasks]).tolist()))
 
 
 def test_worked_example_from_the_docstring() -> None:
-    w0, w1 = _plan([[5, 6], [7, 8, 9, 10]], 3, 8)
+    (w0, p0), (w1, _) = _plan([[5, 6], [7, 8, 9, 10]], 3, 8)
     assert (w0.start, w0.end, w1.start, w1.end) == (Position(0), Position(1, 1), Position(1, 1), Position(2))
-    refs0 = sorted(map(tuple, np.concatenate([t.refs for t in w0.tasks]).tolist()))
-    assert refs0 == [(0, 0), (0, 1), (1, 0)]
+    assert w0.task.slices == ((0, 0, 2), (1, 0, 1)) and w1.task.slices == ((1, 1, 4),)
+    assert _refs(w0, p0) == [(0, 0), (0, 1), (1, 0)]
 
 
 @settings(max_examples=60, deadline=None)
@@ -40,29 +58,42 @@ def test_worked_example_from_the_docstring() -> None:
     shard_size=st.integers(1, 4),
 )
 def test_every_sample_once_in_window_order(sizes: list[list[int]], buffer_size: int | str, shard_size: int) -> None:
-    windows = _plan(sizes, buffer_size, shard_size)
+    planned = _plan(sizes, buffer_size, shard_size)
     every = [(u, p) for u, lengths in enumerate(sizes) for p in range(len(lengths))]
     seen, shard, pack = [], 0, 0
-    for window in windows:
+    for window, plan in planned:
         assert window.first_shard == shard and window.first_pack == pack
-        refs = sorted(map(tuple, np.concatenate([t.refs for t in window.tasks]).tolist()))
+        refs = _refs(window, plan)
         if buffer_size != "all":
-            assert len(refs) == buffer_size or window is windows[-1]
+            assert len(refs) == buffer_size or window is planned[-1][0]
+        assert len(refs) == window.task.samples == window.stats.sequences
         seen += refs
         for task in window.tasks:
             assert task.shard_index == shard and task.first_pack == pack and 1 <= task.packs <= shard_size
-            for a, b in zip(task.bounds[:-1], task.bounds[1:], strict=True):
-                assert sum(-(-sizes[u][p] // 4) * 4 for u, p in task.refs[a:b].tolist()) <= 64
+            task_refs, bounds = plan.packs_in(task.start, task.stop)
+            assert bounds[0] == 0 and bounds[-1] == len(task_refs) and len(bounds) == task.packs + 1
+            for a, b in itertools.pairwise(bounds.tolist()):
+                assert sum(-(-sizes[u][p] // 4) * 4 for u, p in task_refs[a:b].tolist()) <= 64
             shard, pack = shard + 1, pack + task.packs
-        assert window.packs == pack - window.first_pack
+        assert window.packs == pack - window.first_pack == plan.packs
     assert seen == every  # windows are consecutive runs of the input, covering it once
 
 
 def test_a_resumed_plan_continues_where_the_window_started() -> None:
     sizes = [[5, 6, 7], [8, 9], [10, 11, 12, 13]]
     full = _plan(sizes, 4, 1)
-    resumed = _plan(sizes, 4, 1, start=full[1].start)
-    assert full[1].start == Position(1, 1)
-    tail = [sorted(map(tuple, np.concatenate([t.refs for t in w.tasks]).tolist())) for w in full[1:]]
-    again = [sorted(map(tuple, np.concatenate([t.refs for t in w.tasks]).tolist())) for w in resumed]
-    assert tail == again
+    resumed = _plan(sizes, 4, 1, start=full[1][0].start)
+    assert full[1][0].start == Position(1, 1)
+    assert [_refs(w, p) for w, p in full[1:]] == [_refs(w, p) for w, p in resumed]
+    assert [w.task.slices for w, _ in full[1:]] == [w.task.slices for w, _ in resumed]
+
+
+def test_the_plan_is_the_same_wherever_it_is_made() -> None:
+    """A window's plan is a pure function of its slices' lengths: made twice, it is equal."""
+    sizes = [[5, 60, 7, 33, 2], [8, 9, 41]]
+    (window, first), *_ = _plan(sizes, 8, 2)
+    again, done = plan_window_task(
+        window.task, lambda u: (np.array(sizes[u], np.int32), np.zeros(len(sizes[u]), np.int32)), _packing(8)
+    )
+    assert first.refs.tolist() == again.refs.tolist() and first.bounds.tolist() == again.bounds.tolist()
+    assert done == window.done
