@@ -41,6 +41,7 @@ from cook.dataset_stats import (
 )
 from cook.manifest import load_manifest
 from cook.packfiles import (
+    FRAME_MEMBERS,
     NPY_ERRORS,
     VISUAL_KINDS,
     PackUnreadable,
@@ -53,7 +54,7 @@ from cook.packfiles import (
 from cook.validate.members import SequenceColumns, sequence_columns
 from cook.validate.rejects import read_rejects
 
-READ_ONLY: Final = frozenset({fmt.INPUT_IDS, fmt.LOSS_MASK, fmt.PIXEL_PATCHES, fmt.AUDIO_FEATURES})
+READ_ONLY: Final = frozenset({fmt.INPUT_IDS, fmt.LOSS_MASK, fmt.PIXEL_PATCHES, fmt.AUDIO_FEATURES, FRAME_MEMBERS})
 FILL_BINS: Final = 10
 LENGTH_BINS: Final = 16
 
