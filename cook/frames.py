@@ -119,12 +119,31 @@ def frame_sizes(media_sizes: np.ndarray) -> list[tuple[int, int]]:
     return [(height, width) for frames, height, width in media_sizes.tolist() for _ in range(frames)]
 
 
+def frame_media(media_sizes: np.ndarray, kinds: Sequence[str]) -> list[str]:
+    """``"video"`` or ``"image"`` (images and tiles) for every visual frame in placeholder order. ``kinds``:
+    the pack's media kinds in placeholder order (meta.json's ``media`` of each sequence, one after another;
+    ``"audio"`` items have no ``media_sizes`` row and are skipped). Raises ``ValueError`` when the visual
+    kinds and the rows differ in number.
+
+    >>> frame_media(np.array([[1, 32, 32], [2, 16, 16]], np.int32), ["tiles", "audio", "video"])
+    ['image', 'video', 'video']
+    """
+    visual = [kind for kind in kinds if kind != "audio"]
+    if len(visual) != len(media_sizes):
+        raise ValueError(f"{len(visual)} visual media kinds for {len(media_sizes)} media_sizes rows")
+    rows = media_sizes[:, 0].tolist()
+    return [
+        "video" if kind == "video" else "image"
+        for kind, frames in zip(visual, rows, strict=True)
+        for _ in range(frames)
+    ]
+
+
 def frame_storages(
     media_sizes: np.ndarray, kinds: Sequence[str], image: FrameStorage, video: FrameStorage
 ) -> list[FrameStorage]:
     """The storage of every visual frame in placeholder order: ``video`` for a video's frames, ``image`` for
-    images and tiles. ``kinds``: the pack's media kinds in placeholder order (meta.json's ``media`` of each
-    sequence, one after another; ``"audio"`` items have no ``media_sizes`` row and are skipped).
+    images and tiles (``frame_media``; ``kinds`` are not needed when both are the same).
 
     >>> sizes = np.array([[1, 32, 32], [2, 16, 16]], np.int32)
     >>> [s.codec for s in frame_storages(sizes, ["image", "audio", "video"], FrameStorage("png"), FrameStorage("jpeg"))]
@@ -132,10 +151,4 @@ def frame_storages(
     """
     if image == video:
         return [image] * int(media_sizes[:, 0].sum())
-    visual = [kind for kind in kinds if kind != "audio"]
-    if len(visual) != len(media_sizes):
-        raise ValueError(f"{len(visual)} visual media kinds for {len(media_sizes)} media_sizes rows")
-    rows = media_sizes[:, 0].tolist()
-    return [
-        video if kind == "video" else image for kind, frames in zip(visual, rows, strict=True) for _ in range(frames)
-    ]
+    return [video if medium == "video" else image for medium in frame_media(media_sizes, kinds)]

@@ -330,3 +330,31 @@ def test_repack_refuses_stored_frames(
     assert main(argv) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "frames stored as jpeg" in err[0]
+
+
+def test_stats_stored_bytes_per_token(demo: dict[str, Path], capsys: pytest.CaptureFixture[str]) -> None:
+    """``cook stats``: raw stores 3 B per pixel, so 3,072 B per image token (4 patches of 768) and 6,144 per
+    video token (2 frames x 4 patches); with frames each medium's bytes are its own frame members' sizes."""
+    stats = {}
+    for mode in ("raw", "mixed"):
+        assert main(["stats", str(demo[mode]), "--json"]) == 0
+        stats[mode] = json.loads(capsys.readouterr().out)
+    raw = stats["raw"]["stored_bytes"]
+    assert (raw["image_per_token"], raw["video_per_token"]) == (3072.0, 6144.0)
+    packs = load_all_packs(str(demo["mixed"]), _manifest(demo["mixed"])["counts"]["packs"])
+    want = {"image": 0, "video": 0, "audio": 0, "text": 0}
+    for members in packs.values():
+        kinds = _frame_kinds(members) if fmt.MEDIA_SIZES in members else []
+        for name, data in members.items():
+            parsed = fmt.parse_frame_member(name)
+            medium = kinds[parsed[0]] if parsed else "audio" if name in fmt.AUDIO_MEMBERS else "text"
+            want[medium] += len(data)
+    mixed = stats["mixed"]["stored_bytes"]
+    assert {medium: mixed[medium] for medium in want} == want
+    assert mixed["audio"] == raw["audio"] and mixed["text"] < raw["text"]  # raw's text holds the .npy header
+    tokens = stats["mixed"]["media_tokens"]
+    assert mixed["image_per_token"] == want["image"] / tokens["image"] < 3072 / 2
+    assert mixed["video_per_token"] == want["video"] / tokens["video"] < 6144 / 4
+    assert main(["stats", str(demo["mixed"])]) == 0
+    line = next(row for row in capsys.readouterr().out.splitlines() if row.startswith("stored bytes/token"))
+    assert f"image {mixed['image_per_token']:,.1f} B" in line and f"text {mixed['text_per_token']:,.1f} B" in line
