@@ -218,7 +218,8 @@ def media_raw(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def _cook_media(out: Path, raw: Path, seq_len: int) -> Path:
     demo = yaml.safe_load((REPO / "pipelines" / "demo.yaml").read_text())
-    media = {"image": demo["media"]["image"], "video": demo["media"]["video"]}
+    patches = {"storage": "raw", "jpeg_quality": 95}  # repack reads raw datasets only
+    media = {"image": demo["media"]["image"] | patches, "video": demo["media"]["video"] | patches}
     return _cook(out, raw, seq_len, input={"media_root": str(DEMO_DATA / "media")}, media=media)
 
 
