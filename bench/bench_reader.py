@@ -29,6 +29,7 @@ import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -133,6 +134,14 @@ def _cook(pipeline: Path) -> float:
     return statistics.median(times)
 
 
+def demo_media(storage: str) -> dict[str, Any]:
+    """``pipelines/demo.yaml``'s media settings with both visual media stored as ``storage``."""
+    media: dict[str, Any] = yaml.safe_load((REPO / "pipelines" / "demo.yaml").read_text())["media"]
+    for medium in ("image", "video"):
+        media[medium] = {**media[medium], "storage": storage, "jpeg_quality": 95}
+    return media
+
+
 def prepare() -> dict[str, dict[str, object]]:
     """Cook both corpora (timed) and write their raw WebDatasets; returns paths and cook figures."""
     from bench.online_loader import write_raw_wds
@@ -141,9 +150,9 @@ def prepare() -> dict[str, dict[str, object]]:
     ROOT.mkdir(parents=True)
     text_rows = [json.loads(line) for line in text_corpus(20).read_text().splitlines()]
     media_rows = [json.loads(line) for line in (DEMO / "chat-media.jsonl").read_text().splitlines()] * 40
-    demo_media = yaml.safe_load((REPO / "pipelines" / "demo.yaml").read_text())["media"]
+    demo = demo_media("raw")  # the patches themselves (bench_media: the reader per storage mode)
     out: dict[str, dict[str, object]] = {}
-    for name, rows, media in (("text", text_rows, None), ("multimodal", media_rows, demo_media)):
+    for name, rows, media in (("text", text_rows, None), ("multimodal", media_rows, demo)):
         corpus = ROOT / f"{name}.jsonl"
         corpus.write_text("".join(json.dumps(r) + "\n" for r in rows))
         pipeline = _pipeline(name, corpus, media)

@@ -39,7 +39,8 @@ ENV = {**os.environ, "RAY_AUTH_MODE": "disabled", "TOKENIZERS_PARALLELISM": "fal
 
 
 STORAGE_SETS = {  # how the image workloads store frames: raw patches, or JPEG frames (q95, 4:4:4)
-    storage: ("--set", f"media.image.storage={storage}") for storage in ("raw", "jpeg")
+    storage: ("--set", f"media.image.storage={storage}", "--set", f"media.video.storage={storage}")
+    for storage in ("raw", "jpeg")
 }
 
 

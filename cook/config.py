@@ -96,8 +96,8 @@ class ImageConfig:
     max_pixels: int = _key(178_956_970, "Largest image (width x height) read from the header before decode.")
     storage: Literal["raw", "png", "jpeg"] = _key(
         "raw",
-        "How visual frames are stored: raw (pixel_patches.npy), png (lossless) or jpeg (4:4:4), one image member "
-        "per frame at its grid size. Applies to every visual frame (images, tiles, video frames).",
+        "How image frames (images, tiles) are stored: raw (pixel_patches.npy), png (lossless) or jpeg (4:4:4), one "
+        "image member per frame at its grid size. Video frames follow it unless media.video.storage is set.",
     )
     jpeg_quality: int = _key(95, "JPEG quality of stored frames (storage: jpeg; chroma 4:4:4).", minimum=1, maximum=100)
 
@@ -111,6 +111,14 @@ class VideoConfig:
     max_duration_s: float = _key(600.0, "Longer videos are rejected (media_limit).", exclusiveMinimum=0)
     frame_timestamps: bool = _key(True, "Prefix each frame group with 'Frame i sampled at X.XX seconds: '.")
     use_audio: bool = _key(False, "Also cook a video's audio track as a second media item.")
+    storage: Literal["raw", "png", "jpeg"] | None = _key(
+        None,
+        "How video frames are stored (values as media.image.storage); null: as media.image.storage. raw cannot be "
+        "mixed with png/jpeg (a pack holds either pixel_patches.npy or frame members).",
+    )
+    jpeg_quality: int | None = _key(
+        None, "JPEG quality of stored video frames; null: media.image.jpeg_quality.", minimum=1, maximum=100
+    )
 
 
 @dataclass(frozen=True)
@@ -124,6 +132,15 @@ class MediaConfig:
     video: VideoConfig = _key(VideoConfig(), "Video settings.")
     audio: AudioConfig = _key(AudioConfig(), "Audio settings.")
     max_media_bytes: int = _key(512 * 2**20, "Largest media file read (media_limit above it).", minimum=1)
+
+    @property
+    def video_storage(self) -> tuple[str, int]:
+        """``(codec, jpeg quality)`` of video frames: ``media.video``'s own keys, else ``media.image``'s."""
+        video, image = self.video, self.image
+        return (
+            video.storage if video.storage is not None else image.storage,
+            video.jpeg_quality if video.jpeg_quality is not None else image.jpeg_quality,
+        )
 
 
 @dataclass(frozen=True)
@@ -352,6 +369,15 @@ def _relation_problems(config: PipelineConfig) -> list[Problem]:
         problems.append((("media.image.min_patches", "media.image.max_patches"), "larger than media.image.max_patches"))
     if vid.min_frames > vid.max_frames:
         problems.append((("media.video.min_frames", "media.video.max_frames"), "larger than media.video.max_frames"))
+    video_codec = config.media.video_storage[0]
+    if (img.storage == "raw") != (video_codec == "raw"):
+        problems.append(
+            (
+                ("media.video.storage", "media.image.storage"),
+                f"{video_codec} cannot be mixed with media.image.storage {img.storage}: a pack holds either"
+                " pixel_patches.npy (raw) or frame members (png, jpeg)",
+            )
+        )
     return problems
 
 

@@ -66,8 +66,9 @@ class MediaSettings:
 
 @dataclass(frozen=True)
 class FrameStorage:
-    """How visual frames are stored (``media.image.storage``, SPEC §8): ``raw`` keeps ``pixel_patches.npy``
-    (the other fields None); ``png``/``jpeg`` store one image member per frame, written by ``encoder``."""
+    """How one medium's visual frames are stored (``media.image.storage`` for images and tiles,
+    ``media.video.storage`` for video frames; SPEC §8): ``raw`` keeps ``pixel_patches.npy`` (the other
+    fields None); ``png``/``jpeg`` store one image member per frame, written by ``encoder``."""
 
     codec: str = "raw"  # raw | png | jpeg
     jpeg_quality: int | None = None
@@ -85,7 +86,8 @@ RAW_STORAGE = FrameStorage()  # pixel_patches.npy, as before stored frames
 
 
 def frame_storage(codec: str, jpeg_quality: int = fmt.JPEG_QUALITY) -> FrameStorage:
-    """The ``FrameStorage`` of a ``media.image.storage`` value, with this process's encoder version.
+    """The ``FrameStorage`` of a ``media.image.storage`` / ``media.video.storage`` value, with this
+    process's encoder version.
 
     >>> frame_storage("jpeg").chroma_subsampling, frame_storage("raw").encoder
     ('4:4:4', None)
@@ -127,7 +129,9 @@ class Contract:
     media: MediaSettings
     seq_len: int
     pad_multiple: int
-    storage: FrameStorage = FrameStorage()  # absent from manifests written before stored frames: raw
+    storage: FrameStorage = FrameStorage()  # images and tiles; absent from manifests before stored frames: raw
+    # video frames; absent from manifests before media.video.storage, where video followed ``storage``
+    video_storage: FrameStorage = FrameStorage()
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
@@ -141,8 +145,15 @@ class Contract:
         media = MediaSettings(**{k: v for k, v in dict(data["media"]).items() if k in known})
         stored = {f.name for f in fields(FrameStorage)}
         storage = FrameStorage(**{k: v for k, v in dict(data.get("storage", {})).items() if k in stored})
-        plain = {f.name: data[f.name] for f in fields(cls) if f.name not in ("media", "storage")}
-        return cls(**plain, media=media, storage=storage)
+        video = data.get("video_storage")
+        video_storage = storage if video is None else FrameStorage(**{k: v for k, v in video.items() if k in stored})
+        plain = {f.name: data[f.name] for f in fields(cls) if f.name not in ("media", "storage", "video_storage")}
+        return cls(**plain, media=media, storage=storage, video_storage=video_storage)
+
+    @property
+    def storages(self) -> tuple[FrameStorage, ...]:
+        """The distinct frame storages of this cook (images' first)."""
+        return (self.storage,) if self.video_storage == self.storage else (self.storage, self.video_storage)
 
 
 @dataclass(frozen=True)
@@ -221,7 +232,9 @@ def cooked_contract(
     seq_len: int,
     pad_multiple: int,
     storage: FrameStorage = RAW_STORAGE,
+    video_storage: FrameStorage | None = None,
 ) -> Contract:
+    """The contract of a cook; ``video_storage`` None: video frames are stored as ``storage``."""
     return Contract(
         tokenizer_path=os.path.abspath(tokenizer_path),
         tokenizer_sha256=tokenizer_files_sha256(tokenizer_path),
@@ -233,6 +246,7 @@ def cooked_contract(
         seq_len=seq_len,
         pad_multiple=pad_multiple,
         storage=storage,
+        video_storage=storage if video_storage is None else video_storage,
     )
 
 
@@ -293,7 +307,11 @@ def _differences(a: Contract, b: Contract) -> list[str]:
     left, right = a.to_dict(), b.to_dict()
     out = []
     for name in left:
-        if name in ("tokenizer_path", "storage"):  # a blend may mix storages: each pack's members say which
+        if name in (
+            "tokenizer_path",
+            "storage",
+            "video_storage",
+        ):  # a blend may mix storages: each pack's members say which
             continue
         if name == "media":
             out += [f"media.{k} {v} != {right['media'][k]}" for k, v in left["media"].items() if v != right["media"][k]]

@@ -87,6 +87,38 @@ class MediaTokens:
         )
 
 
+STORED_MEDIA: tuple[str, ...] = ("image", "video", "audio", "text")
+
+
+@dataclass(frozen=True)
+class StoredBytes:
+    """Bytes of the pack members that hold each medium's tokens (member bytes; tar headers and padding not
+    counted), and those bytes per token of that medium (0.0 with no tokens):
+
+    - ``image``: the frame members of images and tiles, or their rows of ``pixel_patches.npy`` (768 B a patch);
+    - ``video``: the same for video frames;
+    - ``audio``: ``audio_features.npy`` and ``audio_lengths.npy``;
+    - ``text``: every other member (input_ids, loss_mask, the boundaries, meta.json, media_sizes, the
+      ``pixel_patches.npy`` header), per token that is not a media placeholder (padding is stored, not counted).
+    """
+
+    image: int
+    video: int
+    audio: int
+    text: int
+    image_per_token: float
+    video_per_token: float
+    audio_per_token: float
+    text_per_token: float
+
+    def line(self) -> str:
+        """``image 1,152.0 B (1.2 MB), video 384.5 B (0.4 MB), audio 2,048.0 B (0.8 MB), text 5.1 B (0.1 MB)``"""
+        return ", ".join(
+            f"{medium} {getattr(self, f'{medium}_per_token'):,.1f} B ({getattr(self, medium) / 1e6:,.1f} MB)"
+            for medium in STORED_MEDIA
+        )
+
+
 @dataclass(frozen=True)
 class StepsPerEpoch:
     """``--global-batch-size N``: full global batches of N packs in one pass, and the mean supervised
@@ -115,6 +147,7 @@ class StatsSummary:
     sequence_length: Distribution
     sources_per_pack: Distribution
     media_tokens: MediaTokens
+    stored_bytes: StoredBytes
     rejects: Mapping[str, int]  # most frequent first
     truncated_sequences: int
     truncated_tokens: int

@@ -22,7 +22,11 @@ from typing import Final
 
 import numpy as np
 
-SCHEMA_VERSION: Final = 1
+SCHEMA_VERSION: Final = 1  # a pack's meta.json: 1 = every member an array (.npy) or meta.json
+# 2 = the pack also holds stored frames (``frame.<k>.png|jpg``), which a reader of 1 would not find
+# patches in; raw packs stay 1, so raw shards are byte-identical to before stored frames
+FRAME_SCHEMA_VERSION: Final = 2
+PACK_SCHEMA_VERSIONS: Final = (SCHEMA_VERSION, FRAME_SCHEMA_VERSION)  # what this reader and validate accept
 SUBFLAVOR: Final = {"cook": "packed_v1"}
 
 # ---------------------------------------------------------------- names in the output directory
@@ -140,8 +144,10 @@ MEMBERS: Final = REQUIRED_MEMBERS + VISUAL_MEMBERS + AUDIO_MEMBERS
 # Stored frames (``media.image.storage`` png | jpeg): instead of ``pixel_patches.npy`` each visual frame
 # (an image, one tile, one video frame), at its grid size from ``media_sizes``, is one image member
 # ``frame.<k>.png`` / ``frame.<k>.jpg``, k = 0, 1, ... in placeholder order; its patches are the 16x16
-# blocks of the decoded frame, in pixel_patches order (``cook.frames``).
-FRAME_STORAGE: Final = ("raw", "png", "jpeg")  # media.image.storage values; raw = pixel_patches.npy
+# blocks of the decoded frame, in pixel_patches order (``cook.frames``). Each frame's codec is its
+# medium's (``media.image.storage`` for images and tiles, ``media.video.storage`` for video frames), so
+# one pack may hold .png and .jpg frames; such a pack's meta.json has ``FRAME_SCHEMA_VERSION``.
+FRAME_STORAGE: Final = ("raw", "png", "jpeg")  # media.image/video.storage values; raw = pixel_patches.npy
 FRAME_CODECS: Final = {"png": "png", "jpeg": "jpg"}  # codec -> member extension
 FRAME_PIL_FORMATS: Final = {"png": "PNG", "jpeg": "JPEG"}  # codec -> what Pillow reports on open
 JPEG_QUALITY: Final = 95  # media.image.jpeg_quality default

@@ -12,7 +12,8 @@
 (PNG: ``compress_level = format.PNG_COMPRESS_LEVEL``; JPEG: ``quality``, ``subsampling=0`` (4:4:4),
 ``optimize=False``, baseline), and no metadata, so the same patches always give the same bytes. It is
 decoded at its stored size: no resize, no draft mode. PNG round-trips exactly; JPEG within its codec
-error (about 1/255 mean absolute error at quality 95).
+error (about 1/255 mean absolute error at quality 95). Each frame follows its medium's storage
+(``frame_storages``: images and tiles ``media.image.storage``, video frames ``media.video.storage``).
 
 Used by the media stage (patchify), the writer (encode), the reader, validate and the views (decode,
 headers). numpy, Pillow and ``format`` only.
@@ -116,3 +117,38 @@ def decode_frame(data: bytes | memoryview, codec: str, height_px: int, width_px:
 def frame_sizes(media_sizes: np.ndarray) -> list[tuple[int, int]]:
     """``(H, W)`` of every visual frame in placeholder order: row ``(frames, H, W)`` gives ``frames`` entries."""
     return [(height, width) for frames, height, width in media_sizes.tolist() for _ in range(frames)]
+
+
+def frame_media(media_sizes: np.ndarray, kinds: Sequence[str]) -> list[str]:
+    """``"video"`` or ``"image"`` (images and tiles) for every visual frame in placeholder order. ``kinds``:
+    the pack's media kinds in placeholder order (meta.json's ``media`` of each sequence, one after another;
+    ``"audio"`` items have no ``media_sizes`` row and are skipped). Raises ``ValueError`` when the visual
+    kinds and the rows differ in number.
+
+    >>> frame_media(np.array([[1, 32, 32], [2, 16, 16]], np.int32), ["tiles", "audio", "video"])
+    ['image', 'video', 'video']
+    """
+    visual = [kind for kind in kinds if kind != "audio"]
+    if len(visual) != len(media_sizes):
+        raise ValueError(f"{len(visual)} visual media kinds for {len(media_sizes)} media_sizes rows")
+    rows = media_sizes[:, 0].tolist()
+    return [
+        "video" if kind == "video" else "image"
+        for kind, frames in zip(visual, rows, strict=True)
+        for _ in range(frames)
+    ]
+
+
+def frame_storages(
+    media_sizes: np.ndarray, kinds: Sequence[str], image: FrameStorage, video: FrameStorage
+) -> list[FrameStorage]:
+    """The storage of every visual frame in placeholder order: ``video`` for a video's frames, ``image`` for
+    images and tiles (``frame_media``; ``kinds`` are not needed when both are the same).
+
+    >>> sizes = np.array([[1, 32, 32], [2, 16, 16]], np.int32)
+    >>> [s.codec for s in frame_storages(sizes, ["image", "audio", "video"], FrameStorage("png"), FrameStorage("jpeg"))]
+    ['png', 'jpeg', 'jpeg']
+    """
+    if image == video:
+        return [image] * int(media_sizes[:, 0].sum())
+    return [video if medium == "video" else image for medium in frame_media(media_sizes, kinds)]

@@ -50,7 +50,8 @@ TYPE_NAMES: Final = {
 }
 _ZERO_BLOCK: Final = bytes(BLOCK)
 _NO_PREFIX: Final = bytes(155)  # a USTAR name prefix field that is empty
-ONLY_META: Final = frozenset(set(fmt.MEMBERS) - {fmt.META})  # skip these to read meta.json alone
+FRAME_MEMBERS: Final = "frame.<k>"  # in a ``skip`` set: every stored frame member (frame.<k>.png|jpg) too
+ONLY_META: Final = frozenset(set(fmt.MEMBERS) - {fmt.META} | {FRAME_MEMBERS})  # skip these to read meta.json alone
 VISUAL_KINDS: Final = ("image", "video", "tiles")
 
 MemberData = bytes | memoryview
@@ -73,11 +74,13 @@ class TarFault(enum.Enum):
 
 @dataclass(frozen=True, slots=True)
 class RawPack:
-    """One Energon sample as stored: its key, the offset of its first header, member name -> bytes."""
+    """One Energon sample as stored: its key, the offset of its first header, member name -> bytes, and
+    member name -> size of each member the walk seeked over (``ShardWalk.skip``)."""
 
     key: str
     offset: int
     members: dict[str, MemberData]
+    skipped: dict[str, int] = field(default_factory=dict)
 
 
 class _Cut(Exception):
@@ -159,7 +162,8 @@ class ShardWalk:
 
     path: str
     hash_bytes: bool = True
-    skip: frozenset[str] = frozenset()  # members seeked over, not read (only without hashing): not in RawPack
+    # members seeked over, not read (only without hashing): their sizes in RawPack.skipped; FRAME_MEMBERS: frames
+    skip: frozenset[str] = frozenset()
     verify_headers: int = VERIFY_HEADERS  # header checksums verified together (1: each pack out as it ends)
     faults: list[tuple[TarFault, str]] = field(default_factory=list)
     offsets: list[int] = field(default_factory=list)  # each pack's first header, then the end of the last
@@ -191,7 +195,8 @@ class ShardWalk:
     def _walk(self, chunks: _Chunks, offset: int) -> Iterator[RawPack]:
         seen: set[str] = set()
         key: str | None = None
-        start, members = offset, dict[str, MemberData]()
+        start, members, skipped = offset, dict[str, MemberData](), dict[str, int]()
+        frames = FRAME_MEMBERS in self.skip
         pending = _Pending()
         try:
             while (header := self._header(chunks, offset, pending)) is not None:
@@ -199,19 +204,20 @@ class ShardWalk:
                 member_key, _, member = name.partition(".")
                 if member_key != key:
                     if key is not None:
-                        pending.packs.append(RawPack(key, start, members))
+                        pending.packs.append(RawPack(key, start, members, skipped))
                         if len(pending.headers) >= self.verify_headers:
                             yield from self._release(pending, offset)
                     if member_key in seen:
                         self._fault(TarFault.SPLIT_PACK, f"members of {member_key} are not contiguous", offset)
                     seen.add(member_key)
-                    key, start, members = member_key, offset, {}
+                    key, start, members, skipped = member_key, offset, {}, {}
                     self.offsets.append(offset)
                 if member in members:
                     self._fault(TarFault.DUPLICATE_MEMBER, f"{key}: member {member} appears twice", offset)
                 padded = size + (-size % BLOCK)
-                if member in self.skip:
+                if member in self.skip or (frames and fmt.parse_frame_member(member) is not None):
                     chunks.skip_to(offset + BLOCK + padded)
+                    skipped[member] = size
                 else:
                     data = chunks.view(offset + BLOCK, padded)
                     if len(data) < padded:
@@ -220,7 +226,7 @@ class ShardWalk:
                     members[member] = data[:size]
                 offset += BLOCK + padded
             if key is not None and self.last_whole:
-                pending.packs.append(RawPack(key, start, members))
+                pending.packs.append(RawPack(key, start, members, skipped))
             yield from self._release(pending, offset)
         except _Cut as cut:
             if cut.fault is not None:

@@ -178,6 +178,7 @@ def table(s: StatsSummary) -> str:
         *(f"{name:<20}{figure}" for name, figure in packing_figure_rows(s.packing_efficiency, s.stored_fill)),
         *_steps(s),
         f"media tokens        {s.media_tokens.line()}",
+        f"stored bytes/token  {s.stored_bytes.line()}",
         "",
         f"pack fill (T / seq_len)      {_distribution(s.fill, '{:.2f}')}",
         *_histogram_rows(s.fill.histogram, "{lo:.1f}-{hi:.1f}"),

@@ -66,7 +66,7 @@ def check_datasets(path: str | Path, expect: Expectation | None) -> None:
     contracts = dataset_contracts(path)
     present = [(name, c) for name, c in contracts if c is not None]
     for name, cooked in present:
-        problems = storage_problems(cooked.storage)
+        problems = [problem for storage in cooked.storages for problem in storage_problems(storage)]
         if problems:
             raise ContractMismatch(f"dataset {name} stores frames this reader cannot decode", problems)
     check_blend(present)

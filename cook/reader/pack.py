@@ -5,9 +5,11 @@
 Every ``.npy`` member is parsed by ``packfiles.read_npy`` (as ``cook validate`` parses it): the headers
 ``np.save`` writes are read as a view of the member bytes, anything else goes to ``format.load_npy``
 (``allow_pickle=False``: an object array raises instead of being unpickled); each is checked against
-``format.MEMBER_DTYPES``; ``meta.json`` is parsed with ``orjson``. Stored frames (``frame.<k>.png|jpg``,
-``media.image.storage`` png | jpeg) are decoded by Pillow on the CPU at their ``media_sizes`` grid
-(``cook.frames.decode_frame``: no resize, no draft) into the same ``pixel_patches`` raw storage holds.
+``format.MEMBER_DTYPES``; ``meta.json`` is parsed with ``orjson`` and its ``schema_version`` must be one
+of ``format.PACK_SCHEMA_VERSIONS`` (1; 2 for a pack with frame members). Stored frames
+(``frame.<k>.png|jpg``, ``media.image/video.storage`` png | jpeg; each member's codec is its extension)
+are decoded by Pillow on the CPU at their ``media_sizes`` grid (``cook.frames.decode_frame``: no
+resize, no draft) into the same ``pixel_patches`` raw storage holds.
 Nothing else is decoded and nothing is unpickled. A member that is missing, of the wrong dtype or
 shape, or inconsistent with the boundaries raises ``PackFormatError`` naming the pack key and the
 member (``cook validate`` reports the same defects before a run).
@@ -34,7 +36,8 @@ from cook.packfiles import read_npy
 
 
 class PackFormatError(ValueError):
-    """A pack that does not follow schema v1 (SPEC §8): names the pack key and the member."""
+    """A pack that does not follow its schema (SPEC §8; 1, or 2 with frame members): names the pack key and
+    the member."""
 
 
 PackArrays = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]  # input_ids, target_mask, cu, cu_padded
@@ -127,7 +130,14 @@ def decode_pack(crude: Mapping[str, Any]) -> PackedSample:
     if mask.shape != ids.shape:
         raise PackFormatError(f"{key}: {fmt.LOSS_MASK} has {mask.shape[0]} tokens, {fmt.INPUT_IDS} {ids.shape[0]}")
     _check_boundaries(key, len(ids), cu, cu_padded)
-    sequences = orjson.loads(bytes(crude[fmt.META])).get("sequences", [])  # strict UTF-8, like json
+    meta = orjson.loads(bytes(crude[fmt.META]))  # strict UTF-8, like json
+    version = meta.get("schema_version")
+    if version not in fmt.PACK_SCHEMA_VERSIONS or type(version) is not int:
+        raise PackFormatError(
+            f"{key}: {fmt.META} schema_version {version!r}: this reader reads packs of schema"
+            f" {' and '.join(map(str, fmt.PACK_SCHEMA_VERSIONS))}"
+        )
+    sequences = meta.get("sequences", [])
     if len(sequences) != len(cu) - 1:
         raise PackFormatError(f"{key}: {fmt.META} lists {len(sequences)} sequences, boundaries {len(cu) - 1}")
     arrays = (ids.astype(np.int64), mask.astype(np.bool_), cu.copy(), cu_padded.copy())  # the only copies; mask != 0

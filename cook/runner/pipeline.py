@@ -122,6 +122,7 @@ def _contract(config: PipelineConfig, tokenizer: ChatTokenizer) -> Contract:
         seq_len=config.packing.seq_len,
         pad_multiple=config.packing.pad_multiple,
         storage=frame_storage(image.storage, image.jpeg_quality),
+        video_storage=frame_storage(*config.media.video_storage),
     )
 
 

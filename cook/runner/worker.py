@@ -276,6 +276,7 @@ class CookWorker:
             packs,
             direct=self.config.ray.direct_io,
             storage=frame_storage(image.storage, image.jpeg_quality),
+            video_storage=frame_storage(*self.config.media.video_storage),
         )
         return ShardDone(task.shard_index, info, layout, _packed_counts(packs, samples))
 

@@ -1,25 +1,26 @@
-"""Stored frames (``frame.<k>.png|jpg``, ``media.image.storage`` png | jpeg) -> the patches they hold.
+"""Stored frames (``frame.<k>.png|jpg``, ``media.image/video.storage`` png | jpeg) -> the patches they hold.
 
     pack members + media_sizes -frame_patches-> uint8 [P, 768] (or None and findings)
 
 Every frame member is checked from its header alone (``cook.frames.frame_header``: Pillow reads it
-lazily): numbered 0 .. n-1 with one codec, not beside ``pixel_patches.npy``, one per frame that
+lazily): numbered 0 .. n-1, not beside ``pixel_patches.npy``, one per frame that
 ``media_sizes`` lists, an RGB image of its name's codec (``frame_codec``), exactly its row's width
 and height (``frame_size``). Without ``decode`` the patches are a zero view of the right row count
 (``media.check_visual`` counts rows, never reads values); with ``decode`` (``--deep``, ``cook inspect``)
 every frame is decoded as the reader decodes it, and a frame that fails is ``frame_member``.
-``storage_findings``: a pack stores its patches as the manifest's ``media.image.storage`` says
-(``frame_codec``).
+``storage_findings``: a pack stores its patches as the manifest says, each frame in its medium's codec
+(``media.image.storage`` for images and tiles, ``media.video.storage`` for video frames; ``frame_codec``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 
 from cook import format as fmt
-from cook.frames import FRAME_ERRORS, decode_frame, frame_header, frame_sizes
+from cook.contract import FrameStorage
+from cook.frames import FRAME_ERRORS, decode_frame, frame_header, frame_sizes, frame_storages
 from cook.packfiles import MemberData
 from cook.validate.problems import Code, Finding
 
@@ -63,8 +64,6 @@ def _layout_problem(members: Mapping[str, MemberData], found: list[tuple[int, st
         return f"frame members {names[:3]} beside {fmt.PIXEL_PATCHES}"
     if [index for index, _, _ in found] != list(range(len(found))):
         return f"frame members {names} are not numbered 0 .. {len(found) - 1}"
-    if len({codec for _, _, codec in found}) > 1:
-        return f"frame members {names} mix codecs"
     if len(found) != frames:
         return f"{len(found)} frame members, {fmt.MEDIA_SIZES} lists {frames} frames"
     return None
@@ -82,14 +81,34 @@ def _header_findings(name: str, codec: str, data: MemberData, height_px: int, wi
     return []
 
 
-def storage_findings(members: Mapping[str, MemberData], storage: str | None) -> list[Finding]:
-    """The pack's visual storage against the manifest's ``media.image.storage`` (None: not recorded)."""
-    codecs = sorted({codec for _, _, codec in frame_names(members)})
-    if storage is None or (not codecs and fmt.PIXEL_PATCHES not in members):
+def storage_findings(
+    members: Mapping[str, MemberData],
+    image: str | None,
+    video: str | None = None,
+    sizes: np.ndarray | None = None,
+    kinds: Sequence[str] | None = None,
+) -> list[Finding]:
+    """The pack's visual storage against the manifest's ``media.image.storage`` (``image``; None: not
+    recorded) and ``media.video.storage`` (``video``; None: as ``image``). With the pack's ``media_sizes``
+    and media ``kinds`` (meta.json, placeholder order) each frame's codec is checked against its medium's;
+    without them, the set of codecs."""
+    found = frame_names(members)
+    if image is None or (not found and fmt.PIXEL_PATCHES not in members):
         return []
-    stored = ", ".join(codecs) if codecs else "raw"
-    if stored != storage:
-        return [
-            (Code.FRAME_CODEC, f"visual frames stored as {stored}, the manifest says media.image.storage {storage}")
-        ]
+    video = image if video is None else video
+    stored = sorted({codec for _, _, codec in found}) or ["raw"]
+    allowed = sorted({image, video})
+    if not set(stored) <= set(allowed):
+        wanted = f"media.image.storage {image}" + (f", media.video.storage {video}" if video != image else "")
+        return [(Code.FRAME_CODEC, f"visual frames stored as {', '.join(stored)}, the manifest says {wanted}")]
+    if image == video or sizes is None or kinds is None or not found:
+        return []
+    try:
+        expected = frame_storages(sizes, kinds, FrameStorage(image), FrameStorage(video))
+    except ValueError:  # kinds and media_sizes rows disagree: media.check_visual reports it
+        return []
+    for (_, name, codec), storage in zip(found, expected, strict=False):
+        if codec != storage.codec:
+            medium = "media.video.storage" if storage.codec == video else "media.image.storage"
+            return [(Code.FRAME_CODEC, f"{name} is {codec}, the manifest's {medium} is {storage.codec}")]
     return []

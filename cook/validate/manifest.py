@@ -142,6 +142,7 @@ def pack_rules(manifest: Mapping[str, Any] | None, tokens: TokenInfo | None, dee
         pad_multiple=lookup(m, "pipeline.packing.pad_multiple", int),
         image_mode=lookup(m, "pipeline.media.image.mode", str),
         frame_storage=lookup(m, "pipeline.media.image.storage", str),
+        video_frame_storage=lookup(m, "pipeline.media.video.storage", str),
         tokens=TokenInfo(
             vocab_size=vocab_size if vocab_size is not None else given.vocab_size,
             pad_id=pad_id if pad_id is not None else given.pad_id,

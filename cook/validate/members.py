@@ -107,9 +107,10 @@ def parse_members(raw: RawPack, decode_frames: bool = False) -> tuple[PackMember
             array = _load_member(name, data, *layout, findings)
             if array is not None:
                 arrays[name] = array
-    entries = _meta_entries(raw.members[fmt.META], findings) if fmt.META in raw.members else None
+    frames = bool(frame_names(raw.members))
+    entries = _meta_entries(raw.members[fmt.META], frames, findings) if fmt.META in raw.members else None
     unusable = len(arrays) != stored or not arrays.keys() >= _REQUIRED_ARRAYS
-    if fmt.MEDIA_SIZES in arrays and frame_names(raw.members):
+    if fmt.MEDIA_SIZES in arrays and frames:
         patches = frame_patches(raw.members, arrays[fmt.MEDIA_SIZES], decode_frames, findings)
         if patches is None:
             return None, findings
@@ -194,8 +195,9 @@ def _shapes_agree(arrays: dict[str, np.ndarray], n_sequences: int, findings: lis
     return ok
 
 
-def _meta_entries(data: MemberData, findings: list[Finding]) -> list[Any] | None:
-    """``meta.json`` (schemas/packed_sample.v1.schema.json) -> its non-empty ``sequences`` list, or None."""
+def _meta_entries(data: MemberData, frames: bool, findings: list[Finding]) -> list[Any] | None:
+    """``meta.json`` (schemas/packed_sample.v1.schema.json) -> its non-empty ``sequences`` list, or None.
+    ``schema_version`` is 2 for a pack with frame members (``frames``), else 1."""
     try:
         body = orjson.loads(data)
     except orjson.JSONDecodeError as err:  # invalid UTF-8 and nesting too deep included
@@ -205,8 +207,10 @@ def _meta_entries(data: MemberData, findings: list[Finding]) -> list[Any] | None
         keys = sorted(body) if isinstance(body, dict) else type(body).__name__
         findings.append((Code.META_INVALID, f"{fmt.META} must hold exactly schema_version and sequences, got {keys}"))
         return None
-    if body["schema_version"] != fmt.SCHEMA_VERSION or type(body["schema_version"]) is not int:
-        findings.append((Code.META_INVALID, f"{fmt.META} schema_version {body['schema_version']!r} != 1"))
+    version, want = body["schema_version"], fmt.FRAME_SCHEMA_VERSION if frames else fmt.SCHEMA_VERSION
+    if version != want or type(version) is not int:
+        held = "frame members" if frames else "no frame members"
+        findings.append((Code.META_INVALID, f"{fmt.META} schema_version {version!r} != {want} (a pack with {held})"))
         return None
     entries = body["sequences"]
     if not isinstance(entries, list) or not entries:

@@ -117,5 +117,6 @@ class PackRules:
     pad_multiple: int | None
     image_mode: str | None  # media.image.mode: "dynamic" | "tiles"
     frame_storage: str | None = None  # media.image.storage: "raw" | "png" | "jpeg"
+    video_frame_storage: str | None = None  # media.video.storage (None: as frame_storage)
     tokens: TokenInfo = field(default_factory=TokenInfo)
     deep: bool = False

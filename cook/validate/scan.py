@@ -175,12 +175,24 @@ def _parse(scan: ShardScan, raw: RawPack, rules: PackRules) -> tuple[PackMembers
     if rules.deep:
         scan.pack_digests[raw.key] = pack_digest(raw.members)
     members, findings = parse_members(raw, decode_frames=rules.deep)
-    findings += storage_findings(raw.members, rules.frame_storage)
+    findings += storage_findings(
+        raw.members, rules.frame_storage, rules.video_frame_storage, *_sizes_and_kinds(members)
+    )
     if members is None:
         scan.unparsed += 1
         scan.add(findings, raw.key)
         return None
     return members, findings
+
+
+def _sizes_and_kinds(members: PackMembers | None) -> tuple[np.ndarray | None, list[str] | None]:
+    """The pack's ``media_sizes`` and media kinds in placeholder order (None where meta.json is malformed)."""
+    if members is None or fmt.MEDIA_SIZES not in members.arrays:
+        return None, None
+    kinds = [
+        kind for entry in members.entries for kind in (entry.get("media") if isinstance(entry, dict) else None) or []
+    ]
+    return members.arrays[fmt.MEDIA_SIZES], [kind for kind in kinds if isinstance(kind, str)]
 
 
 @dataclass(slots=True)

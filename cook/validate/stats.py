@@ -8,9 +8,11 @@ batch size) steps per epoch.
 (``cook.view.stats_page``) reads them without importing ``cook.validate``.
 
 Only the small members are read (cu_seqlens*, meta.json, media_sizes, audio_lengths); the large ones
-are seeked over. Media tokens are the embeddings that ``media_sizes``/``audio_lengths`` imply, which
-``cook validate`` proves equal to the ``<image>``/``<so_embedding>`` placeholders, so no tokenizer is needed;
-they are counted as image (images and tiles), video and audio, by each row's kind in meta.json.
+(input_ids, loss_mask, pixel_patches, audio_features, stored frames) are seeked over, their sizes taken
+from their tar headers: the stored bytes of each medium (``StoredBytes``) need no large member read.
+Media tokens are the embeddings that ``media_sizes``/``audio_lengths`` imply, which ``cook validate``
+proves equal to the ``<image>``/``<so_embedding>`` placeholders, so no tokenizer is needed; they are counted
+as image (images and tiles), video and audio, by each row's kind in meta.json.
 A pack whose small members are damaged raises ``PackUnreadable`` (``cook stats`` exits 1 on one line).
 ``seq_len``, the records read, the truncation counts and the target tokens come from the manifest
 (``cook.manifest.load_manifest``; an unreadable one raises ``ManifestError``).
@@ -36,11 +38,14 @@ from cook.dataset_stats import (
     MediaTokens,
     StatsSummary,
     StepsPerEpoch,
+    StoredBytes,
     packing_efficiency,
     stored_fill,
 )
+from cook.frames import frame_media, frame_sizes
 from cook.manifest import load_manifest
 from cook.packfiles import (
+    FRAME_MEMBERS,
     NPY_ERRORS,
     VISUAL_KINDS,
     PackUnreadable,
@@ -53,7 +58,7 @@ from cook.packfiles import (
 from cook.validate.members import SequenceColumns, sequence_columns
 from cook.validate.rejects import read_rejects
 
-READ_ONLY: Final = frozenset({fmt.INPUT_IDS, fmt.LOSS_MASK, fmt.PIXEL_PATCHES, fmt.AUDIO_FEATURES})
+READ_ONLY: Final = frozenset({fmt.INPUT_IDS, fmt.LOSS_MASK, fmt.PIXEL_PATCHES, fmt.AUDIO_FEATURES, FRAME_MEMBERS})
 FILL_BINS: Final = 10
 LENGTH_BINS: Final = 16
 
@@ -71,6 +76,7 @@ class DatasetStats:
     image_tokens: int = 0  # images and tiles
     video_tokens: int = 0
     audio_tokens: int = 0
+    stored_bytes: Counter[str] = field(default_factory=Counter)  # medium (dataset_stats.STORED_MEDIA) -> bytes
     rejects: Counter[str] = field(default_factory=Counter)
 
 
@@ -124,6 +130,37 @@ def _pack_media_tokens(raw: RawPack, media: list[list[str]]) -> tuple[int, int, 
     return image, video, int(clip_tokens(lengths).sum()) if lengths is not None else 0
 
 
+_AUDIO_MEMBERS: Final = frozenset(fmt.AUDIO_MEMBERS)
+
+
+def _pack_stored_bytes(raw: RawPack, media: list[list[str]]) -> Counter[str]:
+    """Member bytes of one pack by the medium they hold (``StoredBytes``); raises ``PackUnreadable``."""
+    sizes = {name: len(data) for name, data in raw.members.items()} | raw.skipped
+    out: Counter[str] = Counter()
+    frames = sorted((p[0], name) for name in sizes if (p := fmt.parse_frame_member(name)) is not None)
+    media_sizes = _small_array(raw, fmt.MEDIA_SIZES)
+    if media_sizes is not None and (frames or fmt.PIXEL_PATCHES in sizes):
+        try:
+            kinds = frame_media(media_sizes, [kind for kinds in media for kind in kinds])
+        except ValueError as err:
+            raise PackUnreadable(f"{raw.key}: {fmt.META} media and {fmt.MEDIA_SIZES}: {err}") from None
+        if frames:
+            if len(frames) != len(kinds):
+                raise PackUnreadable(f"{raw.key}: {len(frames)} frame members, {fmt.MEDIA_SIZES} lists {len(kinds)}")
+            for medium, (_, name) in zip(kinds, frames, strict=True):
+                out[medium] += sizes.pop(name)
+        else:
+            rows = [
+                (h // fmt.PATCH_SIZE) * (w // fmt.PATCH_SIZE) * fmt.PATCH_VALUES for h, w in frame_sizes(media_sizes)
+            ]
+            for medium, size in zip(kinds, rows, strict=True):
+                out[medium] += size
+            sizes[fmt.PIXEL_PATCHES] -= sum(rows)  # its .npy header stays with the text
+    out["audio"] += sum(size for name, size in sizes.items() if name in _AUDIO_MEMBERS)
+    out["text"] += sum(size for name, size in sizes.items() if name not in _AUDIO_MEMBERS)
+    return out
+
+
 def compute_stats(root: str) -> DatasetStats:
     """Stream every pack's small members once, then count ``rejects.jsonl``'s reasons. A pack its small
     members do not describe raises ``PackUnreadable``, a bad rejects line ``RejectsUnreadable``."""
@@ -139,6 +176,7 @@ def compute_stats(root: str) -> DatasetStats:
         stats.image_tokens += image
         stats.video_tokens += video
         stats.audio_tokens += audio
+        stats.stored_bytes += _pack_stored_bytes(raw, columns.media)
     rejects = read_rejects(root, max_problems=1)
     if rejects.lines is not None and rejects.problems:  # no rejects.jsonl: nothing rejected to count
         raise RejectsUnreadable(rejects.problems[0].detail)
@@ -176,6 +214,25 @@ def _epoch_steps(packs: int, target_tokens: int, global_batch_size: int) -> Step
     )
 
 
+def _stored_bytes(stats: DatasetStats, tokens: int) -> StoredBytes:
+    stored = stats.stored_bytes
+    text_tokens = tokens - stats.image_tokens - stats.video_tokens - stats.audio_tokens
+
+    def per_token(medium: str, count: int) -> float:
+        return stored[medium] / count if count > 0 else 0.0
+
+    return StoredBytes(
+        image=stored["image"],
+        video=stored["video"],
+        audio=stored["audio"],
+        text=stored["text"],
+        image_per_token=per_token("image", stats.image_tokens),
+        video_per_token=per_token("video", stats.video_tokens),
+        audio_per_token=per_token("audio", stats.audio_tokens),
+        text_per_token=per_token("text", text_tokens),
+    )
+
+
 def summarize(stats: DatasetStats, global_batch_size: int | None = None) -> StatsSummary:
     """The ``cook stats`` figures; ``global_batch_size`` (>= 1) adds the steps per epoch."""
     packs, tokens, padded = len(stats.pack_tokens), sum(stats.true_tokens), sum(stats.pack_tokens)
@@ -205,6 +262,7 @@ def summarize(stats: DatasetStats, global_batch_size: int | None = None) -> Stat
             video_share=stats.video_tokens / tokens if tokens else 0.0,
             audio_share=stats.audio_tokens / tokens if tokens else 0.0,
         ),
+        stored_bytes=_stored_bytes(stats, tokens),
         rejects=dict(sorted(stats.rejects.items(), key=lambda item: (-item[1], item[0]))),
         truncated_sequences=counts.truncated_sequences,
         truncated_tokens=counts.truncated_tokens,

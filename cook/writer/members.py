@@ -1,8 +1,10 @@
-"""Pack -> the ordered tar members of one Energon sample (schema v1, SPEC §8), as zero-copy pieces.
+"""Pack -> the ordered tar members of one Energon sample (SPEC §8), as zero-copy pieces.
 
-With stored frames (``media.image.storage`` png | jpeg, ``FrameStorage``) the pack's patches are not
-written as ``pixel_patches.npy``: each visual frame (``media_sizes`` row ``(frames, H, W)`` gives
-``frames`` of them) is encoded here, in the worker, as member ``frame.<k>.png|jpg`` (``cook.frames``).
+With stored frames (``media.image.storage`` / ``media.video.storage`` png | jpeg, ``FrameStorage``)
+the pack's patches are not written as ``pixel_patches.npy``: each visual frame (``media_sizes`` row
+``(frames, H, W)`` gives ``frames`` of them) is encoded here, in the worker, as member
+``frame.<k>.png|jpg`` in its medium's codec (``cook.frames``), and the pack's meta.json says
+``format.FRAME_SCHEMA_VERSION``; a pack without frame members stays schema 1.
 """
 
 from __future__ import annotations
@@ -13,12 +15,14 @@ import numpy as np
 
 from cook import format as fmt
 from cook.contract import RAW_STORAGE, FrameStorage
-from cook.frames import encode_frame, frame_header, frame_sizes
+from cook.frames import encode_frame, frame_sizes, frame_storages
 from cook.types import Pack
 
 
-def meta_json(pack: Pack) -> bytes:
-    body = dict(zip(fmt.META_BODY_KEYS, (fmt.SCHEMA_VERSION, [s.to_meta() for s in pack.sequences]), strict=True))
+def meta_json(pack: Pack, frames: bool = False) -> bytes:
+    """The pack's meta.json; ``frames``: the pack holds frame members (schema 2, else 1)."""
+    version = fmt.FRAME_SCHEMA_VERSION if frames else fmt.SCHEMA_VERSION
+    body = dict(zip(fmt.META_BODY_KEYS, (version, [s.to_meta() for s in pack.sequences]), strict=True))
     return json.dumps(body, sort_keys=True, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
 
 
@@ -47,9 +51,12 @@ def _array_pieces(array: np.ndarray, dtype: np.dtype) -> tuple[memoryview, memor
     return memoryview(_header(data)), data.reshape(-1).view(np.uint8).data  # uint8 [nbytes], a view
 
 
-def member_pieces(pack: Pack, storage: FrameStorage = RAW_STORAGE) -> list[tuple[str, tuple[memoryview, ...]]]:
+def member_pieces(
+    pack: Pack, storage: FrameStorage = RAW_STORAGE, video_storage: FrameStorage | None = None
+) -> list[tuple[str, tuple[memoryview, ...]]]:
     """``[(member name, its bytes in pieces)]`` in ``format.MEMBERS`` order; optional members only when present.
-    With stored frames the ``frame.<k>`` members stand where ``pixel_patches.npy`` would.
+    With stored frames the ``frame.<k>`` members stand where ``pixel_patches.npy`` would: images' and tiles'
+    in ``storage``, video frames' in ``video_storage`` (None: ``storage``). Both are raw, or neither.
 
     Joined, each member's pieces are its ``.npy`` (or ``meta.json``) bytes. An array member is two
     pieces, its header and a uint8 view of the pack's own buffer (when it already has the member
@@ -65,14 +72,18 @@ def member_pieces(pack: Pack, storage: FrameStorage = RAW_STORAGE) -> list[tuple
         fmt.AUDIO_FEATURES: pack.audio_features,
         fmt.AUDIO_LENGTHS: pack.audio_lengths,
     }
+    video = storage if video_storage is None else video_storage
+    if storage.stores_frames != video.stores_frames:
+        raise ValueError(f"frames stored as {storage.codec} and {video.codec}: raw cannot be mixed with png/jpeg")
+    frames = _frame_members(pack, storage, video) if storage.stores_frames else []
     out: list[tuple[str, tuple[memoryview, ...]]] = []
     for name in fmt.MEMBERS:
         if name == fmt.META:
-            out.append((name, (memoryview(meta_json(pack)),)))
+            out.append((name, (memoryview(meta_json(pack, bool(frames))),)))
             continue
         array = arrays[name]
         if name == fmt.PIXEL_PATCHES and storage.stores_frames:
-            out += _frame_members(pack, storage)
+            out += frames
         elif array is not None:
             out.append((name, _array_pieces(array, fmt.MEMBER_DTYPES[name][0])))
         elif name == fmt.PIXEL_PATCHES and pack.pixel_patch_parts:
@@ -90,20 +101,21 @@ def _parts_pieces(parts: tuple[np.ndarray, ...]) -> tuple[memoryview, ...]:
     return (memoryview(fmt.npy_header(shape_only)), *views)
 
 
-def _frame_members(pack: Pack, storage: FrameStorage) -> list[tuple[str, tuple[memoryview, ...]]]:
+def _frame_members(pack: Pack, image: FrameStorage, video: FrameStorage) -> list[tuple[str, tuple[memoryview, ...]]]:
     """One encoded member per visual frame, in placeholder order (none for a pack without visual media)."""
     if pack.media_sizes is None:
         return []
+    kinds = [kind for sequence in pack.sequences for kind in sequence.media]
+    storages = frame_storages(pack.media_sizes, kinds, image, video)
     if pack.stored_frames:  # moved as they were stored (cook repack): the bytes a fresh encode gives
-        codecs = (frame_header(data)[0] for data in pack.stored_frames)
         return [
-            (fmt.frame_member(index, codec or storage.codec), (memoryview(data),))
-            for index, (codec, data) in enumerate(zip(codecs, pack.stored_frames, strict=True))
+            (fmt.frame_member(index, storage.codec), (memoryview(data),))
+            for index, (storage, data) in enumerate(zip(storages, pack.stored_frames, strict=True))
         ]
     patches = pack.pixel_patches if pack.pixel_patches is not None else np.concatenate(pack.pixel_patch_parts)
     out: list[tuple[str, tuple[memoryview, ...]]] = []
     first = 0
-    for index, (height_px, width_px) in enumerate(frame_sizes(pack.media_sizes)):
+    for index, ((height_px, width_px), storage) in enumerate(zip(frame_sizes(pack.media_sizes), storages, strict=True)):
         count = (height_px // fmt.PATCH_SIZE) * (width_px // fmt.PATCH_SIZE)
         data = encode_frame(patches[first : first + count], height_px, width_px, storage)
         out.append((fmt.frame_member(index, storage.codec), (memoryview(data),)))
@@ -111,6 +123,8 @@ def _frame_members(pack: Pack, storage: FrameStorage) -> list[tuple[str, tuple[m
     return out
 
 
-def pack_members(pack: Pack, storage: FrameStorage = RAW_STORAGE) -> list[tuple[str, bytes]]:
+def pack_members(
+    pack: Pack, storage: FrameStorage = RAW_STORAGE, video_storage: FrameStorage | None = None
+) -> list[tuple[str, bytes]]:
     """``[(member name, bytes)]``: ``member_pieces`` joined, the exact bytes of each member in a shard."""
-    return [(name, b"".join(pieces)) for name, pieces in member_pieces(pack, storage)]
+    return [(name, b"".join(pieces)) for name, pieces in member_pieces(pack, storage, video_storage)]

@@ -56,7 +56,7 @@ _ZEROS = memoryview(bytes(2 * BLOCK + RECORD))  # padding and the end-of-archive
 
 
 def shard_pieces(
-    first_pack: int, packs: list[Pack], storage: FrameStorage = RAW_STORAGE
+    first_pack: int, packs: list[Pack], storage: FrameStorage = RAW_STORAGE, video_storage: FrameStorage | None = None
 ) -> tuple[list[memoryview], ShardLayout]:
     """The tar of ``packs`` (keys ``pack_key(first_pack + i)``) as ordered, non-empty pieces, and its layout.
 
@@ -72,7 +72,7 @@ def shard_pieces(
     offset = 0
     for i, pack in enumerate(packs):
         offsets.append(offset)
-        for member, contents in member_pieces(pack, storage):
+        for member, contents in member_pieces(pack, storage, video_storage):
             size = sum(piece.nbytes for piece in contents)
             pad = -size % BLOCK
             pieces += (memoryview(member_header(f"{keys[i]}.{member}", size)), *contents, _ZEROS[:pad])
@@ -92,15 +92,16 @@ def write_shard(
     packs: list[Pack],
     direct: bool = False,
     storage: FrameStorage = RAW_STORAGE,
+    video_storage: FrameStorage | None = None,
 ) -> tuple[ShardInfo, ShardLayout]:
     """Write ``packs`` as one shard and its ``.tar.idx``, atomically; keys are ``pack_key(first_pack + i)``.
 
     ``ShardInfo.sha256`` is the digest of the file, computed from the pieces as they are written.
     ``direct``: write with ``O_DIRECT`` (``cook.writer.direct``); the bytes are the same.
-    ``storage``: how visual frames are stored (``cook.writer.members``).
+    ``storage``, ``video_storage``: how image and video frames are stored (``cook.writer.members``).
     """
     name = fmt.shard_name(shard_index)
-    pieces, layout = shard_pieces(first_pack, packs, storage)
+    pieces, layout = shard_pieces(first_pack, packs, storage, video_storage)
     path = os.path.join(out_dir, name)
     if direct:
         with atomic_fd(path, direct=True) as fd:

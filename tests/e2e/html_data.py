@@ -87,6 +87,8 @@ def cook_photos(tmp: Path, mode: str) -> Path:
         f"input.media_root={data}",
         f"tokenizer.path={DEMO_TOKENIZER}",
         f"media.image.mode={mode}",
+        "media.image.storage=raw",  # the pages' pixels against the raw patches (stored frames: test_stored_frames)
+        "media.video.storage=raw",
     ]
     argv = ["run", str(REPO / "pipelines" / "nano_vl_sft.yaml"), "--output", str(out), "--workers", "0", "--quiet"]
     assert main(argv + [arg for s in sets for arg in ("--set", s)]) == 0

@@ -19,7 +19,8 @@ from tests.conftest import REPO
 from tests.e2e.test_resume_and_scale import _digest, _stop_head
 
 PORT = "6393"
-SMALL = ["output.shard_size=2", "packing.buffer_size=120"]  # several windows and shards
+# several windows and shards; raw patches, so that the driver's bytes are bounded against megabytes of media
+SMALL = ["output.shard_size=2", "packing.buffer_size=120", "media.image.storage=raw", "media.video.storage=raw"]
 DRIVER = """
 import json, sys
 from dataclasses import asdict

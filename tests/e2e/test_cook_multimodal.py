@@ -51,6 +51,10 @@ def _packs(path: Path) -> dict[str, Members]:
 def demo(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("demo") / "out"
     sets = [f"input.path={DEMO_DATA}", f"input.media_root={DEMO_DATA / 'media'}", f"tokenizer.path={DEMO_TOKENIZER}"]
+    sets += [
+        "media.image.storage=raw",
+        "media.video.storage=raw",
+    ]  # the patches themselves (test_stored_frames: png/jpeg)
     argv = ["run", str(REPO / "pipelines" / "demo.yaml"), "--output", str(out), "--workers", "0", "--quiet"]
     assert main(argv + [arg for s in sets for arg in ("--set", s)]) == 0
     return out

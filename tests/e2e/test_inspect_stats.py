@@ -74,7 +74,7 @@ def with_media(cooked: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 SUMMARY_KEYS = ["packs", "sources", "seq_len", "records_in", "tokens", "padded_tokens", "padding_tokens",
-                "packing_efficiency", "stored_fill", "fill", "sequence_length", "sources_per_pack", "media_tokens", "rejects"]  # fmt: skip
+                "packing_efficiency", "stored_fill", "fill", "sequence_length", "sources_per_pack", "media_tokens", "stored_bytes", "rejects"]  # fmt: skip
 STEPS_KEYS = ["global_batch_size", "steps_per_epoch", "target_tokens_per_step"]
 
 
@@ -153,6 +153,9 @@ def test_stats_json_matches_the_manifest(cooked: Path, capsys: pytest.CaptureFix
         "audio_share": 0.0,
     }
     assert list(stats) == [*SUMMARY_KEYS, "truncated_sequences", "truncated_tokens"]
+    stored = stats["stored_bytes"]
+    assert stored["image"] == stored["video"] == stored["audio"] == 0 and stored["text"] > 0
+    assert stored["text_per_token"] == stored["text"] / stats["tokens"]
     assert list(stats["fill"]) == ["min", "median", "p90", "max", "mean", "histogram"]
     code, out, _ = _run(capsys, "stats", str(cooked), "--json", "--global-batch-size", "4")
     steps = json.loads(out)

@@ -229,7 +229,8 @@ def media_raw(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def _cook_media(out: Path, raw: Path, seq_len: int, storage: str = "raw") -> Path:
     demo = yaml.safe_load((REPO / "pipelines" / "demo.yaml").read_text())
-    media = {"image": {**demo["media"]["image"], "storage": storage}, "video": demo["media"]["video"]}
+    coded = {"storage": storage, "jpeg_quality": 95}
+    media = {"image": demo["media"]["image"] | coded, "video": demo["media"]["video"] | coded}
     return _cook(out, raw, seq_len, input={"media_root": str(DEMO_DATA / "media")}, media=media)
 
 

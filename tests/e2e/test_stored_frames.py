@@ -1,6 +1,7 @@
-"""End to end, ``media.image.storage`` raw | png | jpeg: the bundled demo cooked once per mode
-(``--workers 0``) and loaded back through ``make_loader``: png packs hold exactly raw's patches, jpeg
-packs within its codec error; every frame is a ``frame.<k>`` member at its grid size and no pack holds
+"""End to end, ``media.image.storage`` / ``media.video.storage`` raw | png | jpeg: the bundled demo
+cooked once per mode (both media in it, ``--workers 0``), and once with png images and jpeg video
+("mixed"), loaded back through ``make_loader``: png packs hold exactly raw's patches, jpeg packs within
+its codec error, each frame in its medium's codec; a pack with frames is meta.json schema 2; every frame is a ``frame.<k>`` member at its grid size and no pack holds
 ``pixel_patches.npy``; validate passes (and ``--deep``); two actors write the same bytes; and photo-like
 JPEGs at their own grid are stored near their source size."""
 
@@ -34,12 +35,13 @@ MODES = ("raw", "png", "jpeg")
 PHOTOS = 6  # photo-like JPEGs, 1280x800: their own grid (80 x 50 patches) in the default image settings
 
 
-def _cook_demo(out: Path, storage: str, *extra: str) -> Path:
+def _cook_demo(out: Path, storage: str, *extra: str, video: str | None = None) -> Path:
     sets = [
         f"input.path={DEMO_DATA}",
         f"input.media_root={DEMO_DATA / 'media'}",
         f"tokenizer.path={DEMO_TOKENIZER}",
         f"media.image.storage={storage}",
+        f"media.video.storage={video or storage}",
     ]
     argv = ["run", str(REPO / "pipelines" / "demo.yaml"), "--output", str(out), "--workers", "0", "--quiet", *extra]
     assert main(argv + [arg for s in sets for arg in ("--set", s)]) == 0
@@ -49,7 +51,9 @@ def _cook_demo(out: Path, storage: str, *extra: str) -> Path:
 @pytest.fixture(scope="module")
 def demo(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     root = tmp_path_factory.mktemp("stored")
-    return {mode: _cook_demo(root / mode, mode) for mode in MODES}
+    return {mode: _cook_demo(root / mode, mode) for mode in MODES} | {
+        "mixed": _cook_demo(root / "mixed", "png", video="jpeg")
+    }
 
 
 def _patches_by_key(path: Path) -> dict[str, np.ndarray]:
@@ -96,6 +100,53 @@ def test_frame_members_at_the_grid(demo: dict[str, Path]) -> None:
         assert framed > 0
 
 
+def _frame_kinds(members: dict) -> list[str]:
+    """The medium ("image" | "video") of each visual frame of a pack, in frame order."""
+    kinds = [k for s in json.loads(bytes(members[fmt.META]))["sequences"] for k in s["media"] if k != "audio"]
+    counts = np.load(io.BytesIO(bytes(members[fmt.MEDIA_SIZES])))[:, 0].tolist()
+    return ["video" if kind == "video" else "image" for kind, n in zip(kinds, counts, strict=True) for _ in range(n)]
+
+
+def test_each_medium_stored_in_its_own_codec(demo: dict[str, Path]) -> None:
+    """png images and jpeg video: images' patches equal raw's exactly, video frames within jpeg's error;
+    the packs with frames are meta.json schema 2, the others (and every raw pack) schema 1."""
+    packs = load_all_packs(str(demo["mixed"]), _manifest(demo["mixed"])["counts"]["packs"])
+    raw_packs = load_all_packs(str(demo["raw"]), _manifest(demo["raw"])["counts"]["packs"])
+    raw, mixed = _patches_by_key(demo["raw"]), _patches_by_key(demo["mixed"])
+    assert raw.keys() == mixed.keys()
+    seen = set()
+    for key, members in packs.items():
+        version = json.loads(bytes(members[fmt.META]))["schema_version"]
+        assert json.loads(bytes(raw_packs[key][fmt.META]))["schema_version"] == fmt.SCHEMA_VERSION == 1
+        if fmt.MEDIA_SIZES not in members:
+            assert version == 1
+            continue
+        assert version == fmt.FRAME_SCHEMA_VERSION == 2
+        kinds = _frame_kinds(members)
+        codecs = {"image": "png", "video": "jpeg"}
+        assert [fmt.parse_frame_member(n) for n in sorted(members, key=lambda n: (len(n), n)) if n[:6] == "frame."] == [
+            (k, codecs[kind]) for k, kind in enumerate(kinds)
+        ]
+        sizes = np.load(io.BytesIO(bytes(members[fmt.MEDIA_SIZES])))
+        rows = [(h // 16) * (w // 16) for f, h, w in sizes.tolist() for _ in range(f)]
+        firsts = np.cumsum([0, *rows]).tolist()
+        for k, kind in enumerate(kinds):
+            got, want = mixed[key][firsts[k] : firsts[k + 1]], raw[key][firsts[k] : firsts[k + 1]]
+            if kind == "image":
+                np.testing.assert_array_equal(got, want)
+            else:
+                assert np.abs(got.astype(np.int16) - want).mean() <= 2.0
+            seen.add(kind)
+    assert seen == {"image", "video"}
+
+
+def test_contract_records_each_medium(demo: dict[str, Path]) -> None:
+    contract = _manifest(demo["mixed"])["contract"]
+    assert (contract["storage"]["codec"], contract["video_storage"]["codec"]) == ("png", "jpeg")
+    assert contract["video_storage"]["jpeg_quality"] == 95 and contract["storage"]["jpeg_quality"] is None
+    assert _manifest(demo["raw"])["contract"]["video_storage"]["codec"] == "raw"
+
+
 def test_contract_records_the_codec(demo: dict[str, Path]) -> None:
     import PIL
 
@@ -110,11 +161,11 @@ def test_contract_records_the_codec(demo: dict[str, Path]) -> None:
     }
     assert _manifest(demo["png"])["contract"]["storage"]["png_compress_level"] == fmt.PNG_COMPRESS_LEVEL
     schema = json.loads((REPO / "schemas" / "manifest.v1.schema.json").read_text())
-    for mode in MODES:
+    for mode in (*MODES, "mixed"):
         jsonschema.validate(_manifest(demo[mode]), schema)
 
 
-@pytest.mark.parametrize("mode", ["png", "jpeg"])
+@pytest.mark.parametrize("mode", ["png", "jpeg", "mixed"])
 def test_validate_passes(demo: dict[str, Path], mode: str, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["validate", str(demo[mode]), "--json"]) == 0
     assert main(["validate", str(demo[mode]), "--deep", "--json"]) == 0
@@ -145,6 +196,19 @@ def test_config_refuses_an_unknown_storage(tmp_path: Path, capsys: pytest.Captur
     assert main(["run", str(pipeline), "--set", "media.image.storage=webp", "--quiet"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "media.image.storage" in err[0]
+
+
+def test_config_refuses_raw_mixed_with_a_codec(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    pipeline = tmp_path / "p.yaml"
+    pipeline.write_text(yaml.safe_dump(pipeline_dict(str(DEMO_DATA), str(tmp_path / "out"))))
+    argv = ["run", str(pipeline), "--set", "media.video.storage=jpeg", "--quiet"]
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [
+        "cook: error: --set media.video.storage: jpeg cannot be mixed with media.image.storage raw: a pack holds"
+        " either pixel_patches.npy (raw) or frame members (png, jpeg)"
+    ]
+    assert not (tmp_path / "out").exists()
 
 
 def _shard_digests(path: Path) -> dict[str, str]:
@@ -257,3 +321,31 @@ def test_tiles_stored_as_one_frame_per_tile(tmp_path: Path) -> None:
     assert sorted(n for n in found[1].members if fmt.parse_frame_member(n)) == [f"frame.{k}.png" for k in range(3)]
     assert patches["raw"].keys() == patches["png"].keys() == {fmt.pack_key(0)}
     np.testing.assert_array_equal(patches["png"][fmt.pack_key(0)], patches["raw"][fmt.pack_key(0)])
+
+
+def test_stats_stored_bytes_per_token(demo: dict[str, Path], capsys: pytest.CaptureFixture[str]) -> None:
+    """``cook stats``: raw stores 3 B per pixel, so 3,072 B per image token (4 patches of 768) and 6,144 per
+    video token (2 frames x 4 patches); with frames each medium's bytes are its own frame members' sizes."""
+    stats = {}
+    for mode in ("raw", "mixed"):
+        assert main(["stats", str(demo[mode]), "--json"]) == 0
+        stats[mode] = json.loads(capsys.readouterr().out)
+    raw = stats["raw"]["stored_bytes"]
+    assert (raw["image_per_token"], raw["video_per_token"]) == (3072.0, 6144.0)
+    packs = load_all_packs(str(demo["mixed"]), _manifest(demo["mixed"])["counts"]["packs"])
+    want = {"image": 0, "video": 0, "audio": 0, "text": 0}
+    for members in packs.values():
+        kinds = _frame_kinds(members) if fmt.MEDIA_SIZES in members else []
+        for name, data in members.items():
+            parsed = fmt.parse_frame_member(name)
+            medium = kinds[parsed[0]] if parsed else "audio" if name in fmt.AUDIO_MEMBERS else "text"
+            want[medium] += len(data)
+    mixed = stats["mixed"]["stored_bytes"]
+    assert {medium: mixed[medium] for medium in want} == want
+    assert mixed["audio"] == raw["audio"] and mixed["text"] < raw["text"]  # raw's text holds the .npy header
+    tokens = stats["mixed"]["media_tokens"]
+    assert mixed["image_per_token"] == want["image"] / tokens["image"] < 3072 / 2
+    assert mixed["video_per_token"] == want["video"] / tokens["video"] < 6144 / 4
+    assert main(["stats", str(demo["mixed"])]) == 0
+    line = next(row for row in capsys.readouterr().out.splitlines() if row.startswith("stored bytes/token"))
+    assert f"image {mixed['image_per_token']:,.1f} B" in line and f"text {mixed['text_per_token']:,.1f} B" in line

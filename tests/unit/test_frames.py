@@ -11,7 +11,15 @@ from PIL import Image
 from cook import format as fmt
 from cook.config import ImageConfig
 from cook.contract import frame_storage
-from cook.frames import decode_frame, encode_frame, frame_header, frame_sizes, patchify_image, unpatchify
+from cook.frames import (
+    decode_frame,
+    encode_frame,
+    frame_header,
+    frame_sizes,
+    frame_storages,
+    patchify_image,
+    unpatchify,
+)
 
 
 def _patches(height_px: int, width_px: int, seed: int = 0) -> np.ndarray:
@@ -58,3 +66,13 @@ def test_decode_refuses_another_size_or_codec() -> None:
 
 def test_frame_sizes_follow_media_sizes_rows() -> None:
     assert frame_sizes(np.array([[1, 32, 48], [2, 16, 16]], np.int32)) == [(32, 48), (16, 16), (16, 16)]
+
+
+def test_frame_storages_follow_each_frames_medium() -> None:
+    sizes = np.array([[1, 32, 48], [4, 16, 16], [3, 512, 512]], np.int32)  # an image, a video, 3 tiles
+    png, jpeg = frame_storage("png"), frame_storage("jpeg")
+    kinds = ["image", "audio", "video", "tiles"]
+    assert [s.codec for s in frame_storages(sizes, kinds, png, jpeg)] == ["png"] + ["jpeg"] * 4 + ["png"] * 3
+    assert frame_storages(sizes, [], jpeg, jpeg) == [jpeg] * 8  # one storage: kinds are not needed
+    with pytest.raises(ValueError, match="2 visual media kinds for 3 media_sizes rows"):
+        frame_storages(sizes, ["image", "video"], png, jpeg)

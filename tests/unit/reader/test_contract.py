@@ -183,3 +183,16 @@ def test_validate_expect_tokenizer_on_an_unreadable_contract(
     assert [e["detail"] for e in report["errors"]] == [
         f"cannot check the contract: {broken / fmt.MANIFEST_NAME}: contract.seq_len is missing or not an integer"
     ]
+
+
+def test_a_contract_before_video_storage_stores_video_as_images(cooked: Path) -> None:
+    """A manifest written before ``media.video.storage`` has only ``storage``: video frames followed it."""
+    data = json.loads((cooked / fmt.MANIFEST_NAME).read_text())[CONTRACT_KEY]
+    jpeg = {**data["storage"], "codec": "jpeg", "jpeg_quality": 90, "chroma_subsampling": "4:4:4"}
+    older = {k: v for k, v in data.items() if k != "video_storage"} | {"storage": jpeg}
+    contract = Contract.from_dict(older)
+    assert contract.video_storage == contract.storage and contract.storage.jpeg_quality == 90
+    assert contract.storages == (contract.storage,)
+    both = Contract.from_dict({**older, "video_storage": {**jpeg, "jpeg_quality": 80}})
+    assert [s.jpeg_quality for s in both.storages] == [90, 80]
+    assert Contract.from_dict(both.to_dict()) == both

@@ -6,6 +6,7 @@ the member bytes."""
 from __future__ import annotations
 
 import io
+import json
 import re
 
 import numpy as np
@@ -77,3 +78,15 @@ def test_a_cached_header_still_checks_length_and_member() -> None:
     with pytest.raises(PackFormatError, match=re.escape("member 'input_ids.npy' is uint8")):
         decode_pack(swapped)  # the same header as loss_mask.npy, cached for that member only
     assert decode_pack(crude).input_ids.tolist() == [5, 6, 7, 0]
+
+
+@pytest.mark.parametrize("version", [0, 3, "1", None])
+def test_a_pack_schema_this_reader_does_not_know_is_refused(version: object) -> None:
+    crude = crude_pack([([5, 6, 7], [0, 1, 1])], 4)
+    meta = json.loads(crude[fmt.META])
+    for known in fmt.PACK_SCHEMA_VERSIONS:  # 1, and 2 (a pack with frame members)
+        crude[fmt.META] = json.dumps({**meta, "schema_version": known}).encode()
+        assert decode_pack(crude).input_ids.tolist() == [5, 6, 7, 0]
+    crude[fmt.META] = json.dumps({**meta, "schema_version": version}).encode()
+    with pytest.raises(PackFormatError, match=r"schema_version .*: this reader reads packs of schema 1 and 2"):
+        decode_pack(crude)

@@ -1,7 +1,7 @@
 """``cook.validate.stats.summarize``: the typed ``StatsSummary`` of hand-made stats, and its ``to_dict`` as
 ``cook stats --json`` prints it. The JSON strings were printed by the dict-returning ``summarize`` this
 type replaced (plus the truncation, ``stored_fill`` and ``--global-batch-size`` keys ``cook stats`` added to it, and the
-``video`` and ``video_share`` media keys): key order and ``0`` against ``0.0`` included."""
+``video`` and ``video_share`` media keys, and ``stored_bytes``): key order and ``0`` against ``0.0`` included."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import json
 from collections import Counter
 
 from cook import format as fmt
-from cook.dataset_stats import Histogram, MediaTokens, StepsPerEpoch
+from cook.dataset_stats import Histogram, MediaTokens, StepsPerEpoch, StoredBytes
 from cook.validate.stats import DatasetStats, summarize
 
 STATS = DatasetStats(
@@ -22,6 +22,7 @@ STATS = DatasetStats(
     image_tokens=120,
     video_tokens=240,
     audio_tokens=13,
+    stored_bytes=Counter({"image": 138240, "video": 92160, "audio": 26000, "text": 20270}),
     rejects=Counter({"too_long": 1, "bad_json": 2, "bad_role": 1}),
 )
 STATS_JSON = (
@@ -35,7 +36,9 @@ STATS_JSON = (
     '"counts": [1, 1, 1, 2, 2, 0, 0, 1, 0, 1, 0, 0, 0, 0, 0, 0]}}, "sources_per_pack": {"min": 1.0, "median": 3.0, '
     '"p90": 4.6, "max": 5.0, "mean": 3.0, "histogram": {"edges": [0.5, 1.5, 2.5, 3.5, 4.5, 5.5], "counts": [1, 0, '
     '1, 0, 1]}}, "media_tokens": {"image": 120, "video": 240, "audio": 13, "image_share": 0.05, '
-    '"video_share": 0.1, "audio_share": 0.005416666666666667}, "rejects": {"bad_json": 2, "bad_role": 1, "too_long": 1}, "truncated_sequences": 2, '
+    '"video_share": 0.1, "audio_share": 0.005416666666666667}, "stored_bytes": {"image": 138240, "video": 92160, '
+    '"audio": 26000, "text": 20270, "image_per_token": 1152.0, "video_per_token": 384.0, "audio_per_token": 2000.0, '
+    '"text_per_token": 10.0}, "rejects": {"bad_json": 2, "bad_role": 1, "too_long": 1}, "truncated_sequences": 2, '
     '"truncated_tokens": 37, "global_batch_size": 2, "steps_per_epoch": 1, "target_tokens_per_step": 823}'
 )
 EMPTY_JSON = (
@@ -47,7 +50,8 @@ EMPTY_JSON = (
     '256.0], "counts": [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]}}, "sources_per_pack": {"min": 0, '
     '"median": 0, "p90": 0, "max": 0, "mean": 0, "histogram": {"edges": [0.5, 1.5], "counts": [0]}}, '
     '"media_tokens": {"image": 0, "video": 0, "audio": 0, "image_share": 0.0, "video_share": 0.0, "audio_share": '
-    '0.0}, "rejects": {"bad_json": 2}, "truncated_sequences": 0, "truncated_tokens": 0}'
+    '0.0}, "stored_bytes": {"image": 0, "video": 0, "audio": 0, "text": 0, "image_per_token": 0.0, '
+    '"video_per_token": 0.0, "audio_per_token": 0.0, "text_per_token": 0.0}, "rejects": {"bad_json": 2}, "truncated_sequences": 0, "truncated_tokens": 0}'
 )
 
 
@@ -63,6 +67,10 @@ def test_summary_is_typed() -> None:
         image=120, video=240, audio=13, image_share=0.05, video_share=0.1, audio_share=13 / 2400
     )
     assert summary.media_tokens.line() == "image 120 (5.0%), video 240 (10.0%), audio 13 (0.5%)"
+    assert summary.stored_bytes == StoredBytes(138240, 92160, 26000, 20270, 1152.0, 384.0, 2000.0, 10.0)
+    assert summary.stored_bytes.line() == (
+        "image 1,152.0 B (0.1 MB), video 384.0 B (0.1 MB), audio 2,000.0 B (0.0 MB), text 10.0 B (0.0 MB)"
+    )
     assert list(summary.rejects.items()) == [("bad_json", 2), ("bad_role", 1), ("too_long", 1)]
     assert (summary.truncated_sequences, summary.truncated_tokens) == (2, 37)
     assert summary.steps == StepsPerEpoch(global_batch_size=2, steps_per_epoch=1, target_tokens_per_step=823)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import io
 
 import numpy as np
+import orjson
 import pytest
 from PIL import Image
 
@@ -95,3 +96,44 @@ def test_storage_against_the_manifest() -> None:
     assert storage_findings(raw, "jpeg") == [
         (Code.FRAME_CODEC, "visual frames stored as raw, the manifest says media.image.storage jpeg")
     ]
+
+
+def _mixed() -> dict[str, bytes]:
+    """multimodal() with png images and jpeg video frames: frame 0 (the image) .png, frames 1-4 .jpg."""
+    return dict(pack_members(multimodal(), frame_storage("png"), frame_storage("jpeg")))
+
+
+def test_each_medium_in_its_own_codec() -> None:
+    named = _mixed()
+    frames = sorted(n for n in named if fmt.parse_frame_member(n))
+    assert frames == ["frame.0.png", "frame.1.jpg", "frame.2.jpg", "frame.3.jpg", "frame.4.jpg"]
+    assert _codes(named) == (True, []) and _codes(named, decode=True) == (True, [])
+    members, _ = parse_members(RawPack("pack-000000000", 0, named))
+    assert members is not None
+    sizes, kinds = members.arrays[fmt.MEDIA_SIZES], ["image", "video", "audio"]
+    assert storage_findings(named, "png", "jpeg", sizes, kinds) == []
+    assert storage_findings(named, "jpeg", "png", sizes, kinds) == [
+        (Code.FRAME_CODEC, "frame.0.png is png, the manifest's media.image.storage is jpeg")
+    ]
+    assert storage_findings(named, "png", None, sizes, kinds) == [
+        (Code.FRAME_CODEC, "visual frames stored as jpeg, png, the manifest says media.image.storage png")
+    ]
+
+
+def test_schema_version_follows_the_frames() -> None:
+    """A pack with frame members is meta.json schema 2, any other schema 1; validate refuses the other."""
+    raw, jpeg = dict(pack_members(multimodal())), _members("jpeg")
+    assert orjson.loads(raw[fmt.META])["schema_version"] == 1 and orjson.loads(jpeg[fmt.META])["schema_version"] == 2
+    for named, wrong, detail in (
+        (raw, 2, "!= 1 (a pack with no frame members)"),
+        (jpeg, 1, "!= 2 (a pack with frame members)"),
+    ):
+        meta = orjson.loads(named[fmt.META])
+        named[fmt.META] = orjson.dumps({**meta, "schema_version": wrong})
+        members, findings = parse_members(RawPack("pack-000000000", 0, named))
+        assert members is None and findings == [(Code.META_INVALID, f"{fmt.META} schema_version {wrong} {detail}")]
+
+
+def test_raw_is_never_mixed_with_a_codec() -> None:
+    with pytest.raises(ValueError, match="raw cannot be mixed with png/jpeg"):
+        pack_members(multimodal(), frame_storage("raw"), frame_storage("jpeg"))

@@ -13,12 +13,15 @@ from pathlib import Path
 import pytest
 
 from cook import format as fmt
+from cook.contract import frame_storage
 from cook.manifest import ShardInfo
-from cook.packfiles import ShardWalk, find_pack
+from cook.packfiles import ONLY_META, ShardWalk, find_pack
 from cook.validate.nv_meta import expand_braces, parse_split
 from cook.validate.scan import FAULT_CODES, check_index
+from cook.validate.stats import READ_ONLY
+from cook.writer.members import pack_members
 from tests.unit.test_manifest import MANIFEST
-from tests.unit.validate.packs_data import build, members, multimodal_members, sequence, write_tar
+from tests.unit.validate.packs_data import build, members, multimodal, multimodal_members, sequence, write_tar
 
 
 def _shard(tmp_path: Path, n: int = 3) -> tuple[Path, list[int]]:
@@ -59,6 +62,23 @@ def test_skipped_members_are_not_read(tmp_path: Path) -> None:
     walk = ShardWalk(str(path), hash_bytes=False, skip=frozenset({fmt.PIXEL_PATCHES, fmt.INPUT_IDS}))
     last = list(walk.packs())[-1]
     assert fmt.PIXEL_PATCHES not in last.members and fmt.MEDIA_SIZES in last.members
+    named = multimodal_members()
+    assert last.skipped == {fmt.INPUT_IDS: len(named[fmt.INPUT_IDS]), fmt.PIXEL_PATCHES: len(named[fmt.PIXEL_PATCHES])}
+
+
+def test_frame_members_are_skipped_with_pixel_patches(tmp_path: Path) -> None:
+    """``ONLY_META`` and ``cook stats``' ``READ_ONLY`` seek over stored frames as over pixel_patches.npy."""
+    named = dict(pack_members(multimodal(), frame_storage("png"), frame_storage("jpeg")))
+    path = tmp_path / fmt.shard_name(0)
+    write_tar(path, [(fmt.pack_key(0), named)])
+    frames = {name: len(data) for name, data in named.items() if fmt.parse_frame_member(name)}
+    assert len(frames) == 5
+    for skip in (ONLY_META, READ_ONLY):
+        (raw,) = ShardWalk(str(path), hash_bytes=False, skip=skip).packs()
+        assert not any(fmt.parse_frame_member(name) for name in raw.members)
+        assert {name: size for name, size in raw.skipped.items() if name in frames} == frames
+    (meta_only,) = ShardWalk(str(path), hash_bytes=False, skip=ONLY_META).packs()
+    assert set(meta_only.members) == {fmt.META}
 
 
 @pytest.mark.parametrize("cut", [1, 512, 700, 1024 + 3])
