@@ -163,6 +163,8 @@ def frame_member(index: int, codec: str) -> str:
 
 def parse_frame_member(name: str) -> tuple[int, str] | None:
     """``'frame.3.jpg'`` -> ``(3, "jpeg")``; None for a name that is not a frame member."""
+    if not name.startswith("frame."):  # most members: no regular expression
+        return None
     match = FRAME_MEMBER_PATTERN.fullmatch(name)
     if match is None:
         return None

@@ -107,7 +107,7 @@ def parse_members(raw: RawPack, decode_frames: bool = False) -> tuple[PackMember
             array = _load_member(name, data, *layout, findings)
             if array is not None:
                 arrays[name] = array
-    frames = bool(frame_names(raw.members))
+    frames = not text and bool(frame_names(raw.members))
     entries = _meta_entries(raw.members[fmt.META], frames, findings) if fmt.META in raw.members else None
     unusable = len(arrays) != stored or not arrays.keys() >= _REQUIRED_ARRAYS
     if fmt.MEDIA_SIZES in arrays and frames:
