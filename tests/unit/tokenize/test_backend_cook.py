@@ -64,19 +64,19 @@ import sys
 from cook.config import config_from_dict
 from cook.runner.plan import plan_units
 from cook.runner.staging import MemoryStore
-from cook.runner.units import ShardTask
+from cook.runner.units import ShardTask, WindowTask
 from cook.runner.worker import CookWorker
-import numpy as np
 
 config = config_from_dict({
     "input": {"path": sys.argv[1]}, "tokenizer": {"path": sys.argv[2]},
     "output": {"dir": sys.argv[3]}, "packing": {"seq_len": 4096},
 })
 worker = CookWorker(config, MemoryStore())
-summary = worker.cook_unit(plan_units(config.input)[0])
-assert len(summary.lengths) > 100, summary
-refs = np.array([[summary.unit, 0]], dtype=np.int64)
-worker.write_shard(ShardTask(0, 0, refs, np.array([0, 1], dtype=np.int64)))
+done = worker.cook_unit(plan_units(config.input)[0])
+assert done.samples > 100, done
+window = WindowTask(0, ((done.unit, 0, done.samples),))
+assert worker.plan_window(window).packs > 0
+worker.write_shard(ShardTask(0, 0, window, 0, 1))
 heavy = sorted(m for m in ("torch", "transformers") if m in sys.modules)
 print("HEAVY", heavy, worker.tokenizer.backend.name)
 """
