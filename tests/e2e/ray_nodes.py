@@ -27,10 +27,19 @@ def env() -> dict[str, str]:
     return {**os.environ, "PYTHONPATH": str(REPO), "RAY_AUTH_MODE": "disabled"}
 
 
+_HANDED_OUT: set[int] = set()
+
+
 def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+    """A port free now that this process has not handed out before: two binds to port 0 in a row may
+    get the same port, and a Ray node given one port for two components refuses to start."""
+    while True:
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = int(s.getsockname()[1])
+        if port not in _HANDED_OUT:
+            _HANDED_OUT.add(port)
+            return port
 
 
 def process_name(process: object) -> str:

@@ -28,6 +28,7 @@ from cook import __version__
 from cook import format as fmt
 from cook.cli.main import INTERRUPTED, main
 from tests.conftest import REPO, pipeline_dict, write_jsonl
+from tests.e2e.ray_nodes import free_port
 
 COOK = [sys.executable, "-m", "cook.cli.main"]
 TRACEBACK = "Traceback (most recent call last)"
@@ -168,15 +169,9 @@ def small(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp / "raw.jsonl"
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def test_a_ray_address_that_reaches_nothing(small: Path, tmp_path: Path) -> None:
     out = tmp_path / "out"
-    address = f"127.0.0.1:{_free_port()}"
+    address = f"127.0.0.1:{free_port()}"
     pipeline = _pipeline(tmp_path, str(small), out)
     run = _cook("run", str(pipeline), "--ray-address", address, "--set", "ray.connect_timeout_s=5", timeout=120)
     line = _one_error_line(run.stderr)
@@ -216,7 +211,7 @@ def token_auth_head(home: Path) -> Iterator[int]:
     env = _env(HOME=str(home), RAY_AUTH_MODE="token", RAY_AUTH_TOKEN=None, RAY_AUTH_TOKEN_PATH=None, RAY_ADDRESS=None)
     subprocess.run([ray_bin, "get-auth-token", "--generate"], env=env, check=True, capture_output=True, timeout=120)
     temp_dir = tempfile.mkdtemp(prefix="cookray-", dir="/tmp")  # short: Ray's socket paths must fit
-    port = _free_port()
+    port = free_port()
     start = [
         ray_bin,
         "start",
@@ -227,8 +222,8 @@ def token_auth_head(home: Path) -> Iterator[int]:
         "--include-dashboard=false",
         "--disable-usage-stats",
         "--object-store-memory=300000000",
-        f"--ray-client-server-port={_free_port()}",
-        f"--dashboard-agent-listen-port={_free_port()}",
+        f"--ray-client-server-port={free_port()}",
+        f"--dashboard-agent-listen-port={free_port()}",
         f"--temp-dir={temp_dir}",
         "--block",
     ]
