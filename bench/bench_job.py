@@ -62,7 +62,12 @@ BARE_TEXT_REPEATS = 3  # one process, CPU time: steadier than the jobs, and ~100
 PATCH_PX = 16
 IMAGE_SETS = ("--set", "input.format=wds", "--set", "cooker=llava", "--set", "packing.seq_len=16384")
 IMAGE_SETS += ("--set", "ray.direct_io=true")  # O_DIRECT shard writes: the switch that pays on images (SCALING.md)
-IMAGE_SETS += ("--set", "media.image.storage=raw", "--set", "media.video.storage=raw")  # patches, no encode (bench_media)
+IMAGE_SETS += (
+    "--set",
+    "media.image.storage=raw",
+    "--set",
+    "media.video.storage=raw",
+)  # patches, no encode (bench_media)
 TEXT_SETS = ("--set", f"input.unit_bytes={TEXT_UNIT_BYTES}")
 SINGLE_THREAD_ENV = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
 WINDOW = 256  # the windowed image run: packing.buffer_size, so that windows close during the job
