@@ -71,7 +71,7 @@ def main(corpus: str, out: str, workers: int, unit_bytes: int) -> None:
 
     ChatTokenizer(config.tokenizer.path)  # the driver's one-time transformers/Energon imports, outside the clock
     ray_start = time.perf_counter()
-    index_clock = _time_methods(EnergonIndex, ("add_shard", "commit", "finish"))
+    index_clock = _time_methods(EnergonIndex, ("add_shards", "commit", "finish"))
     if workers == 0:
         executor = LocalExecutor(config)
     else:

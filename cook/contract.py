@@ -303,15 +303,14 @@ def check_contract(cooked: Contract, expected: Expectation, dataset: str) -> Non
         raise ContractMismatch(f"dataset {dataset} does not match the trainer", problems)
 
 
+_MAY_DIFFER = ("tokenizer_path", "storage", "video_storage")  # a blend may mix storages: each pack's members say which
+
+
 def _differences(a: Contract, b: Contract) -> list[str]:
     left, right = a.to_dict(), b.to_dict()
     out = []
     for name in left:
-        if name in (
-            "tokenizer_path",
-            "storage",
-            "video_storage",
-        ):  # a blend may mix storages: each pack's members say which
+        if name in _MAY_DIFFER:
             continue
         if name == "media":
             out += [f"media.{k} {v} != {right['media'][k]}" for k, v in left["media"].items() if v != right["media"][k]]

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import io
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Final
 
@@ -169,6 +169,15 @@ def parse_frame_member(name: str) -> tuple[int, str] | None:
     if match is None:
         return None
     return int(match.group(1)), "png" if match.group(2) == "png" else "jpeg"
+
+
+def frame_names(names: Iterable[str]) -> list[tuple[int, str, str]]:
+    """``[(index, member name, codec)]`` of the frame members among ``names``, by index.
+
+    >>> frame_names(["meta.json", "frame.1.jpg", "frame.0.png"])
+    [(0, 'frame.0.png', 'png'), (1, 'frame.1.jpg', 'jpeg')]
+    """
+    return sorted((p[0], name, p[1]) for name in names if (p := parse_frame_member(name)) is not None)
 
 
 # member -> (dtype, ndim, fixed trailing dims or None)

@@ -148,8 +148,7 @@ class _MediaCursor:
         self.features: np.ndarray | None = None  # float16 [C, F, 128], read when an audio item is wanted
         self.tokens = clip_tokens(self.lengths).tolist() if self.lengths is not None else []
         self.audio_id = audio_id
-        found = ((fmt.parse_frame_member(name), name) for name in pack.spans)
-        self.frame_names = [name for parsed, name in sorted((p, n) for p, n in found if p is not None)]
+        self.frame_names = [name for _, name, _ in fmt.frame_names(pack.spans)]
         self.row = self.patch = self.clip = self.frame = 0
 
     def take(self, labels: list[str], seq_ids: np.ndarray, wanted: bool) -> tuple[tuple[MediaItem, ...], ItemSpans]:

@@ -25,17 +25,12 @@ from cook.packfiles import MemberData
 from cook.validate.problems import Code, Finding
 
 
-def frame_names(members: Mapping[str, MemberData]) -> list[tuple[int, str, str]]:
-    """``[(index, member name, codec)]`` of the frame members, by index."""
-    return sorted((p[0], name, p[1]) for name in members if (p := fmt.parse_frame_member(name)) is not None)
-
-
 def frame_patches(
     members: Mapping[str, MemberData], sizes: np.ndarray, decode: bool, findings: list[Finding]
 ) -> np.ndarray | None:
     """uint8 [P, 768] held by the frame members (rules in the module docstring); None, with findings, when
     they do not match ``sizes`` (int32 [M, 3])."""
-    found = frame_names(members)
+    found = fmt.frame_names(members)
     expected = frame_sizes(sizes)
     problem = _layout_problem(members, found, len(expected))
     if problem is not None:
@@ -92,7 +87,7 @@ def storage_findings(
     recorded) and ``media.video.storage`` (``video``; None: as ``image``). With the pack's ``media_sizes``
     and media ``kinds`` (meta.json, placeholder order) each frame's codec is checked against its medium's;
     without them, the set of codecs."""
-    found = frame_names(members)
+    found = fmt.frame_names(members)
     if image is None or (not found and fmt.PIXEL_PATCHES not in members):
         return []
     video = image if video is None else video

@@ -26,7 +26,7 @@ import orjson
 from cook import format as fmt
 from cook.packfiles import NPY_ERRORS, MemberData, RawPack, read_npy
 from cook.types import Pack, SequenceMeta
-from cook.validate.frames import frame_names, frame_patches
+from cook.validate.frames import frame_patches
 from cook.validate.problems import Code, Finding
 
 PICKLE_SUFFIXES: Final = (".pyd", ".pickle", ".pkl", ".pth", ".pt")
@@ -107,7 +107,7 @@ def parse_members(raw: RawPack, decode_frames: bool = False) -> tuple[PackMember
             array = _load_member(name, data, *layout, findings)
             if array is not None:
                 arrays[name] = array
-    frames = not text and bool(frame_names(raw.members))
+    frames = not text and bool(fmt.frame_names(raw.members))
     entries = _meta_entries(raw.members[fmt.META], frames, findings) if fmt.META in raw.members else None
     unusable = len(arrays) != stored or not arrays.keys() >= _REQUIRED_ARRAYS
     if fmt.MEDIA_SIZES in arrays and frames:
@@ -135,7 +135,7 @@ def _member_names(raw: RawPack) -> list[Finding]:
     for name in fmt.REQUIRED_MEMBERS:
         if name not in raw.members:
             findings.append((Code.MEMBER_MISSING, f"required member {name} is missing"))
-    present = raw.members.keys() | ({fmt.PIXEL_PATCHES} if frame_names(raw.members) else set())
+    present = raw.members.keys() | ({fmt.PIXEL_PATCHES} if fmt.frame_names(raw.members) else set())
     for first, second in _PAIRS:
         if (first in present) != (second in present):
             have, lack = (first, second) if first in present else (second, first)

@@ -137,7 +137,7 @@ def _pack_stored_bytes(raw: RawPack, media: list[list[str]]) -> Counter[str]:
     """Member bytes of one pack by the medium they hold (``StoredBytes``); raises ``PackUnreadable``."""
     sizes = {name: len(data) for name, data in raw.members.items()} | raw.skipped
     out: Counter[str] = Counter()
-    frames = sorted((p[0], name) for name in sizes if (p := fmt.parse_frame_member(name)) is not None)
+    frames = fmt.frame_names(sizes)
     media_sizes = _small_array(raw, fmt.MEDIA_SIZES)
     if media_sizes is not None and (frames or fmt.PIXEL_PATCHES in sizes):
         try:
@@ -147,7 +147,7 @@ def _pack_stored_bytes(raw: RawPack, media: list[list[str]]) -> Counter[str]:
         if frames:
             if len(frames) != len(kinds):
                 raise PackUnreadable(f"{raw.key}: {len(frames)} frame members, {fmt.MEDIA_SIZES} lists {len(kinds)}")
-            for medium, (_, name) in zip(kinds, frames, strict=True):
+            for medium, (_, name, _) in zip(kinds, frames, strict=True):
                 out[medium] += sizes.pop(name)
         else:
             rows = [

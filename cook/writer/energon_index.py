@@ -96,9 +96,6 @@ class EnergonIndex:
         self.open()
         return self._writer
 
-    def add_shard(self, shard_index: int, layout: ShardLayout) -> None:
-        self.add_shards([(shard_index, layout)])
-
     def add_shards(self, shards: Sequence[tuple[int, ShardLayout]]) -> None:
         """Add the rows of ``shards`` (shard index, layout), two ``executemany`` in all: the rows
         Energon's ``append_samples`` and ``append_parts`` insert, built without a Python object per row."""

@@ -37,7 +37,7 @@ def _write(out: Path, index: EnergonIndex, shard_sizes: list[int], first_shard: 
     for i, size in enumerate(shard_sizes):
         if i >= first_shard:
             info, layout = write_shard(str(out), i, first_pack, _packs(i, size))
-            index.add_shard(i, layout)
+            index.add_shards([(i, layout)])
             shards.append(info)
         else:
             shards.append(ShardInfo(fmt.shard_name(i), size, first_pack, 0, ""))
