@@ -15,6 +15,7 @@ Reason codes are part of the on-disk contract (``rejects.jsonl``): never rename 
 from __future__ import annotations
 
 import signal
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from enum import StrEnum
@@ -22,12 +23,23 @@ from enum import StrEnum
 
 @contextmanager
 def interrupts_held() -> Iterator[None]:
-    """Hold SIGINT for the block: an interrupt during it arrives right after, as ``KeyboardInterrupt``."""
-    held = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    """Hold SIGINT for the block: an interrupt during it arrives right after, as ``KeyboardInterrupt``.
+
+    The SIGINT handler is swapped for one that only notes the signal; a signal mask would not do, as it
+    holds the calling thread only, and the kernel hands a process signal to any thread that does not
+    block it (Ray's, tqdm's), whose arrival Python then raises in the main thread at once. Outside the
+    main thread (where Python runs no handler and raises no ``KeyboardInterrupt``) the block just runs."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    caught: list[int] = []
+    previous = signal.signal(signal.SIGINT, lambda signum, _frame: caught.append(signum))
     try:
         yield
     finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, held)
+        signal.signal(signal.SIGINT, previous if previous is not None else signal.SIG_DFL)
+        if caught:
+            signal.raise_signal(signal.SIGINT)  # to the handler that was there: KeyboardInterrupt by default
 
 
 class RejectReason(StrEnum):
