@@ -110,6 +110,29 @@ def test_corrupt_headers_and_trailing_bytes(tmp_path: Path) -> None:
     assert _codes(walk, path) == {"tar_corrupt"} and len(keys) == 3
 
 
+def _rewrite_checksum(data: bytearray, at: int, field: bytes) -> None:
+    data[at + 148 : at + 156] = field
+
+
+@pytest.mark.parametrize("layout", ["%07o\0", " %06o\0", "%06o  "])
+def test_checksum_fields_laid_out_otherwise_are_read_by_value(tmp_path: Path, layout: str) -> None:
+    """Tar writers lay the checksum field out in several ways (tarfile: six digits, NUL, space): a field that
+    holds the right value is accepted however it is laid out, and a wrong value is caught in any layout."""
+    path, offsets = _shard(tmp_path)
+    data = bytearray(path.read_bytes())
+    header = bytes(data[offsets[1] : offsets[1] + 512])
+    actual = sum(header[:148]) + sum(header[156:]) + 8 * ord(" ")
+    _rewrite_checksum(data, offsets[1], (layout % actual).encode())
+    path.write_bytes(bytes(data))
+    walk, keys = _walk(path)
+    assert walk.faults == [] and len(keys) == 3
+    _rewrite_checksum(data, offsets[1], (layout % (actual + 1)).encode())
+    path.write_bytes(bytes(data))
+    walk, keys = _walk(path)
+    assert _fault_codes(walk) == {"tar_corrupt"} and f"checksum {actual + 1} != {actual}" in walk.faults[0][1]
+    assert keys == [fmt.pack_key(0)]
+
+
 def test_non_regular_members_are_refused(tmp_path: Path) -> None:
     path = tmp_path / "pax.tar"
     with tarfile.open(path, "w", format=tarfile.PAX_FORMAT) as tar:
