@@ -45,7 +45,10 @@ POINTS = {
 }
 
 
-@pytest.mark.parametrize("point", list(POINTS))
+QUICK = {"index.sqlite published", "dataset.yaml", "manifest written", "progress half removed"}  # test-slow: all
+
+
+@pytest.mark.parametrize("point", [p if p in QUICK else pytest.param(p, marks=pytest.mark.slow) for p in POINTS])
 def test_interrupt_after_each_finalize_step(point: str, raw: Path, reference: dict, tmp_path: Path) -> None:  # noqa: F811
     out = tmp_path / "ref"
     config = load_config(str(_pipeline(tmp_path, raw, out)), [])

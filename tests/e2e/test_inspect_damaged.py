@@ -235,7 +235,13 @@ CORPUS: dict[str, Edit] = {
 }
 
 
-@pytest.mark.parametrize("name", sorted(CORPUS))
+# make test keeps one corruption of each layer (tar, member, pack, manifest, rejects, .nv-meta); test-slow runs them all
+QUICK_CORPUS = {"corrupt_header", "dtype", "placeholder_count", "sha256", "rejects_missing", "stale_index"}
+
+
+@pytest.mark.parametrize(
+    "name", [n if n in QUICK_CORPUS else pytest.param(n, marks=pytest.mark.slow) for n in sorted(CORPUS)]
+)
 def test_corpus(
     name: str,
     clean: Path,  # noqa: F811 - the fixture
@@ -292,7 +298,12 @@ MEMBERS = (
 )
 
 
-@pytest.mark.parametrize("member", MEMBERS)
+@pytest.mark.parametrize(
+    "member",
+    [
+        m if m in (fmt.INPUT_IDS, fmt.META) else pytest.param(m, marks=pytest.mark.slow) for m in MEMBERS
+    ],  # all in test-slow
+)
 def test_flipped_bytes_in_every_member(
     member: str, with_media: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

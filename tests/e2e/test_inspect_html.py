@@ -142,6 +142,7 @@ def test_html_max_mb_must_not_be_negative_and_0_lifts_the_budget(cooked: Path, t
     assert not find(elements, "img", "preview")
 
 
+@pytest.mark.slow  # a tiles cook and its pages: ~4 s
 def test_tiles_mode_pages_show_each_grid_its_outlines_and_its_thumbnail(
     tmp_path_factory: pytest.TempPathFactory,
 ) -> None:

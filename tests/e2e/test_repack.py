@@ -87,7 +87,7 @@ def text_source(raw: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     return out
 
 
-@pytest.mark.parametrize("seq_len", [256, 1024])
+@pytest.mark.parametrize("seq_len", [256, pytest.param(1024, marks=pytest.mark.slow)])
 def test_text_repack_equals_a_fresh_cook(raw: Path, text_source: Path, tmp_path: Path, seq_len: int) -> None:
     fresh = _cook(tmp_path / "fresh", raw, seq_len)
     assert _repack([text_source], tmp_path / "repacked", f"packing.seq_len={seq_len}") == 0
@@ -105,6 +105,7 @@ def test_other_algorithm_and_shard_size_equal_a_fresh_cook(raw: Path, text_sourc
     _assert_equal_to_fresh(tmp_path / "repacked", fresh)
 
 
+@pytest.mark.slow  # two sources cooked and merged: ~3 s
 def test_two_partitions_merged_equal_a_cook_of_both(raw: Path, tmp_path: Path) -> None:
     """a.jsonl and b.jsonl cooked by separate jobs, repacked together in input order, equal one cook of
     the directory that holds both (sorted: a, then b)."""
@@ -195,7 +196,9 @@ def _state_windows(out: Path) -> int:
         return 0
 
 
-@pytest.mark.parametrize(("how", "after_windows"), [(signal.SIGKILL, 2), (signal.SIGINT, 5)])
+@pytest.mark.parametrize(
+    ("how", "after_windows"), [(signal.SIGKILL, 2), pytest.param(signal.SIGINT, 5, marks=pytest.mark.slow)]
+)
 def test_interrupt_then_resume_is_identical(
     text_source: Path, tmp_path: Path, how: signal.Signals, after_windows: int
 ) -> None:
@@ -252,7 +255,7 @@ def _media_kinds(shard: Path) -> set[str]:
     return {kind for meta in metas for seq in meta["sequences"] for kind in seq["media"]}
 
 
-@pytest.mark.parametrize("seq_len", [1024, 4096])
+@pytest.mark.parametrize("seq_len", [1024, pytest.param(4096, marks=pytest.mark.slow)])
 def test_media_repack_equals_a_fresh_cook(media_raw: Path, media_source: Path, tmp_path: Path, seq_len: int) -> None:
     fresh = _cook_media(tmp_path / "fresh", media_raw, seq_len)
     out = tmp_path / "repacked"
@@ -279,7 +282,7 @@ def _frame_members(out: Path) -> list[str]:
     return names
 
 
-@pytest.mark.parametrize("storage", ["png", "jpeg"])
+@pytest.mark.parametrize("storage", ["png", pytest.param("jpeg", marks=pytest.mark.slow)])
 def test_stored_frames_repack_equals_a_fresh_cook(
     media_raw: Path, stored_sources: dict[str, Path], tmp_path: Path, storage: str
 ) -> None:

@@ -133,6 +133,7 @@ def test_two_kills_in_a_row(raw: Path, reference: dict, tmp_path: Path) -> None:
     assert _digest(out) == reference
 
 
+@pytest.mark.slow  # an interrupted run first: ~4 s
 def test_resume_without_its_index_is_refused(raw: Path, tmp_path: Path) -> None:
     out = tmp_path / "ref"
     pipeline = _pipeline(tmp_path, raw, out)
@@ -142,6 +143,7 @@ def test_resume_without_its_index_is_refused(raw: Path, tmp_path: Path) -> None:
     assert main(["run", str(pipeline), "--workers", "0", "--quiet", "--overwrite"]) == 0
 
 
+@pytest.mark.slow  # an interrupted run first: ~4 s
 def test_different_pipeline_refused_on_interrupted_dir(raw: Path, tmp_path: Path) -> None:
     out = tmp_path / "ref"
     _run_and_kill(_pipeline(tmp_path, raw, out), out, 2, "--workers", "0")

@@ -34,6 +34,7 @@ def two_pass_reference(raw: Path, tmp_path_factory: pytest.TempPathFactory) -> d
     return _digest(tmp / "ref")
 
 
+@pytest.mark.slow  # a reference cook, a killed one and its resume: ~5 s
 def test_kill_in_pass_two_resumes_at_the_shard_group(raw: Path, two_pass_reference: dict, tmp_path: Path) -> None:  # noqa: F811
     out = tmp_path / "ref"
     pipeline = _pipeline(tmp_path, raw, out, buffer_size="all")

@@ -165,7 +165,9 @@ def test_contract_records_the_codec(demo: dict[str, Path]) -> None:
         jsonschema.validate(_manifest(demo[mode]), schema)
 
 
-@pytest.mark.parametrize("mode", ["png", "jpeg", "mixed"])
+@pytest.mark.parametrize(
+    "mode", [pytest.param("png", marks=pytest.mark.slow), "jpeg", pytest.param("mixed", marks=pytest.mark.slow)]
+)
 def test_validate_passes(demo: dict[str, Path], mode: str, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["validate", str(demo[mode]), "--json"]) == 0
     assert main(["validate", str(demo[mode]), "--deep", "--json"]) == 0
@@ -267,6 +269,7 @@ def photos(tmp_path_factory: pytest.TempPathFactory) -> tuple[int, dict[str, Pat
     return source, out
 
 
+@pytest.mark.slow  # 3 photo sets cooked: ~8 s; bench_media measures the same ratios
 def test_photos_stored_near_their_source_size(photos: tuple[int, dict[str, Path]]) -> None:
     source, dirs = photos
     ratios = {mode: _stored_media_bytes(path) / source for mode, path in dirs.items()}

@@ -23,7 +23,10 @@ def dataset(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return cook_jsonl(tmp_path_factory.mktemp("epoch"), conversations(30), seq_len=128, shard_size=3)
 
 
-@pytest.mark.parametrize(("world_size", "workers"), [(1, 0), (2, 0), (3, 0), (3, 2), (4, 1)])
+@pytest.mark.parametrize(
+    ("world_size", "workers"),
+    [(1, 0), (2, 0), (3, 0), pytest.param(3, 2, marks=pytest.mark.slow), pytest.param(4, 1, marks=pytest.mark.slow)],
+)
 def test_packs_per_epoch_is_what_each_rank_reads(dataset: Path, world_size: int, workers: int) -> None:
     packs = total_packs(dataset)
     assert packs == 9

@@ -72,7 +72,7 @@ def test_every_pack_exact(dataset: Path, monkeypatch: pytest.MonkeyPatch) -> Non
     assert seen == set(stored) and any(any(_expected(m)[3]) for m in stored.values())
 
 
-@pytest.mark.parametrize("workers", [0, 2])
+@pytest.mark.parametrize("workers", [0, pytest.param(2, marks=pytest.mark.slow)])
 def test_state_resumes_at_the_same_pack(dataset: Path, workers: int, monkeypatch: pytest.MonkeyPatch) -> None:
     # Energon's loader workers take torch's full join timeout (5 s each) to stop once the loader is
     # collected; a short timeout keeps the test fast (torch then terminates them, as it would anyway).

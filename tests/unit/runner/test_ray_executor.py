@@ -6,6 +6,8 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
+import pytest
+
 from cook.config import config_from_dict
 from cook.runner.local import LocalExecutor
 from cook.runner.pipeline import run_pipeline
@@ -36,6 +38,7 @@ def _shards(out: Path) -> dict[str, str]:
     return {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(out.glob("shard-*"))}
 
 
+@pytest.mark.slow  # Ray and in-process over uneven units: ~4 s (test_one_and_two_actors_give_identical_output stays in make test)
 def test_uneven_units_bounded_and_identical_to_in_process(tmp_path: Path, ray_session) -> None:
     raw = tmp_path / "raw"
     raw.mkdir()

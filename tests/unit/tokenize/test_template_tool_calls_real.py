@@ -35,7 +35,10 @@ def loaded(real_tokenizer, family_tokenizer):
 
 
 @pytest.mark.parametrize("record", RECORDS, ids=list(RECORDS))
-@pytest.mark.parametrize("name", list(TOKENIZERS))
+# the 128k-vocabulary tokenizers load in seconds each: test-slow (as in test_real_tokenizers.py)
+@pytest.mark.parametrize(
+    "name", [pytest.param(n, marks=pytest.mark.slow) if TOKENIZERS[n] == "real" else n for n in TOKENIZERS]
+)
 def test_ids_and_masks_equal_the_references(loaded, name: str, record: str) -> None:
     if name in SINGLE_CALL and record == "two calls":
         pytest.skip("Llama-3.1 supports one call per message")
