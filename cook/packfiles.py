@@ -8,9 +8,8 @@ views (which trust a dataset enough to locate packs). numpy, the standard librar
 The tar is walked header by header with a small USTAR parser of its own (not ``tarfile``) so that every
 offset is exact and nothing is trusted: a bad header checksum, a member type cook never writes, a member
 or end-of-archive marker cut off by EOF, or non-zero bytes after the marker are recorded as ``faults``,
-never raised. The file is read in plain ``CHUNK_BYTES`` reads (each one hashed with sha256 as it
-arrives, when asked); members are views into those chunks, so a pack read stays valid after the walk
-moves on.
+never raised. The file is memory-mapped read-only and hashed with sha256 when asked; members are views
+into the map, which lives as long as any of them does, so a pack read stays valid after the walk moves on.
 
 Example: the members ``pack-000000000.input_ids.npy`` ... ``pack-000000000.meta.json`` at offsets 0,
 9216, ... group into one ``RawPack(key="pack-000000000", offset=0, members={"input_ids.npy": ...})``;
@@ -22,8 +21,8 @@ from __future__ import annotations
 
 import enum
 import hashlib
-import io
 import math
+import mmap
 import os
 import re
 from collections.abc import Iterator
@@ -37,7 +36,6 @@ from cook import format as fmt
 from cook.manifest import load_manifest
 
 BLOCK: Final = 512
-CHUNK_BYTES: Final = 1 << 20
 VERIFY_HEADERS: Final = 1024  # header checksums verified together
 REGULAR_TYPES: Final = (b"0", b"\0")
 TYPE_NAMES: Final = {
@@ -102,60 +100,6 @@ class _Pending:
 
 
 @dataclass(slots=True)
-class _Chunks:
-    """The file's bytes from ``start`` to ``end`` in memory, read in plain chunks and hashed as they arrive."""
-
-    handle: io.FileIO
-    hasher: Any  # hashlib.sha256 or None
-    start: int
-    file_end: int  # the file's size: no view reaches past it (a corrupt size field asks for anything)
-    end: int = 0
-    data: memoryview = field(default_factory=lambda: memoryview(b""))
-    bytes_read: int = 0
-
-    def __post_init__(self) -> None:
-        self.end = self.start
-
-    def view(self, offset: int, size: int) -> memoryview:
-        """``size`` bytes at ``offset`` (>= ``start``), fewer only at EOF."""
-        if offset + size > self.end:
-            size = max(0, min(size, self.file_end - offset))
-            self._fill(offset, size)
-            size = min(size, self.end - offset)
-        at = offset - self.start
-        return self.data[at : at + size]
-
-    def skip_to(self, offset: int) -> None:
-        """Move on to ``offset`` without reading what lies before it (only without hashing)."""
-        if offset > self.end:
-            self.handle.seek(offset)
-            self.start = self.end = offset
-            self.data = memoryview(b"")
-
-    def _fill(self, offset: int, size: int) -> None:
-        """A new chunk that starts at ``offset`` (the bytes already read from there are copied in): the old
-        chunk stays alive for the members that point into it."""
-        if offset > self.end:  # only a walk that skips members gets ahead of what it has read
-            assert self.hasher is None, "a hashed walk reads every byte"
-            self.skip_to(offset)
-        kept = self.data[offset - self.start :]
-        buffer = memoryview(np.empty(max(CHUNK_BYTES, size), np.uint8).data)  # not zero-filled: read over
-        buffer[: len(kept)] = kept
-        filled = len(kept)
-        while filled < len(buffer) and (got := self.handle.readinto(buffer[filled:])):
-            if self.hasher is not None:
-                self.hasher.update(buffer[filled : filled + got])
-            filled += got
-            self.bytes_read += got
-        self.data, self.start, self.end = buffer[:filled], offset, offset + filled
-
-    def rest(self) -> Iterator[memoryview]:
-        """Every byte from ``end`` to EOF, chunk by chunk."""
-        while chunk := self.view(self.end, CHUNK_BYTES):
-            yield chunk
-
-
-@dataclass(slots=True)
 class ShardWalk:
     """Walks one shard; iterate ``packs()`` once, then read ``faults``, ``sha256``, ``complete``, ``offsets``."""
 
@@ -183,22 +127,23 @@ class ShardWalk:
         """
         assert not (self.skip and self.hash_bytes), "skipped members cannot be hashed"
         with open(self.path, "rb", buffering=0) as handle:
-            handle.seek(start_offset)
-            hasher = self._hasher if self.hash_bytes else None
-            chunks = _Chunks(handle, hasher, start_offset, os.fstat(handle.fileno()).st_size)
-            try:
-                yield from self._walk(chunks, start_offset)
-            finally:
-                self.bytes_read = chunks.bytes_read
+            size = os.fstat(handle.fileno()).st_size
+            data = memoryview(mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) if size else b"")
+        self.bytes_read = max(0, size - start_offset)
+        try:
+            yield from self._walk(data, start_offset)
+        finally:
+            if self.hash_bytes:  # the sha256 covers the whole file, whatever stopped the walk
+                self._hasher.update(data[start_offset:])
 
-    def _walk(self, chunks: _Chunks, offset: int) -> Iterator[RawPack]:
+    def _walk(self, data: memoryview, offset: int) -> Iterator[RawPack]:
         seen: set[str] = set()
         key: str | None = None
         start, members, skipped = offset, dict[str, MemberData](), dict[str, int]()
         frames = FRAME_MEMBERS in self.skip
         pending = _Pending()
         try:
-            while (header := self._header(chunks, offset, pending)) is not None:
+            while (header := self._header(data, offset, pending)) is not None:
                 name, size = header
                 member_key, _, member = name.partition(".")
                 if member_key != key:
@@ -215,14 +160,13 @@ class ShardWalk:
                     self._fault(TarFault.DUPLICATE_MEMBER, f"{key}: member {member} appears twice", offset)
                 padded = size + (-size % BLOCK)
                 if member in self.skip or (frames and fmt.parse_frame_member(member) is not None):
-                    chunks.skip_to(offset + BLOCK + padded)
                     skipped[member] = size
                 else:
-                    data = chunks.view(offset + BLOCK, padded)
-                    if len(data) < padded:
-                        detail = f"at byte {offset}: member {name} cut off ({len(data)} of {padded} bytes)"
+                    body = data[offset + BLOCK : offset + BLOCK + padded]
+                    if len(body) < padded:
+                        detail = f"at byte {offset}: member {name} cut off ({len(body)} of {padded} bytes)"
                         raise _Cut(TarFault.TRUNCATED, detail, offset)
-                    members[member] = data[:size]
+                    members[member] = body[:size]
                 offset += BLOCK + padded
             if key is not None and self.last_whole:
                 pending.packs.append(RawPack(key, start, members, skipped))
@@ -230,18 +174,15 @@ class ShardWalk:
         except _Cut as cut:
             if cut.fault is not None:
                 yield from self._release(pending, start, cut)
-            if self.hash_bytes:
-                for _ in chunks.rest():
-                    pass  # the sha256 and byte count cover the whole file, whatever stopped the walk
 
-    def _header(self, chunks: _Chunks, offset: int, pending: _Pending) -> tuple[str, int] | None:
+    def _header(self, data: memoryview, offset: int, pending: _Pending) -> tuple[str, int] | None:
         """The next member's (name, size); None at a clean end-of-archive marker; raises ``_Cut``."""
-        header = bytes(chunks.view(offset, BLOCK))
+        header = bytes(data[offset : offset + BLOCK])
         if len(header) < BLOCK:
             detail = f"at byte {offset}: " + ("header cut off" if header else "end marker missing")
             raise _Cut(TarFault.TRUNCATED, detail, offset)
         if header == _ZERO_BLOCK:
-            self._finish(chunks, offset)
+            self._finish(data, offset)
             return None
         pending.headers.append(header)
         pending.at.append(offset)
@@ -279,19 +220,16 @@ class ShardWalk:
         self.faults.append((fault, detail))
         self._fault_at.append(at)
 
-    def _finish(self, chunks: _Chunks, offset: int) -> None:
+    def _finish(self, data: memoryview, offset: int) -> None:
         """At the first zero block: a second one must follow, and only zero bytes after it."""
         self.offsets.append(offset)
-        if chunks.view(offset + BLOCK, BLOCK) != _ZERO_BLOCK:
+        if data[offset + BLOCK : offset + 2 * BLOCK] != _ZERO_BLOCK:
             self._fault(TarFault.TRUNCATED, f"at byte {offset}: end-of-archive marker incomplete", offset)
             return
         self.last_whole = True
-        zeros = True
-        for chunk in [chunks.data[offset + 2 * BLOCK - chunks.start :], *chunks.rest()]:
-            if zeros and np.frombuffer(chunk, np.uint8).any():
-                self._fault(TarFault.CORRUPT, f"non-zero bytes after the end-of-archive marker at {offset}", offset)
-                zeros = False
-        self.complete = zeros
+        self.complete = not np.frombuffer(data[offset + 2 * BLOCK :], np.uint8).any()
+        if not self.complete:
+            self._fault(TarFault.CORRUPT, f"non-zero bytes after the end-of-archive marker at {offset}", offset)
 
 
 _OCTAL_PLACES: Final = np.array([8**k for k in range(5, -1, -1)], np.int64)
