@@ -17,7 +17,7 @@ from cook.runner.ray_connect import check_address, start_ray
 
 
 @pytest.fixture(autouse=True)
-def no_ray_yet(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory) -> None:
+def no_ray_yet(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
     """start_ray returns early when Ray is up (the suite's shared embedded Ray): pretend it is not, and
     give Ray's token loader an empty home and no token variables."""
     import ray
@@ -27,6 +27,12 @@ def no_ray_yet(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPat
     for name in ("RAY_AUTH_MODE", "RAY_AUTH_TOKEN", "RAY_AUTH_TOKEN_PATH", "RAY_ADDRESS"):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setattr(ray, "init", _no_init)
+    yield
+    # Ray's token loader caches what it read (a test's fake token and auth mode): an embedded Ray started later
+    # in this process would otherwise carry them, and its first actor was cancelled (test_stored_frames)
+    from ray import _raylet
+
+    _raylet.AuthenticationTokenLoader.instance().reset_cache()
 
 
 def _no_init(*args: object, **kwargs: object) -> None:
