@@ -10,7 +10,10 @@ actors and in-process (``--workers 0``): a fresh ``cook run`` at ``TARGET_SEQ_LE
 of the cooked source to ``TARGET_SEQ_LEN``, each on the big and the small input. Every figure is **marginal**, (big) - (small)
 of the same command, so start-up (imports, Ray, tokenizer, manifest) cancels; the median over
 ``BENCH_REPEATS`` repeats (default 3). CPU is the whole job's process tree (bench/job_run.py). Each big
-repack's shards are checked byte-identical to the fresh cook's.
+repack's shards are checked byte-identical to the fresh cook's. The sources record an ``input.unit_bytes``
+(which sizes a repack's units) small enough that the small repack has as many units as the most actors:
+cook starts at most one actor per unit, and a small run with fewer actors would leave an actor's
+start-up in the marginal.
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ from pathlib import Path
 from bench.bench_job import IMAGE_SETS, SINGLE_THREAD_ENV, SMALL_IMAGES, SMALL_TEXT_COPIES, TEXT_SETS, image_dataset
 from bench.common import REPO, WORK, single_threaded_tokenizers, text_corpus
 from bench.job_run import become_subreaper, run_job
+from cook.runner.repack_index import SPLIT_UNITS
 
 COMMAND = ".venv/bin/python -m bench.run_all bench_repack"
 SOURCE_SEQ_LEN = 16384
@@ -88,11 +92,37 @@ def _cook_args(work: Workload, size: str, out: Path, seq_len: int, workers: int 
     ]  # fmt: skip
 
 
-def source(work: Workload, size: str) -> Path:
-    """The input cooked once at ``SOURCE_SEQ_LEN`` (kept for every repeat)."""
+def source(work: Workload, size: str, unit_bytes: int | None = None) -> Path:
+    """The input cooked once at ``SOURCE_SEQ_LEN`` (kept for every repeat); ``unit_bytes``: the
+    ``input.unit_bytes`` it records, which sizes the repack's units."""
     out = WORK / f"repack_src_{work.name}_{size}"
-    _job(_cook_args(work, size, out, SOURCE_SEQ_LEN), out)
+    sets = [] if unit_bytes is None else ["--set", f"input.unit_bytes={unit_bytes}"]
+    _job([*_cook_args(work, size, out, SOURCE_SEQ_LEN), *sets], out)
     return out
+
+
+def repack_units(path: Path) -> int:
+    """How many units ``cook repack path`` cuts (cook starts at most one actor per unit)."""
+    from cook.runner.repack import load_sources, plan_repack, repack_config
+
+    sources = load_sources([str(path)], str(WORK / "repack_units_probe"))
+    return len(plan_repack(sources, repack_config(sources[0], [], {})).units)
+
+
+def sources_for(work: Workload) -> dict[str, Path]:
+    """The small and big sources, both recording an ``input.unit_bytes`` that cuts the small one's repack into
+    ``max(EXECUTORS)`` units at least, so that the small repack starts as many actors as the big one and the
+    marginal holds no actor's start-up. (A unit of a long window is cut at ``SPLIT_UNITS`` x ``unit_bytes``.)"""
+    small = source(work, "small")
+    actors = max(EXECUTORS)
+    if repack_units(small) < actors:
+        shard_bytes = sum(p.stat().st_size for p in small.glob("shard-*.tar"))
+        unit_bytes = max(1 << 16, shard_bytes // (SPLIT_UNITS * actors + 2))
+        small = source(work, "small", unit_bytes)
+        if repack_units(small) < actors:
+            raise RuntimeError(f"bench_repack {work.name}: the small repack has fewer units than {actors} actors")
+        return {"small": small, "big": source(work, "big", unit_bytes)}
+    return {"small": small, "big": source(work, "big")}
 
 
 @dataclass(frozen=True)
@@ -106,7 +136,7 @@ class Figures:
 
 def measure(work: Workload, repeats: int) -> dict[int, Figures]:
     """Figures per ``--workers`` in ``EXECUTORS``; every repeat runs each executor's jobs in turn."""
-    sources = {size: source(work, size) for size in ("small", "big")}
+    sources = sources_for(work)
     keys = ("fresh_wall", "fresh_cpu", "repack_wall", "repack_cpu")
     series: dict[int, dict[str, list[float]]] = {w: {k: [] for k in keys} for w in EXECUTORS}
     sequences = 0
@@ -189,7 +219,8 @@ Images: {n_images} vs {SMALL_IMAGES} photo-like JPEGs, 640x480 .. 1600x1184, as 
 --set input.format=wds --set cooker=llava --set ray.direct_io=true`). Each input is cooked once at `packing.seq_len={SOURCE_SEQ_LEN}`
 (not measured); then, interleaved per repeat, with `--workers 2` (2 Ray actors) and `--workers 0` (in-process): a fresh `cook run` at
 `packing.seq_len={TARGET_SEQ_LEN}`, and `cook repack SRC --set packing.seq_len={TARGET_SEQ_LEN}` of the cooked source. Every figure is
-marginal (big - small run of the same command: start-up cancels), median of {repeats} repeats (min .. max); job CPU is
+marginal (big - small run of the same command: start-up cancels; each source records an `input.unit_bytes` that cuts
+the small repack into as many units as actors, so both runs start the same actors), median of {repeats} repeats (min .. max); job CPU is
 the whole process tree's (driver, Ray, actors; bench/job_run.py); cores = job CPU / wall. Every repacked
 dataset's shards were byte-identical to the fresh cook's.
 
