@@ -242,9 +242,14 @@ CLIP_MEAN: Final = (0.48145466, 0.4578275, 0.40821073)
 CLIP_STD: Final = (0.26862954, 0.26130258, 0.27577711)
 
 
+def frame_patches(height_px: int, width_px: int) -> int:
+    """``(H/16)(W/16)``: the patches (``pixel_patches`` rows) of one frame, image or tile; a 512x512 frame -> 1024."""
+    return (height_px // PATCH_SIZE) * (width_px // PATCH_SIZE)
+
+
 def image_embeddings(height_px: int, width_px: int) -> int:
     """``(H/16)(W/16)/4``: a 512x512 image -> 256 embeddings."""
-    return (height_px // PATCH_SIZE) * (width_px // PATCH_SIZE) // PIXEL_SHUFFLE
+    return frame_patches(height_px, width_px) // PIXEL_SHUFFLE
 
 
 def video_embeddings(frames: int, height_px: int, width_px: int) -> int:

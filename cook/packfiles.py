@@ -351,22 +351,10 @@ def clip_tokens(lengths: np.ndarray) -> np.ndarray:
 # ---- a dataset's packs
 
 
-@dataclass(frozen=True, slots=True)
-class ShardSpan:
-    name: str
-    first_pack: int
-    packs: int
-
-
-def shard_spans(root: str) -> list[ShardSpan]:
-    """The manifest's shards in order (name, first pack index, packs)."""
-    return [ShardSpan(s.name, s.first_pack, s.packs) for s in load_manifest(root).shards]
-
-
 def iter_packs(root: str, skip: frozenset[str] = frozenset()) -> Iterator[tuple[str, RawPack]]:
     """(shard name, pack) for every pack in dataset order; ``skip``: members not read. Raises
     ``PackUnreadable`` at a shard that cannot be opened or whose walk records a fault."""
-    for span in shard_spans(root):
+    for span in load_manifest(root).shards:
         walk = ShardWalk(os.path.join(root, span.name), hash_bytes=False, skip=skip)
         for raw in _walked(walk, span.name):
             yield span.name, raw
@@ -412,7 +400,7 @@ def read_pack(shard_path: str, position: int, key: str, skip: frozenset[str] = f
 def find_pack(root: str, index: int) -> tuple[str, RawPack] | None:
     """(shard name, pack) of pack ``index``; None when no shard of the manifest spans it. Raises
     ``PackUnreadable`` when the shard that spans it cannot be read or does not yield it."""
-    for span in shard_spans(root):
+    for span in load_manifest(root).shards:
         if span.first_pack <= index < span.first_pack + span.packs:
             path = os.path.join(root, span.name)
             return span.name, read_pack(path, index - span.first_pack, fmt.pack_key(index))

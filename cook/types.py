@@ -15,7 +15,7 @@ from typing import Any, Literal
 import numpy as np
 
 from cook.errors import Rejected, RejectReason
-from cook.format import PATCH_SIZE, SEQUENCE_KEYS, SEQUENCE_TRUNCATED_KEY
+from cook.format import SEQUENCE_KEYS, SEQUENCE_TRUNCATED_KEY, frame_patches
 
 Role = Literal["system", "user", "assistant", "tool"]
 MediaKind = Literal["image", "video", "audio"]
@@ -172,7 +172,7 @@ class MediaItem:
             return int(self.patches.shape[0])
         if self.stored_frames and self.size is not None:
             frames, height_px, width_px = self.size
-            return frames * (height_px // PATCH_SIZE) * (width_px // PATCH_SIZE)
+            return frames * frame_patches(height_px, width_px)
         return 0
 
 

@@ -45,7 +45,6 @@ from cook.packfiles import (
     clip_tokens,
     find_pack,
     iter_packs,
-    shard_spans,
     visual_embeddings,
 )
 from cook.types import Pack
@@ -113,7 +112,7 @@ def handle(args: argparse.Namespace) -> int:
         print(f"cook: error: {args.dir}: {one_line(str(err))}; run cook validate", file=sys.stderr)
         return 1
     if found is None:
-        total = sum(span.packs for span in shard_spans(args.dir))
+        total = sum(shard.packs for shard in manifest.shards)
         held = f"packs 0..{total - 1}" if total else "no packs"
         return _fail(f"pack {index} is out of range: {args.dir} holds {held}")
     shard, raw = found
@@ -285,7 +284,7 @@ def media_summary(pack: Pack) -> list[str]:
         lines.append(f"  pixel_patches  uint8 {list(pack.pixel_patches.shape)}")
         lines.append(f"  media_sizes    {pack.media_sizes.shape[0]} rows (frames x height x width)")
         for row, (kind, (frames, height, width)) in enumerate(zip(kinds, pack.media_sizes.tolist(), strict=False)):
-            patches = frames * (height // fmt.PATCH_SIZE) * (width // fmt.PATCH_SIZE)
+            patches = frames * fmt.frame_patches(height, width)
             lines.append(
                 f"    {row:>3}  {kind:<6} {frames} x {height} x {width}  -> {patches:,} patches, "
                 f"{visual_embeddings(kind, frames, height, width):,} embeddings"

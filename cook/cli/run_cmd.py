@@ -37,7 +37,7 @@ from typing import Any
 from cook.cli.preflight import preflight
 from cook.config import PipelineConfig, load_config
 from cook.dataset_stats import packing_efficiency, packing_figure_rows, stored_fill
-from cook.errors import ConfigError, interrupts_held
+from cook.errors import interrupts_held
 from cook.manifest import LineageEntry
 from cook.runner.driver import Executor
 from cook.runner.pipeline import ExecutorFactory, InterruptedAfterFinish, RunSummary, run_pipeline
@@ -207,11 +207,8 @@ def _flags(args: argparse.Namespace) -> dict[str, tuple[str, Any]]:
         flags["input.path"] = ("--input", args.input)
     if args.output:
         flags["output.dir"] = ("--output", args.output)
-    if isinstance(args.workers, int):
-        if args.workers < 0:
-            raise ConfigError("--workers: must be >= 0")
-        if args.workers > 0:
-            flags["ray.num_actors"] = ("--workers", args.workers)
+    if isinstance(args.workers, int) and args.workers > 0:  # workers_arg refused a negative one
+        flags["ray.num_actors"] = ("--workers", args.workers)
     if args.ray_address:
         flags["ray.address"] = ("--ray-address", args.ray_address)
     return flags

@@ -56,7 +56,7 @@ class BroadcastStats:
 def item_patches(media_sizes: torch.Tensor) -> list[int]:
     """Patches of each visual item: ``frames * (H/16) * (W/16)`` (every kind, SPEC §8)."""
     rows = media_sizes.tolist()
-    return [f * (h // fmt.PATCH_SIZE) * (w // fmt.PATCH_SIZE) for f, h, w in rows]
+    return [f * fmt.frame_patches(h, w) for f, h, w in rows]
 
 
 def batch_fingerprint(batch: PackedBatch) -> str:

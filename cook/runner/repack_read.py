@@ -180,7 +180,7 @@ class _MediaCursor:
             spans = FrameSpans(self.pack.path, tuple(self.pack.spans[name] for name in names))
             stored = tuple(self.pack.bytes(name) for name in names)
             return MediaItem(kind, (), None, size, label, stored_frames=stored), spans  # type: ignore[arg-type]
-        rows = frames * (height // fmt.PATCH_SIZE) * (width // fmt.PATCH_SIZE)
+        rows = frames * fmt.frame_patches(height, width)
         span = self.pack.patch_span(self.patch, rows) if wanted else None
         patches = self.pack.patch_rows(span) if span is not None else None
         self.patch += rows

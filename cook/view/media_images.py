@@ -57,7 +57,7 @@ class VisualItem:
 
     @property
     def patches_per_frame(self) -> int:
-        return (self.height_px // fmt.PATCH_SIZE) * (self.width_px // fmt.PATCH_SIZE)
+        return fmt.frame_patches(self.height_px, self.width_px)
 
 
 def visual_items(pack: Pack) -> list[VisualItem]:

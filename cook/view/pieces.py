@@ -64,13 +64,6 @@ def split_pieces(ids: np.ndarray, mask: np.ndarray, view: TokenView) -> list[Pie
     return pieces
 
 
-def target_runs(mask: np.ndarray) -> list[tuple[int, int]]:
-    """``[(lo, hi), ...]``: the maximal runs of ``mask == 1``."""
-    padded = np.concatenate([[0], mask.astype(np.int8) != 0, [0]]).astype(np.int8)
-    edges = np.flatnonzero(np.diff(padded))
-    return [(int(lo), int(hi)) for lo, hi in zip(edges[::2], edges[1::2], strict=True)]
-
-
 def frame_labels(pieces: list[Piece]) -> dict[int, str]:
     """Piece index of each ``<image>`` run -> the "Frame i sampled at X.XX seconds" text right before its
     ``<img>`` (video frame groups; absent for images and for videos cooked without timestamps)."""

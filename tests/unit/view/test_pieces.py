@@ -9,10 +9,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from cook import format as fmt
-from cook.view.pieces import Piece, frame_labels, split_pieces, target_runs
+from cook.view.pieces import Piece, frame_labels, split_pieces
 from cook.view.tokens import TokenView, from_ids
 from tests.unit.validate.packs_data import IDS
-from tests.unit.view.dom import target_run_count
 
 WORDS = {100: "Hi", 101: " there", 102: "user\n", 103: "assistant\n", 104: "Frame 1 sampled at 0.50 seconds: "}
 
@@ -50,19 +49,6 @@ def test_frame_labels_come_from_the_text_before_each_img() -> None:
     ids = [104, 6, 5, 5, 7, 100, 6, 5, 7]
     pieces = split_pieces(np.array(ids, np.int32), np.zeros(len(ids), np.uint8), _view())
     assert frame_labels(pieces) == {2: "Frame 1 sampled at 0.50 seconds"}  # the second <image> run has no label
-
-
-@given(st.lists(st.integers(0, 1), max_size=60))
-def test_target_runs_are_the_maximal_runs_of_ones(mask: list[int]) -> None:
-    array = np.array(mask, np.uint8)
-    runs = target_runs(array)
-    assert len(runs) == target_run_count(array)
-    covered = np.zeros(len(mask), np.uint8)
-    for lo, hi in runs:
-        covered[lo:hi] = 1
-        assert lo == 0 or mask[lo - 1] == 0
-        assert hi == len(mask) or mask[hi] == 0
-    assert covered.tolist() == mask
 
 
 @given(st.lists(st.tuples(st.sampled_from([100, 101, 1, 2, 5, 9, 0]), st.integers(0, 1)), min_size=1, max_size=40))
