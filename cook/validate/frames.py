@@ -42,7 +42,7 @@ def frame_patches(
     if len(findings) > before:
         return None
     if not decode:
-        rows = sum((h // fmt.PATCH_SIZE) * (w // fmt.PATCH_SIZE) for h, w in expected)
+        rows = sum(fmt.frame_patches(h, w) for h, w in expected)
         return np.broadcast_to(np.zeros((1, fmt.PATCH_VALUES), np.uint8), (rows, fmt.PATCH_VALUES))
     decoded = []
     for (_, name, codec), (height_px, width_px) in zip(found, expected, strict=True):

@@ -94,7 +94,7 @@ def check_visual(pack: Pack, rules: PackRules, usable: bool) -> list[Finding]:
         problem = _row_problem(kind, frames, height_px, width_px, rules.image_mode)
         if problem is not None:
             return [(problem[0], f"{fmt.MEDIA_SIZES}[{row}] = {[frames, height_px, width_px]} ({kind}): {problem[1]}")]
-        patches += frames * (height_px // fmt.PATCH_SIZE) * (width_px // fmt.PATCH_SIZE)
+        patches += frames * fmt.frame_patches(height_px, width_px)
         embeddings[seq] += visual_embeddings(kind, frames, height_px, width_px)
     findings: list[Finding] = []
     stored = 0 if pack.pixel_patches is None else pack.pixel_patches.shape[0]

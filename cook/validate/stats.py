@@ -150,9 +150,7 @@ def _pack_stored_bytes(raw: RawPack, media: list[list[str]]) -> Counter[str]:
             for medium, (_, name, _) in zip(kinds, frames, strict=True):
                 out[medium] += sizes.pop(name)
         else:
-            rows = [
-                (h // fmt.PATCH_SIZE) * (w // fmt.PATCH_SIZE) * fmt.PATCH_VALUES for h, w in frame_sizes(media_sizes)
-            ]
+            rows = [fmt.frame_patches(h, w) * fmt.PATCH_VALUES for h, w in frame_sizes(media_sizes)]
             for medium, size in zip(kinds, rows, strict=True):
                 out[medium] += size
             sizes[fmt.PIXEL_PATCHES] -= sum(rows)  # its .npy header stays with the text
