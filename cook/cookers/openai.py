@@ -62,14 +62,40 @@ def _content(value: Any, where: str, media: list[MediaRef]) -> list[Part]:
 
 
 def _plain_turn(message: Any) -> Turn | None:
-    """The common message (a dict with a known role, string content, nothing else to check) without
-    building any field name; None sends it the checked way (``_turn``), which names every error."""
-    if type(message) is not dict or len(message) != 2:
+    """The common message without building any field name: a dict of ``role``, ``content`` (a
+    non-empty string, or a list of ``{"type": "text", "text": str}`` parts) and optionally a string
+    ``reasoning_content``. None sends anything else the checked way (``_turn``), which names every
+    error; both ways build the same ``Turn`` for what this one takes."""
+    if type(message) is not dict:
         return None
     role, content = message.get("role"), message.get("content")
-    if type(content) is not str or not content or role not in ROLES or type(role) is not str:
+    if role not in ROLES or type(role) is not str:
         return None
-    return Turn(role=cast(Role, role), content=(TextPart(content),))
+    reasoning = message.get("reasoning_content")
+    if len(message) != (3 if "reasoning_content" in message else 2) or not (
+        reasoning is None or type(reasoning) is str
+    ):
+        return None
+    if type(content) is str:
+        parts: tuple[Part, ...] = (TextPart(content),) if content else ()
+    elif type(content) is list:
+        texts = []
+        for part in content:
+            if (
+                type(part) is not dict
+                or len(part) != 2
+                or part.get("type") != "text"
+                or type(part.get("text")) is not str
+            ):
+                return None
+            if part["text"]:
+                texts.append(TextPart(part["text"]))
+        parts = tuple(texts)
+    else:
+        return None
+    if not parts and not reasoning:
+        return None
+    return Turn(role=cast(Role, role), content=parts, reasoning=reasoning)
 
 
 def _turn(message: Any, where: str, media: list[MediaRef]) -> Turn:
