@@ -25,6 +25,7 @@ BENCHES = [
     "bench_plan",
     "bench_inspect_html",
     "bench_text_fast",
+    "bench_text_varied",
     "bench_template",
     "bench_reader",
     "bench_repack",
