@@ -234,6 +234,8 @@ def run() -> str:
         "packing.seq_len=8192",
         "packing.pad_multiple=64",
         "output.shard_size=4",
+        "media.image.storage=raw",  # uint8 patch rows, as measured before demo.yaml stored images as png
+        "media.video.storage=raw",
     ]
     media = _cook("validate_media", str(_media_corpus()), media_keys)
     media_small = _cook("validate_media_small", str(_media_corpus(MEDIA_SMALL)), media_keys)
