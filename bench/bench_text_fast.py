@@ -121,7 +121,7 @@ def _jobs(corpora: dict[str, Path]) -> dict[str, dict]:
     return result
 
 
-def _in_process(corpora: dict[str, Path]) -> list[float]:
+def _in_process(corpora: dict[str, Path], label: str = "text_fast", repeats: int = REPEATS) -> list[float]:
     """Marginal CPU s of the same job run in this (warm) interpreter: ``run_pipeline`` with the
     ``LocalExecutor``, so no start-up enters either run (the steadier figure on a shared machine)."""
     from cook.config import load_config
@@ -129,14 +129,14 @@ def _in_process(corpora: dict[str, Path]) -> list[float]:
     from cook.runner.pipeline import run_pipeline
 
     def cpu(size: str) -> float:
-        overrides = [f"input.path={corpora[size]}", f"output.dir={WORK / ('text_fast_inproc_' + size)}"]
+        overrides = [f"input.path={corpora[size]}", f"output.dir={WORK / f'{label}_inproc_{size}'}"]
         config = load_config(PIPELINE, overrides)
         start = time.process_time()
         run_pipeline(config, LocalExecutor, overwrite=True, progress=False)
         return time.process_time() - start
 
     cpu("small")  # first-use costs (imports, byte table) outside the timing
-    return sorted(cpu("big") - cpu("small") for _ in range(REPEATS))
+    return sorted(cpu("big") - cpu("small") for _ in range(repeats))
 
 
 LOAD_SCRIPT = """

@@ -26,7 +26,7 @@ import statistics
 from pathlib import Path
 from typing import Any
 
-from bench.bench_text_fast import PIPELINE, _bare, _job
+from bench.bench_text_fast import PIPELINE, _bare, _in_process, _job
 from bench.common import DEMO_TOKENIZER, WORK, single_threaded_tokenizers
 
 COMMAND = ".venv/bin/python -m bench.run_all bench_text_varied"
@@ -154,24 +154,6 @@ def _rendered(corpus: Path) -> list[str]:
     return [hf.apply_chat_template([_flat(m) for m in r["messages"]], tokenize=False) for r in rows]
 
 
-def _in_process(corpora: dict[str, Path]) -> list[float]:
-    import time
-
-    from cook.config import load_config
-    from cook.runner.local import LocalExecutor
-    from cook.runner.pipeline import run_pipeline
-
-    def cpu(size: str) -> float:
-        overrides = [f"input.path={corpora[size]}", f"output.dir={WORK / ('text_varied_inproc_' + size)}"]
-        config = load_config(PIPELINE, overrides)
-        start = time.process_time()
-        run_pipeline(config, LocalExecutor, overwrite=True, progress=False)
-        return time.process_time() - start
-
-    cpu("small")
-    return sorted(cpu("big") - cpu("small") for _ in range(REPEATS))
-
-
 def _jobs(corpora: dict[str, Path]) -> tuple[list[float], int, str]:
     runs: dict[str, list[tuple[float, float, dict]]] = {"big": [], "small": []}
     for _ in range(REPEATS):
@@ -187,7 +169,7 @@ def run() -> str:
     corpora = {"big": varied_corpus(BIG), "small": varied_corpus(SMALL)}
     texts = {size: _rendered(path) for size, path in corpora.items()}
     bare = _bare(texts)
-    in_process = _in_process(corpora)
+    in_process = _in_process(corpora, "text_varied", REPEATS)
     marginals, tokens, backend = _jobs(corpora)
     base = bare["hf"][1] / bare["hf"][0]
 
