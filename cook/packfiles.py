@@ -96,6 +96,7 @@ class _Pending:
 
     headers: list[bytes] = field(default_factory=list)
     at: list[int] = field(default_factory=list)  # each header's offset
+    stored: list[int] = field(default_factory=list)  # its checksum field (-1: unreadable)
     packs: list[RawPack] = field(default_factory=list)
 
 
@@ -184,8 +185,10 @@ class ShardWalk:
         if header == _ZERO_BLOCK:
             self._finish(data, offset)
             return None
+        stored = _octal(header[148:156])
         pending.headers.append(header)
         pending.at.append(offset)
+        pending.stored.append(-1 if stored is None else stored)
         parsed = _parse_header(header, offset)
         if isinstance(parsed, str):
             raise _Cut(TarFault.CORRUPT, parsed, offset)
@@ -197,21 +200,21 @@ class ShardWalk:
         walk stopped otherwise, if any."""
         table = np.frombuffer(b"".join(pending.headers), np.uint8).reshape(-1, BLOCK)  # uint8 [H, 512]
         actual = table.sum(axis=1, dtype=np.int64) - table[:, 148:156].sum(axis=1, dtype=np.int64) + 8 * ord(" ")
-        wrong = _wrong_checksums(table, actual)
+        wrong = np.flatnonzero(actual != np.array(pending.stored, dtype=np.int64))
         packs, stop = pending.packs, cut
         if wrong.size:
             i = int(wrong[0])
-            at, stored = pending.at[i], _octal(bytes(table[i, 148:156]))
+            at, stored = pending.at[i], pending.stored[i]
             ends = [*(pack.offset for pack in packs[1:]), end][: len(packs)]
             packs = [pack for pack, pack_end in zip(packs, ends, strict=True) if pack_end <= at]
             kept = [k for k, fault_at in enumerate(self._fault_at) if fault_at < at]
             self.faults, self._fault_at = [self.faults[k] for k in kept], [self._fault_at[k] for k in kept]
-            detail = f"header at byte {at}: checksum {stored} != {actual[i]}"
+            detail = f"header at byte {at}: checksum {stored if stored >= 0 else None} != {actual[i]}"
             stop = _Cut(TarFault.CORRUPT, detail, at)
         if stop is not None and stop.fault is not None:
             self._fault(stop.fault, stop.detail, stop.at)
             self.last_whole = self.complete = False
-        pending.headers, pending.at, pending.packs = [], [], []
+        pending.headers, pending.at, pending.stored, pending.packs = [], [], [], []
         yield from packs
         if wrong.size and cut is None:
             raise _Cut(None, "", at)
@@ -230,20 +233,6 @@ class ShardWalk:
         self.complete = not np.frombuffer(data[offset + 2 * BLOCK :], np.uint8).any()
         if not self.complete:
             self._fault(TarFault.CORRUPT, f"non-zero bytes after the end-of-archive marker at {offset}", offset)
-
-
-_OCTAL_PLACES: Final = np.array([8**k for k in range(5, -1, -1)], np.int64)
-
-
-def _wrong_checksums(table: np.ndarray, actual: np.ndarray) -> np.ndarray:
-    """The rows of ``table`` (uint8 [H, 512] headers) whose stored checksum is not ``actual``. A field written as
-    ``tarfile`` writes it (six octal digits, NUL, space) is compared as bytes, all rows at once; any other
-    field is parsed by ``_octal``."""
-    expected = np.empty((len(actual), 8), np.uint8)
-    expected[:, :6] = (actual[:, None] // _OCTAL_PLACES) % 8 + ord("0")
-    expected[:, 6:] = (0, ord(" "))
-    differs = np.flatnonzero((table[:, 148:156] != expected).any(axis=1) | (actual >= 8**6))
-    return np.array([i for i in differs if _octal(bytes(table[i, 148:156])) != actual[i]], np.int64)
 
 
 def _octal(field_bytes: bytes) -> int | None:

@@ -29,7 +29,7 @@ from cook.validate import boundaries, masks, media, placeholders, tokens
 from cook.validate.batch import Findings, PackBatch, Spans
 from cook.validate.digests import source_digests
 from cook.validate.frames import storage_findings
-from cook.validate.members import TEXT_MEMBERS, PackMembers, entry_problem, parse_members, sequence_columns
+from cook.validate.members import PackMembers, entry_problem, parse_members, sequence_columns
 from cook.validate.problems import Code, Finding, PackRules, Problem
 
 MAX_PROBLEMS: Final = 1000
@@ -175,10 +175,9 @@ def _parse(scan: ShardScan, raw: RawPack, rules: PackRules) -> tuple[PackMembers
     if rules.deep:
         scan.pack_digests[raw.key] = pack_digest(raw.members)
     members, findings = parse_members(raw, decode_frames=rules.deep)
-    if raw.members.keys() != TEXT_MEMBERS:  # a text pack stores no frames
-        findings += storage_findings(
-            raw.members, rules.frame_storage, rules.video_frame_storage, *_sizes_and_kinds(members)
-        )
+    findings += storage_findings(
+        raw.members, rules.frame_storage, rules.video_frame_storage, *_sizes_and_kinds(members)
+    )
     if members is None:
         scan.unparsed += 1
         scan.add(findings, raw.key)

@@ -116,7 +116,7 @@ def _frame_members(pack: Pack, image: FrameStorage, video: FrameStorage) -> list
     out: list[tuple[str, tuple[memoryview, ...]]] = []
     first = 0
     for index, ((height_px, width_px), storage) in enumerate(zip(frame_sizes(pack.media_sizes), storages, strict=True)):
-        count = (height_px // fmt.PATCH_SIZE) * (width_px // fmt.PATCH_SIZE)
+        count = fmt.frame_patches(height_px, width_px)
         data = encode_frame(patches[first : first + count], height_px, width_px, storage)
         out.append((fmt.frame_member(index, storage.codec), (memoryview(data),)))
         first += count
