@@ -159,6 +159,7 @@ def test_one_and_two_actors_give_identical_output(raw: Path, reference: dict, tm
         assert _digest(out) == reference, workers
 
 
+@pytest.mark.slow  # actors killed and restarted: ~8 s
 def test_record_that_kills_actors_is_rejected_as_worker_crash(
     raw: Path,
     tmp_path: Path,
