@@ -17,7 +17,8 @@ to plan and ``ShardTask``s to write, and gets back ``UnitDone``s (counts, reject
   A window whose shards are all committed is complete: the resume position moves to its end.
 - Checkpoints (``state.json``, the rejects and index rows before it) are timed, not per window: after
   a commit once ``CHECKPOINT_SECONDS`` have passed since the last, at the end, and on an interrupt
-  while waiting on the workers. Staged units before the saved position are then dropped.
+  while waiting on the workers. Staged units are dropped as their windows complete: a ``kill -9``
+  before the next save cooks them again (the same bytes).
 - Progress: the executor passes on the workers' reports of units still cooking (``UnitProgress``);
   the bar moves by what each adds, and by the rest of its unit when the unit's summary is consumed
   (``cook.runner.progress``), so every unit counts its planned bytes once.
@@ -211,6 +212,9 @@ class Driver:
             self.state.window_pack = completed.first_pack + completed.packs
         if completed is not None:
             self.at = completed.end
+            for unit in range(self.dropped, self.at.unit):  # no open window holds their samples (a kill -9
+                self.executor.store.drop(unit)  # before the next save cooks them again: the same bytes)
+            self.dropped = max(self.dropped, self.at.unit)
         moved = self.since_checkpoint or self.at != Position(self.state.next_unit, self.state.skip)
         if moved and time.monotonic() - self.checkpointed >= CHECKPOINT_SECONDS:
             self._checkpoint(self.at)
@@ -227,8 +231,5 @@ class Driver:
         self.writer.sync()  # the rejects and index rows before the state that counts them
         self.output.save()
         self.since_checkpoint, self.checkpointed = 0, time.monotonic()
-        for unit in range(self.dropped, position.unit):  # no open window holds their samples
-            self.executor.store.drop(unit)
-        self.dropped = max(self.dropped, position.unit)
         for unit in [u for u in self.snapshots if u < position.unit - 1]:
             del self.snapshots[unit]
