@@ -14,8 +14,11 @@ to plan and ``ShardTask``s to write, and gets back ``UnitDone``s (counts, reject
 - Summaries are consumed in unit order (a reorder buffer): rejects are written in input order and
   windows are the same whatever finishes first.
 - Shards are committed in index order: their Energon index rows are added, their counts summed.
-  A window whose shards are all committed is complete: the state moves to its end and the staged
-  units before it are dropped.
+  A window whose shards are all committed is complete: the resume position moves to its end.
+- Checkpoints (``state.json``, the rejects and index rows before it) are timed, not per window: after
+  a commit once ``CHECKPOINT_SECONDS`` have passed since the last, at the end, and on an interrupt
+  while waiting on the workers. Staged units are dropped as their windows complete: a ``kill -9``
+  before the next save cooks them again (the same bytes).
 - Progress: the executor passes on the workers' reports of units still cooking (``UnitProgress``);
   the bar moves by what each adds, and by the rest of its unit when the unit's summary is consumed
   (``cook.runner.progress``), so every unit counts its planned bytes once.
@@ -23,16 +26,18 @@ to plan and ``ShardTask``s to write, and gets back ``UnitDone``s (counts, reject
 
 from __future__ import annotations
 
+import time
 from collections import Counter, deque
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Protocol
 
 from cook.config import PipelineConfig
+from cook.errors import interrupts_held
 from cook.packing.metrics import PackingStats
 from cook.runner.output_dir import OutputDir
 from cook.runner.progress import Progress, UnitProgress
-from cook.runner.resume import CHECKPOINT_SHARDS
+from cook.runner.resume import CHECKPOINT_SECONDS
 from cook.runner.staging import SampleStore
 from cook.runner.units import Job, Result, ShardDone, Unit, UnitDone, WindowDone
 from cook.runner.windows import Planner, Position, WindowPlan
@@ -82,7 +87,9 @@ class Driver:
         self.unit_bytes: dict[int, int] = {}  # input bytes per unit not yet consumed, for progress
         self.reported: dict[int, UnitProgress] = {}  # the most each unit's reports said, until it is consumed
         executor.on_progress = self._advance
-        self.since_checkpoint = 0
+        self.at = self.resume  # where the first window not yet complete starts
+        self.since_checkpoint = 0  # shards committed since the last checkpoint
+        self.checkpointed = time.monotonic()
         self.shards_by_writer: Counter[str] = Counter()
 
     def run(self, units: Sequence[Unit]) -> None:
@@ -123,7 +130,12 @@ class Driver:
                     raise RuntimeError(f"driver stalled at unit {turn}: nothing to run and nothing running")
                 continue
             self.writer.open_index()  # once (then a no-op): Ray's first jobs are out, so its slow import overlaps them
-            result = executor.next_done()
+            try:
+                result = executor.next_done()
+            except KeyboardInterrupt:  # between whole steps: the state is whole, keep what is done
+                with interrupts_held():
+                    self._checkpoint(self.at)
+                raise
             if isinstance(result, UnitDone):
                 cooking -= 1
                 waiting[result.unit] = result
@@ -199,9 +211,13 @@ class Driver:
             self.state.window_shard = completed.shards.stop
             self.state.window_pack = completed.first_pack + completed.packs
         if completed is not None:
-            self._checkpoint(completed.end)
-        elif self.since_checkpoint >= CHECKPOINT_SHARDS:
-            self._checkpoint(Position(self.state.next_unit, self.state.skip))
+            self.at = completed.end
+            for unit in range(self.dropped, self.at.unit):  # no open window holds their samples (a kill -9
+                self.executor.store.drop(unit)  # before the next save cooks them again: the same bytes)
+            self.dropped = max(self.dropped, self.at.unit)
+        moved = self.since_checkpoint or self.at != Position(self.state.next_unit, self.state.skip)
+        if moved and time.monotonic() - self.checkpointed >= CHECKPOINT_SECONDS:
+            self._checkpoint(self.at)
 
     def _checkpoint(self, position: Position) -> None:
         """Save the state: the input resumes at ``position``; every committed shard is kept."""
@@ -214,9 +230,6 @@ class Driver:
         state.packing, state.windows_short_of_pack_count_multiple = self.stats, self.unmet
         self.writer.sync()  # the rejects and index rows before the state that counts them
         self.output.save()
-        self.since_checkpoint = 0
-        for unit in range(self.dropped, position.unit):  # no open window holds their samples
-            self.executor.store.drop(unit)
-        self.dropped = max(self.dropped, position.unit)
+        self.since_checkpoint, self.checkpointed = 0, time.monotonic()
         for unit in [u for u in self.snapshots if u < position.unit - 1]:
             del self.snapshots[unit]

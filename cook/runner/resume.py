@@ -1,8 +1,9 @@
 """Which run this is (``RunIdentity``) and how far it got (``RunState``, saved as ``state.json``;
 SPEC §2: resume an interrupted run, a rerun of a finished run is no error).
 
-The state is saved when a window's shards are all written, and every ``CHECKPOINT_SHARDS`` shards
-within a window (the shard group of a long window, or of ``buffer_size: all``). It records where the
+The state is saved when shards were committed and ``CHECKPOINT_SECONDS`` have passed since the last
+save (so its cost does not grow with the number of windows), at the end, and on an interrupt (Ctrl-C)
+while the driver waits on its workers; a ``kill -9`` resumes from the last save. It records where the
 first unfinished window starts — ``next_unit`` and how many of that unit's samples earlier windows
 packed (``skip``) — and the shards written so far, in order, which may include the first shards of
 that window; plus the byte length of ``rejects.jsonl.partial`` and the counts at the window's
@@ -35,7 +36,7 @@ from cook.manifest import Manifest, ShardInfo
 from cook.packing.metrics import PackingStats
 from cook.runner.units import Unit
 
-CHECKPOINT_SHARDS = 16
+CHECKPOINT_SECONDS = 5.0  # the state is saved at most this often while the run goes on
 SHOWN_DIFFERENCES = 3  # a refusal names at most this many differing keys or input files
 
 

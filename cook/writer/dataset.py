@@ -28,6 +28,8 @@ from cook.writer.manifest import write_manifest
 from cook.writer.rejects import RejectsWriter
 from cook.writer.shards import ShardLayout
 
+QUEUED_SHARDS = 64  # index rows of this many shards are queued at most before they are inserted
+
 
 class DatasetWriter:
     def __init__(self, out_dir: str, kept_shards: int, rejects_bytes: int, by_reason: dict[str, int]) -> None:
@@ -50,8 +52,12 @@ class DatasetWriter:
         self.index.open()
 
     def add_shard(self, shard_index: int, layout: ShardLayout) -> None:
-        """Queue the shard's index rows: they go in, with the rows of every shard queued since, at ``sync``."""
+        """Queue the shard's index rows: they go in, with the rows of every shard queued since, at ``sync``
+        or once ``QUEUED_SHARDS`` wait (inserted then, made durable at ``sync``: memory stays bounded
+        between the driver's timed checkpoints)."""
         self._rows.append((shard_index, layout))
+        if len(self._rows) >= QUEUED_SHARDS:
+            self._add_rows()
 
     def _add_rows(self) -> None:
         if self._rows:

@@ -57,6 +57,7 @@ def test_resume_from_the_previous_state_layout(tmp_path: Path, monkeypatch: pyte
             raise KeyboardInterrupt
 
     monkeypatch.setattr(OutputDir, "save", save_then_stop)
+    monkeypatch.setattr("cook.runner.driver.CHECKPOINT_SECONDS", 0.0)  # a save after every commit
     pipeline = _pipeline(tmp_path, "out")
     assert main(["run", str(pipeline), "--workers", "0", "--quiet"]) == 130
     monkeypatch.undo()
