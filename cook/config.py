@@ -178,6 +178,12 @@ class RayConfig:
     connect_timeout_s: float = _key(
         30.0, "Joining a cluster (ray.address) fails with one line after this many seconds.", exclusiveMinimum=0
     )
+    checkpoint_interval_s: float = _key(
+        5.0,
+        "The resume state is saved after a shard commit once this many seconds have passed since the last "
+        "save (0: after every commit), at the end and on Ctrl-C; a kill -9 resumes from the last save.",
+        minimum=0,
+    )
     direct_io: bool = _key(
         False,
         "Write shards with O_DIRECT (Linux), past the page cache; the bytes are the same. Off: plain buffered "

@@ -2,7 +2,9 @@
 
 The driver holds no samples and does no work per sample. It sends ``Unit``s to cook, ``WindowTask``s
 to plan and ``ShardTask``s to write, and gets back ``UnitDone``s (counts, rejects), ``WindowDone``s
-(pack count, packing stats) and ``ShardDone``s (sha256, size, index rows).
+(pack count, packing stats) and ``ShardDone``s (sha256, size, counts). Once every shard is committed,
+an ``IndexTask`` has a worker publish ``.nv-meta/`` from the index rows the shards' writers left: the
+driver never handles a per-pack row.
 
 - Windows are cut from the units' sample counts (``cook.runner.windows.Planner``) and planned on the
   workers; their plans come back in any order and are numbered in window order (packs and shards
@@ -13,10 +15,10 @@ to plan and ``ShardTask``s to write, and gets back ``UnitDone``s (counts, reject
   staged samples stay bounded too.
 - Summaries are consumed in unit order (a reorder buffer): rejects are written in input order and
   windows are the same whatever finishes first.
-- Shards are committed in index order: their Energon index rows are added, their counts summed.
+- Shards are committed in index order: their manifest entries kept, their counts summed.
   A window whose shards are all committed is complete: the resume position moves to its end.
-- Checkpoints (``state.json``, the rejects and index rows before it) are timed, not per window: after
-  a commit once ``CHECKPOINT_SECONDS`` have passed since the last, at the end, and on an interrupt
+- Checkpoints (``state.json``, the rejects before it) are timed, not per window: after
+  a commit once ``ray.checkpoint_interval_s`` have passed since the last, at the end, and on an interrupt
   while waiting on the workers. Staged units are dropped as their windows complete: a ``kill -9``
   before the next save cooks them again (the same bytes).
 - Progress: the executor passes on the workers' reports of units still cooking (``UnitProgress``);
@@ -37,9 +39,8 @@ from cook.errors import interrupts_held
 from cook.packing.metrics import PackingStats
 from cook.runner.output_dir import OutputDir
 from cook.runner.progress import Progress, UnitProgress
-from cook.runner.resume import CHECKPOINT_SECONDS
 from cook.runner.staging import SampleStore
-from cook.runner.units import Job, Result, ShardDone, Unit, UnitDone, WindowDone
+from cook.runner.units import IndexDone, IndexTask, Job, Result, ShardDone, Unit, UnitDone, WindowDone
 from cook.runner.windows import Planner, Position, WindowPlan
 from cook.writer.dataset import DatasetWriter
 
@@ -129,7 +130,6 @@ class Driver:
                 if not self.tasks and not (todo and not waiting):
                     raise RuntimeError(f"driver stalled at unit {turn}: nothing to run and nothing running")
                 continue
-            self.writer.open_index()  # once (then a no-op): Ray's first jobs are out, so its slow import overlaps them
             try:
                 result = executor.next_done()
             except KeyboardInterrupt:  # between whole steps: the state is whole, keep what is done
@@ -141,10 +141,13 @@ class Driver:
                 waiting[result.unit] = result
             elif isinstance(result, WindowDone):
                 self._planned(result)
-            else:
+            elif isinstance(result, ShardDone):
                 self.done[result.shard_index] = result
                 self._commit()
         self._checkpoint(Position(len(units)))
+        executor.submit(IndexTask(self.committed))  # every shard is committed: its rows are all there
+        done = executor.next_done()
+        assert isinstance(done, IndexDone), done
 
     def _consume(self, summary: UnitDone) -> None:
         if summary.unit != self.resume.unit or not self.resume.skip:  # else counted before the interrupt
@@ -195,7 +198,6 @@ class Driver:
     def _commit(self) -> None:
         while self.committed in self.done:
             shard = self.done.pop(self.committed)
-            self.writer.add_shard(self.committed, shard.layout)
             self.state.shards.append(shard.info)
             self.packed += shard.counts
             self.shards_by_writer[shard.writer] += 1
@@ -216,7 +218,7 @@ class Driver:
                 self.executor.store.drop(unit)  # before the next save cooks them again: the same bytes)
             self.dropped = max(self.dropped, self.at.unit)
         moved = self.since_checkpoint or self.at != Position(self.state.next_unit, self.state.skip)
-        if moved and time.monotonic() - self.checkpointed >= CHECKPOINT_SECONDS:
+        if moved and time.monotonic() - self.checkpointed >= self.config.ray.checkpoint_interval_s:
             self._checkpoint(self.at)
 
     def _checkpoint(self, position: Position) -> None:
@@ -228,7 +230,7 @@ class Driver:
         rejected = sum(by_reason.values())
         state.counts = replace(self.packed, records_in=records_in, records_rejected=rejected)
         state.packing, state.windows_short_of_pack_count_multiple = self.stats, self.unmet
-        self.writer.sync()  # the rejects and index rows before the state that counts them
+        self.writer.sync()  # the rejects before the state that counts them
         self.output.save()
         self.since_checkpoint, self.checkpointed = 0, time.monotonic()
         for unit in [u for u in self.snapshots if u < position.unit - 1]:

@@ -10,8 +10,8 @@ staged, and what is removed when a run finishes or fails early.
       cook_manifest.json           last: its presence marks the run finished
       .cook.lock                   the running cook's pid, under an ``fcntl.flock``
       .cook-progress/              while unfinished: state.json (removed last), shards.jsonl (the
-                                   committed shards, appended), the Energon work index, stage/
-                                   (``cook.runner.staging``)
+                                   committed shards, appended), index-rows/ (each shard's Energon
+                                   rows, ``cook.writer.energon_index``), stage/ (``cook.runner.staging``)
 
 ``OutputDir``'s docstring lists what opening does with each of these states; ``--overwrite``
 removes only what cook writes (the entries above but the lock).
@@ -42,7 +42,7 @@ from cook.runner.resume import (
 )
 from cook.writer.atomic import atomic_write
 from cook.writer.dataset import DatasetWriter
-from cook.writer.energon_index import progress_index_path
+from cook.writer.index_rows import remove_rows_from, rows_dir, rows_missing
 from cook.writer.rejects import partial_path, roll_back_rejects
 
 STATE_NAME = "state.json"  # in the progress directory
@@ -69,7 +69,7 @@ class OutputDir:
     - this pipeline, finished but interrupted while removing its progress directory: the removal is
       completed (``finished`` and ``resumed``).
     - otherwise ``ConfigError`` (exit 2): a finished run that differs (naming how), an interrupted run
-      of another pipeline or input, or one whose Energon work index is missing.
+      of another pipeline or input, or one whose shards' Energon index rows are missing.
     """
 
     def __init__(self, path: str, identity: RunIdentity, overwrite: bool = False) -> None:
@@ -119,10 +119,11 @@ class OutputDir:
                 f"pass --overwrite to discard it"
             )
         else:
-            index = progress_index_path(self.path)
-            if state.shards and not os.path.isfile(index):
+            missing = rows_missing(self.path, len(state.shards))
+            if missing:
                 raise ConfigError(
-                    f"output.dir: {self.path!r} holds an interrupted run whose Energon index ({index}) is missing; "
+                    f"output.dir: {self.path!r} holds an interrupted run whose shards' Energon index rows are missing "
+                    f"({len(missing)} of {len(state.shards)} in {rows_dir(self.path)}, first {missing[0]}); "
                     f"pass --overwrite to start again"
                 )
             self._roll_back(state)
@@ -191,11 +192,12 @@ class OutputDir:
         return state
 
     def _roll_back(self, state: RunState) -> None:
-        """Remove what was written after ``state``: later shards and indexes, extra reject lines."""
+        """Remove what was written after ``state``: later shards, their indexes and rows, extra reject lines."""
         keep = {s.name for s in state.shards}
         for path in glob.glob(os.path.join(self.path, f"{fmt.SHARD_PREFIX}*")):
             if os.path.basename(path).removesuffix(fmt.INDEX_SUFFIX) not in keep:
                 os.unlink(path)
+        remove_rows_from(self.path, len(state.shards))
         roll_back_rejects(self.path, state.rejects_bytes)
 
     def save(self) -> None:
@@ -222,7 +224,7 @@ class OutputDir:
     def writer(self) -> DatasetWriter:
         """The dataset writer, continuing from ``state`` (its shards, rejects bytes and counts)."""
         state = self.state
-        return DatasetWriter(self.path, len(state.shards), state.rejects_bytes, state.rejects_by_reason)
+        return DatasetWriter(self.path, state.rejects_bytes, state.rejects_by_reason)
 
     def has_staged(self) -> bool:
         """Whether the stage holds anything a resumed run could reuse."""
@@ -246,10 +248,11 @@ class OutputDir:
                 self.remove_progress()
 
     def finish(self, writer: DatasetWriter, manifest: Manifest) -> None:
-        """Publish the run: the run record, then ``.nv-meta/``, rejects and the manifest (the writer's
-        ``publish``: the manifest last marks the run finished), then remove the progress directory."""
+        """Publish the run (its ``.nv-meta/`` is written): the run record, then rejects and the manifest
+        (the writer's ``publish``: the manifest last marks the run finished), then remove the progress
+        directory."""
         self.write_run_record()
-        writer.publish(self.state.shards, manifest)
+        writer.publish(manifest)
         self.remove_progress()  # finished: nothing left to resume
 
     def write_run_record(self) -> None:

@@ -5,9 +5,11 @@
       -> driver: unit counts in unit order -> windows of ``packing.buffer_size`` samples (``cook.runner.windows``)
       -> workers: plan_window (the window's pack plan from its staged lengths alone), plan staged
       -> driver: pack counts numbered in window order -> shard tasks
-      -> workers: write_shard (plan + staged samples -> packs -> shard + .tar.idx, straight to the output)
-      -> driver: shards committed in order -> Energon index rows, resume state
-    -> at the end: .nv-meta (Energon index), rejects.jsonl, .cook-run.json, cook_manifest.json (last)
+      -> workers: write_shard (plan + staged samples -> packs -> shard + .tar.idx, straight to the output,
+         and the shard's Energon index rows under the progress directory)
+      -> driver: shards committed in order -> resume state
+    -> at the end: a worker publishes .nv-meta (Energon's index, from the rows); the driver writes
+       .cook-run.json, rejects.jsonl, cook_manifest.json (last)
 
 Windows are planned as soon as they fill and their shards are written while later units cook, so
 a window closes during the run. The output depends only on the input and the pipeline: units are

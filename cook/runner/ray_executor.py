@@ -1,11 +1,12 @@
 """Ray executor: CookWorker inside actors; jobs to the least busy actor; small results back.
 
-The Ray layer is only this: actors that each load one tokenizer and reuse it and run both kinds of
-job (cook a unit, plan a window, write a shard), ``IN_FLIGHT_PER_ACTOR`` jobs per actor at a time, and crash
-handling. An actor returns its result as JSON bytes (``units.encode_result``, never pickle), so
-the driver counts exactly what crosses to it (``received_bytes``): unit counts, window pack counts
-and shard entries, never samples or their lengths, which the actors stage under the output
-directory (``cook.runner.staging.DiskStore``; shared storage on a cluster).
+The Ray layer is only this: actors that each load one tokenizer and reuse it and run every kind of
+job (cook a unit, plan a window, write a shard, publish the index), ``IN_FLIGHT_PER_ACTOR`` jobs per
+actor at a time, and crash handling. An actor returns its result as JSON bytes
+(``units.encode_result``, never pickle), so the driver counts exactly what crosses to it
+(``received_bytes``): unit counts, window pack counts and shard entries, never samples, their
+lengths or Energon's index rows, which the actors stage under the output directory
+(``cook.runner.staging.DiskStore``, ``cook.writer.index_rows``; shared storage on a cluster).
 Starting or joining Ray (bounded connect, token-auth hints) is ``cook.runner.ray_connect``.
 
 Progress of the units cooking takes a side channel, a ``ProgressBoard`` actor: each actor posts its
@@ -34,7 +35,18 @@ from cook.config import PipelineConfig
 from cook.runner.progress import REPORT_INTERVAL_S, UnitProgress
 from cook.runner.ray_connect import start_ray, stop_ray, worker_env
 from cook.runner.staging import DiskStore, SampleStore
-from cook.runner.units import Attempt, Job, Result, ShardDone, ShardTask, Unit, WindowTask, decode_result, encode_result
+from cook.runner.units import (
+    Attempt,
+    IndexTask,
+    Job,
+    Result,
+    ShardDone,
+    ShardTask,
+    Unit,
+    WindowTask,
+    decode_result,
+    encode_result,
+)
 from cook.runner.worker import CookWorker
 
 IN_FLIGHT_PER_ACTOR = 2  # jobs running or queued on an actor
@@ -178,4 +190,6 @@ class RayExecutor:
 def _describe(job: Job) -> str:
     if isinstance(job, Unit):
         return f"unit {job.index} ({job.path})"
+    if isinstance(job, IndexTask):
+        return f"the Energon index of {job.shards} shards"
     return f"window {job.index}" if isinstance(job, WindowTask) else f"shard {job.shard_index}"

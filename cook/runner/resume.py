@@ -1,7 +1,7 @@
 """Which run this is (``RunIdentity``) and how far it got (``RunState``, saved as ``state.json``;
 SPEC §2: resume an interrupted run, a rerun of a finished run is no error).
 
-The state is saved when shards were committed and ``CHECKPOINT_SECONDS`` have passed since the last
+The state is saved when shards were committed and ``ray.checkpoint_interval_s`` have passed since the last
 save (so its cost does not grow with the number of windows), at the end, and on an interrupt (Ctrl-C)
 while the driver waits on its workers; a ``kill -9`` resumes from the last save. It records where the
 first unfinished window starts — ``next_unit`` and how many of that unit's samples earlier windows
@@ -36,7 +36,6 @@ from cook.manifest import Manifest, ShardInfo
 from cook.packing.metrics import PackingStats
 from cook.runner.units import Unit
 
-CHECKPOINT_SECONDS = 5.0  # the state is saved at most this often while the run goes on
 SHOWN_DIFFERENCES = 3  # a refusal names at most this many differing keys or input files
 
 

@@ -4,13 +4,16 @@
     driver --WindowTask-->  worker: plan the window's packs from the staged lengths, stage the plan
                             --WindowDone--> driver
     driver --ShardTask-->   worker: build packs ``[start, stop)`` of a window's plan from staged samples,
-                            write the shard --ShardDone--> driver
+                            write the shard and its Energon index rows --ShardDone--> driver
+    driver --IndexTask-->   worker (once, every shard committed): publish ``.nv-meta/`` from the
+                            shards' rows --IndexDone--> driver
 
 A ``UnitDone`` holds the unit's counts (records, samples, tokens) and rejects; a ``WindowDone`` its
-pack count and packing stats; a ``ShardDone`` the shard's sha256, size, Energon index rows and counts.
-Nothing the driver receives grows with samples: token ids, patches, audio features, per-sample lengths
-and the pack plans stay in the workers and the staging store (``cook.runner.staging``). The driver
-cuts windows from sample counts and numbers packs and shards in window order.
+pack count and packing stats; a ``ShardDone`` the shard's sha256, size and counts. Nothing the driver
+receives grows with samples or packs: token ids, patches, audio features, per-sample lengths, the pack
+plans and Energon's per-pack index rows stay in the workers, the staging store
+(``cook.runner.staging``) and the progress directory. The driver cuts windows from sample counts and
+numbers packs and shards in window order.
 """
 
 from __future__ import annotations
@@ -27,7 +30,6 @@ from cook.format import PACKED_COUNT_KEYS, Counts
 from cook.manifest import ShardInfo
 from cook.packing.metrics import PackingStats
 from cook.types import RejectRecord
-from cook.writer.shards import ShardLayout
 
 
 @dataclass(frozen=True, eq=False)
@@ -177,17 +179,28 @@ class ShardTask:
 
 @dataclass(frozen=True)
 class ShardDone:
-    """A written shard: its manifest entry, its Energon index rows, what it counts, who wrote it."""
+    """A written shard (its Energon index rows beside it): its manifest entry, what it counts, who wrote it."""
 
     shard_index: int
     info: ShardInfo
-    layout: ShardLayout
     counts: Counts  # the PACKED_COUNT_KEYS part (records are the driver's)
     writer: str = ""  # the node that wrote it (Ray node id; "" in-process)
 
 
-Job = Unit | WindowTask | ShardTask
-Result = UnitDone | WindowDone | ShardDone
+@dataclass(frozen=True)
+class IndexTask:
+    """Publish ``.nv-meta/`` for shards ``[0, shards)`` from the rows their writers left."""
+
+    shards: int
+
+
+@dataclass(frozen=True)
+class IndexDone:
+    shards: int
+
+
+Job = Unit | WindowTask | ShardTask | IndexTask
+Result = UnitDone | WindowDone | ShardDone | IndexDone
 
 
 # ------------------------------------------------------------------ the wire form: JSON, never pickle
@@ -220,11 +233,11 @@ def _body(result: Result) -> dict[str, Any]:
             "stats": asdict(result.stats),
             "short_of_multiple": result.short_of_multiple,
         }
-    layout = result.layout
+    if isinstance(result, IndexDone):
+        return {"index_shards": result.shards}
     return {
         "shard_index": result.shard_index,
         "info": asdict(result.info),
-        "layout": [list(layout.keys), list(layout.offsets), [list(part) for part in layout.parts]],
         "counts": result.counts.to_dict(PACKED_COUNT_KEYS),
         "writer": result.writer,
     }
@@ -266,7 +279,7 @@ def decode_result(payload: bytes) -> Result:
     if "window" in body:
         stats = PackingStats.from_fields(body["stats"])
         return WindowDone(body["window"], body["packs"], stats, body["short_of_multiple"])
-    keys, offsets, parts = body["layout"]
-    layout = ShardLayout(tuple(keys), tuple(offsets), tuple(map(tuple, parts)))
+    if "index_shards" in body:
+        return IndexDone(body["index_shards"])
     counts = Counts.from_dict(body["counts"])
-    return ShardDone(body["shard_index"], ShardInfo(**body["info"]), layout, counts, body["writer"])
+    return ShardDone(body["shard_index"], ShardInfo(**body["info"]), counts, body["writer"])

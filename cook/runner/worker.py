@@ -1,4 +1,4 @@
-"""CookWorker: the three jobs a worker does (SPEC §11).
+"""CookWorker: the jobs a worker does (SPEC §11).
 
     cook_unit(Unit) -> UnitDone            sources -> cookers -> media -> tokenize -> fit; the samples and
                                            their lengths go to the staging store, the driver gets counts
@@ -6,7 +6,9 @@
     plan_window(WindowTask) -> WindowDone  staged lengths -> plan_window -> the pack plan, staged; the
                                            driver gets the pack count and packing stats
     write_shard(ShardTask) -> ShardDone    the window's plan + staged samples -> build_pack -> shard +
-                                           .tar.idx on disk; the driver gets sha256, size, index rows, counts
+                                           .tar.idx + its Energon index rows on disk; the driver gets
+                                           sha256, size, counts
+    IndexTask -> IndexDone                 once, at the end: ``.nv-meta/`` from the shards' index rows
 
 A ``cook repack`` unit (``Unit.reads``) is not cooked: its sequences are read back out of the source
 packs (``cook.runner.repack_read``) and fitted to the new packing; the rest is the same.
@@ -49,6 +51,8 @@ from cook.runner.repack_read import repack_unit
 from cook.runner.staging import DiskStore, SampleStore
 from cook.runner.units import (
     Attempt,
+    IndexDone,
+    IndexTask,
     Job,
     PackPlan,
     Result,
@@ -65,6 +69,8 @@ from cook.sources import SOURCES, Cursor, source_name
 from cook.tokenize import ChatTokenizer, tokenize_batch
 from cook.tokenize.backends import SAMPLE_TEXTS
 from cook.types import Conversation, MediaItem, Pack, RawRecord, TextPart, TokenizedSample
+from cook.writer.energon_index import publish_index
+from cook.writer.index_rows import write_rows
 from cook.writer.shards import write_shard
 
 TOKENIZE_BATCH = 256
@@ -187,6 +193,9 @@ class CookWorker:
             return self.cook_unit(job, attempt)
         if isinstance(job, WindowTask):
             return self.plan_window(job)
+        if isinstance(job, IndexTask):
+            publish_index(self.config.output.dir, job.shards)
+            return IndexDone(job.shards)
         return self.write_shard(job)
 
     def cook_unit(self, unit: Unit, attempt: Attempt | None = None) -> UnitDone:
@@ -261,7 +270,8 @@ class CookWorker:
 
     def write_shard(self, task: ShardTask) -> ShardDone:
         """Build the task's packs from its window's plan and staged samples and write them as one
-        shard (a plan that is not staged, after a crash or on a fresh node, is made again: it is pure)."""
+        shard, then its Energon index rows (a plan that is not staged, after a crash or on a fresh
+        node, is made again: it is pure)."""
         plan = self.store.plan(task.window) or self._plan(task.window)[0]
         refs, pack_bounds = plan.packs_in(task.start, task.stop)
         samples = self.store.take(refs)
@@ -278,7 +288,8 @@ class CookWorker:
             storage=frame_storage(image.storage, image.jpeg_quality),
             video_storage=frame_storage(*self.config.media.video_storage),
         )
-        return ShardDone(task.shard_index, info, layout, _packed_counts(packs, samples))
+        write_rows(self.config.output.dir, task.shard_index, info, layout)
+        return ShardDone(task.shard_index, info, _packed_counts(packs, samples))
 
 
 def read_unit(

@@ -34,7 +34,7 @@ def _after(original: Callable[..., Any], calls: int) -> Callable[..., Any]:
 
 # (module, attribute, nth call): each finalize step, in the order a run finishes
 POINTS = {
-    "index.sqlite published": (energon_index.EnergonIndex, "_build_published", 1),
+    "index.sqlite published": (energon_index, "build_sqlite", 1),
     ".info.json": (energon_index, "atomic_write", 1),
     "split.yaml": (energon_index, "atomic_write", 2),
     "index.uuid": (energon_index, "atomic_write", 3),

@@ -46,6 +46,7 @@ def _cook(out: Path, input_path: Path, seq_len: int, **sections: dict) -> Path:
         packing={"seq_len": seq_len, "buffer_size": 40},
         output={"shard_size": 3},
         input={"unit_bytes": 20_000},
+        ray={"checkpoint_interval_s": 0},  # the state is saved at each commit: the kill test waits on windows
     )
     for name, values in sections.items():
         data.setdefault(name, {}).update(values)

@@ -7,6 +7,7 @@ import contextlib
 import hashlib
 import json
 import os
+import shutil
 import signal
 import sqlite3
 import subprocess
@@ -20,6 +21,7 @@ import yaml
 from cook import format as fmt
 from cook.cli.main import main
 from cook.runner.output_dir import STATE_NAME
+from cook.writer.index_rows import ROWS_DIR
 from tests.conftest import REPO, pipeline_dict, write_jsonl
 from tests.e2e.faults import MARKER, KillingWorker
 
@@ -58,6 +60,7 @@ def _pipeline(tmp: Path, raw: Path, out: Path, **packing: object) -> Path:
         packing={"seq_len": 512, "buffer_size": 60, **packing},
         output={"shard_size": 3},
         input={"unit_bytes": 40_000},
+        ray={"checkpoint_interval_s": 0},  # the state is saved at each commit: kills wait on its windows
     )
     path = tmp / f"{out.name}.yaml"
     path.write_text(yaml.safe_dump(data))
@@ -134,11 +137,11 @@ def test_two_kills_in_a_row(raw: Path, reference: dict, tmp_path: Path) -> None:
 
 
 @pytest.mark.slow  # an interrupted run first: ~4 s
-def test_resume_without_its_index_is_refused(raw: Path, tmp_path: Path) -> None:
+def test_resume_without_its_index_rows_is_refused(raw: Path, tmp_path: Path) -> None:
     out = tmp_path / "ref"
     pipeline = _pipeline(tmp_path, raw, out)
     _run_and_kill(pipeline, out, 2, "--workers", "0")
-    (out / fmt.PROGRESS_DIR / fmt.INDEX_SQLITE).unlink()
+    shutil.rmtree(out / fmt.PROGRESS_DIR / ROWS_DIR)
     assert main(["run", str(pipeline), "--workers", "0", "--quiet"]) == 2
     assert main(["run", str(pipeline), "--workers", "0", "--quiet", "--overwrite"]) == 0
 

@@ -32,6 +32,7 @@ def _pipeline(tmp_path: Path, name: str) -> Path:
         # 20 samples a window can never make 64 packs: every window is short of the multiple
         packing={"seq_len": 256, "buffer_size": 20, "pack_count_multiple": 64},
         output={"shard_size": 4},
+        ray={"checkpoint_interval_s": 0},  # a save after every commit: the test stops at the third window's
     )
     path = tmp_path / f"{name}.yaml"
     path.write_text(yaml.safe_dump(data))
@@ -57,7 +58,6 @@ def test_resume_from_the_previous_state_layout(tmp_path: Path, monkeypatch: pyte
             raise KeyboardInterrupt
 
     monkeypatch.setattr(OutputDir, "save", save_then_stop)
-    monkeypatch.setattr("cook.runner.driver.CHECKPOINT_SECONDS", 0.0)  # a save after every commit
     pipeline = _pipeline(tmp_path, "out")
     assert main(["run", str(pipeline), "--workers", "0", "--quiet"]) == 130
     monkeypatch.undo()

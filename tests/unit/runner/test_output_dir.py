@@ -20,6 +20,7 @@ from cook.manifest import ShardInfo
 from cook.runner.output_dir import SHARD_LOG_NAME, STATE_NAME, OutputDir, OutputLock, stage_dir
 from cook.runner.plan import plan_units
 from cook.runner.resume import RunIdentity, RunState, run_identity, shard_line, state_json
+from cook.writer.index_rows import ROWS_DIR, rows_path
 from tests.conftest import DEMO_TOKENIZER, pipeline_dict, write_jsonl
 from tests.unit.test_manifest import MANIFEST
 
@@ -77,10 +78,11 @@ def _interrupted(out: Path, state: RunState) -> None:
     output = OutputDir(str(out), RunIdentity(state.fingerprint, {}, (), ""))
     output.state = state
     output.save()
-    (out / fmt.PROGRESS_DIR / fmt.INDEX_SQLITE).write_bytes(b"rows")
+    (out / fmt.PROGRESS_DIR / ROWS_DIR).mkdir()
     for index in (0, 1):
         (out / fmt.shard_name(index)).write_bytes(b"tar")
         (out / (fmt.shard_name(index) + fmt.INDEX_SUFFIX)).write_bytes(b"idx")
+        Path(rows_path(str(out), index)).write_bytes(b"rows")
     (out / (fmt.REJECTS_NAME + ".partial")).write_bytes(b"kept\nafter the state\n")
 
 
@@ -139,7 +141,8 @@ def test_an_interrupted_run_is_rolled_back_to_its_state(tmp_path: Path) -> None:
     assert _names(out) == sorted(
         [
             fmt.PROGRESS_DIR,
-            f"{fmt.PROGRESS_DIR}/{fmt.INDEX_SQLITE}",
+            f"{fmt.PROGRESS_DIR}/{ROWS_DIR}",
+            f"{fmt.PROGRESS_DIR}/{ROWS_DIR}/{fmt.shard_name(0)}.json",
             f"{fmt.PROGRESS_DIR}/{SHARD_LOG_NAME}",
             f"{fmt.PROGRESS_DIR}/{STATE_NAME}",
             fmt.REJECTS_NAME + ".partial",
@@ -176,16 +179,17 @@ def test_an_interrupted_run_of_another_pipeline_is_refused(tmp_path: Path) -> No
     assert _names(out) == before and not (out / fmt.LOCK_NAME).exists()
 
 
-def test_an_interrupted_run_without_its_energon_index_is_refused(tmp_path: Path) -> None:
+def test_an_interrupted_run_without_its_index_rows_is_refused(tmp_path: Path) -> None:
+    """A kept shard whose Energon rows are gone (or a run interrupted by a cook that kept them elsewhere)."""
     identity = _identity(tmp_path)
     out = tmp_path / "out"
     _interrupted(out, RunState(identity.fingerprint, shards=[SHARD]))
-    index = out / fmt.PROGRESS_DIR / fmt.INDEX_SQLITE
-    index.unlink()
+    os.unlink(rows_path(str(out), 0))
     with pytest.raises(ConfigError) as refused:
         _open(str(out), identity)
     assert str(refused.value) == (
-        f"output.dir: {str(out)!r} holds an interrupted run whose Energon index ({index}) is missing; "
+        f"output.dir: {str(out)!r} holds an interrupted run whose shards' Energon index rows are missing "
+        f"(1 of 1 in {out / fmt.PROGRESS_DIR / ROWS_DIR}, first {fmt.shard_name(0)}.json); "
         "pass --overwrite to start again"
     )
 
@@ -281,6 +285,7 @@ def test_a_shard_logged_after_the_last_state_is_cut_off_by_the_next_save(tmp_pat
     with OutputDir(str(out), identity) as output:
         assert output.state.shards == [SHARD]
         output.state.shards.append(replace(later, sha256="cd" * 32))
+        Path(rows_path(str(out), 1)).write_bytes(b"rows")  # its worker left its rows before the commit
         output.save()
     assert log.read_bytes() == logged + shard_line(replace(later, sha256="cd" * 32))
     with OutputDir(str(out), identity) as output:

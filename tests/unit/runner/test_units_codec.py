@@ -9,6 +9,7 @@ from cook.format import Counts
 from cook.manifest import ShardInfo
 from cook.packing.metrics import stats_for_flat
 from cook.runner.units import (
+    IndexDone,
     ShardDone,
     UnitDone,
     UnitSummary,
@@ -19,7 +20,6 @@ from cook.runner.units import (
     staged_lengths,
 )
 from cook.types import RejectRecord
-from cook.writer.shards import ShardLayout
 
 
 def test_unit_done_round_trips_and_carries_no_per_sample_column() -> None:
@@ -53,14 +53,14 @@ def test_window_done_round_trips() -> None:
 
 
 def test_shard_done_round_trips_and_is_not_pickle() -> None:
-    layout = ShardLayout(("pack-000000003",), (0, 4096), ((0, "input_ids.npy", 512, 168), (0, "meta.json", 1536, 90)))
     done = ShardDone(
-        2,
-        ShardInfo("shard-000002.tar", 1, 3, 10240, "ab" * 32),
-        layout,
-        Counts(packs=1, tokens=7, truncated_tokens=2),
-        "node",
+        2, ShardInfo("shard-000002.tar", 1, 3, 10240, "ab" * 32), Counts(packs=1, tokens=7, truncated_tokens=2), "node"
     )
     payload = encode_result(done)
     assert payload.startswith(b"{")  # JSON, never a pickle stream
     assert decode_result(payload) == done
+    assert len(payload) < 400  # no per-pack rows: those stay with the shard (cook.writer.index_rows)
+
+
+def test_index_done_round_trips() -> None:
+    assert decode_result(encode_result(IndexDone(12))) == IndexDone(12)

@@ -1,4 +1,5 @@
-"""cook's in-run Energon index holds exactly what ``energon prepare`` writes for the same shards."""
+"""The Energon index cook publishes from its shards' rows holds exactly what ``energon prepare`` writes for
+the same shards, and its bytes depend on the shards alone."""
 
 from __future__ import annotations
 
@@ -8,13 +9,13 @@ import sqlite3
 from pathlib import Path
 
 import numpy as np
-import pytest
 
 from cook import format as fmt
 from cook.manifest import ShardInfo
 from cook.packing.packer import build_pack
 from cook.types import TokenizedSample
-from cook.writer.energon_index import EnergonIndex
+from cook.writer.energon_index import publish_index
+from cook.writer.index_rows import ROWS_DIR, remove_rows_from, rows_missing, write_rows
 from cook.writer.shards import write_shard
 from tests.energon_prepare import energon_prepare
 
@@ -32,15 +33,14 @@ def _packs(seed: int, count: int) -> list:
     return packs
 
 
-def _write(out: Path, index: EnergonIndex, shard_sizes: list[int], first_shard: int = 0) -> list[ShardInfo]:
+def _write(out: Path, shard_sizes: list[int], first_shard: int = 0) -> list[ShardInfo]:
+    """Shards of ``shard_sizes`` packs from ``first_shard`` on, each with its rows file, as a worker writes them."""
     shards, first_pack = [], 0
     for i, size in enumerate(shard_sizes):
         if i >= first_shard:
             info, layout = write_shard(str(out), i, first_pack, _packs(i, size))
-            index.add_shards([(i, layout)])
+            write_rows(str(out), i, info, layout)
             shards.append(info)
-        else:
-            shards.append(ShardInfo(fmt.shard_name(i), size, first_pack, 0, ""))
         first_pack += size
     return shards
 
@@ -60,10 +60,8 @@ SIZES = [3, 1, 4, 2]
 def test_index_equals_energon_prepare(tmp_path: Path) -> None:
     ours = tmp_path / "ours"
     ours.mkdir()
-    index = EnergonIndex(str(ours), 0)
-    shards = _write(ours, index, SIZES)
-    index.commit()
-    index.finish(shards)
+    shards = _write(ours, SIZES)
+    publish_index(str(ours), len(shards))
     theirs = tmp_path / "theirs"
     shutil.copytree(ours, theirs, ignore=shutil.ignore_patterns(".nv-meta", "*.idx", ".cook-progress"))
     energon_prepare(theirs, [s.name for s in shards])
@@ -86,42 +84,39 @@ def test_names_are_energons() -> None:
     assert (config.INDEX_UUID_FILENAME, config.INFO_JSON_FILENAME) == (fmt.INDEX_UUID, fmt.INFO_JSON)
 
 
-def test_uuid_follows_the_shards(tmp_path: Path) -> None:
-    uuids = []
+def test_the_same_shards_publish_the_same_bytes(tmp_path: Path) -> None:
+    published = []
     for run in ("a", "b"):
         out = tmp_path / run
         out.mkdir()
-        index = EnergonIndex(str(out), 0)
-        index.finish(_write(out, index, SIZES))
-        uuids.append((out / fmt.NV_META_DIR / fmt.INDEX_UUID).read_text())
-    assert uuids[0] == uuids[1]
-    assert len(uuids[0]) == 36
+        publish_index(str(out), len(_write(out, SIZES)))
+        meta = out / fmt.NV_META_DIR
+        published.append({p.name: p.read_bytes() for p in sorted(meta.iterdir())})
+    assert published[0] == published[1]
+    assert len(published[0][fmt.INDEX_UUID]) == 36
 
 
-@pytest.mark.parametrize("kept", [0, 2])
-def test_resume_keeps_committed_rows_of_kept_shards_only(tmp_path: Path, kept: int) -> None:
-    """Rows of shards after the checkpoint (committed or not) are gone after a resume."""
+def test_publish_takes_the_rows_of_the_first_shards_only(tmp_path: Path) -> None:
+    """A resumed run keeps the rows files of its kept shards, removes the rest and writes them again;
+    rows files past the shard count (a killed run's) are never read."""
     out = tmp_path / "resumed"
     out.mkdir()
-    first = EnergonIndex(str(out), 0)
-    _write(out, first, SIZES[:kept])
-    first.commit()
-    _write(out, first, SIZES[: kept + 1], first_shard=kept)  # a shard of the next window: committed
-    first.commit()
-    _write(out, first, SIZES, first_shard=kept + 1)  # and more, never committed (the kill)
-    first.writer.db.close()
-
-    second = EnergonIndex(str(out), kept)
-    shards = _write(out, second, SIZES, first_shard=kept)
-    second.finish(shards)
+    kept = 2
+    _write(out, SIZES)
+    (out / fmt.PROGRESS_DIR / ROWS_DIR / "shard-000009.tar.json").write_text("not rows")
+    remove_rows_from(str(out), kept)
+    assert rows_missing(str(out), len(SIZES)) == [fmt.shard_name(i) + ".json" for i in range(kept, len(SIZES))]
+    _write(out, SIZES, first_shard=kept)
+    (out / fmt.PROGRESS_DIR / ROWS_DIR / "shard-000009.tar.json").write_text("not rows")
+    publish_index(str(out), len(SIZES))
 
     fresh = tmp_path / "fresh"
     fresh.mkdir()
-    index = EnergonIndex(str(fresh), 0)
-    index.finish(_write(fresh, index, SIZES))
-    assert _rows(out / fmt.NV_META_DIR / fmt.INDEX_SQLITE) == _rows(fresh / fmt.NV_META_DIR / fmt.INDEX_SQLITE)
+    publish_index(str(fresh), len(_write(fresh, SIZES)))
+    for name in (fmt.INDEX_SQLITE, fmt.INFO_JSON, fmt.SPLIT_YAML, fmt.INDEX_UUID):
+        assert (out / fmt.NV_META_DIR / name).read_bytes() == (fresh / fmt.NV_META_DIR / name).read_bytes(), name
 
 
 def test_no_shards_writes_only_dataset_yaml(tmp_path: Path) -> None:
-    EnergonIndex(str(tmp_path), 0).finish([])
+    publish_index(str(tmp_path), 0)
     assert sorted(p.name for p in (tmp_path / fmt.NV_META_DIR).iterdir()) == [fmt.DATASET_YAML]
