@@ -5,12 +5,13 @@
 ``SyntheticExecutor`` implements ``cook.runner.driver.Executor``: each job is answered at once with
 the result a worker would send (``UnitDone``: counts, rejects; ``WindowDone``: the window's pack count
 and stats, from the real ``plan_window_task`` over the units' lengths, which the synthetic workers
-keep; ``ShardDone``: sha256, size, Energon index rows, counts), built from ``(SEED, unit)`` alone, passed through the wire
+keep; ``ShardDone``: sha256, size, counts; ``IndexDone``), built from ``(SEED, unit)`` alone, passed through the wire
 form (``encode_result`` on the worker's side, ``decode_result`` on the driver's, as the Ray executor
 does) and with Ray's slot and lookahead sizes for ``ACTORS`` actors. Everything else is the real
 run: the run identity, the tokenizer load and backend self-check, windows, planning, shard tasks,
-commits, Energon index rows, rejects, checkpoints (``state.json``), ``.nv-meta/`` and the manifest.
-No shard bytes exist: nothing in the driver reads them. Every unit names one real file (the demo
+commits, rejects, checkpoints (``state.json``) and the manifest. No shard bytes exist, nor their
+Energon index rows, nor ``.nv-meta/``: workers write those (the ``IndexTask`` is answered at once), and
+nothing in the driver reads them. Every unit names one real file (the demo
 chats): the run identity stats it and the tokenizer backend's self-check reads unit 0's first records.
 
 The executor's own CPU (making and encoding the results, planning windows: the workers' side) is timed with
@@ -54,6 +55,8 @@ from cook.runner.progress import UnitProgress
 from cook.runner.ray_executor import IN_FLIGHT_PER_ACTOR, LOOKAHEAD_PER_ACTOR
 from cook.runner.staging import MemoryStore
 from cook.runner.units import (
+    IndexDone,
+    IndexTask,
     Job,
     Result,
     ShardDone,
@@ -66,13 +69,12 @@ from cook.runner.units import (
 )
 from cook.runner.windows import plan_window_task
 from cook.types import RejectRecord
-from cook.writer.shards import ShardLayout
 
 COMMAND = ".venv/bin/python -m bench.run_all bench_driver"
 SEED = 31
 ACTORS = 64  # the Ray executor's slots (2 per actor) and lookahead (6 per actor) for this many actors
 NAMED_FILE = REPO / "tests" / "assets" / "demo_data" / "chat.jsonl"  # what every unit names
-REJECT_RATE = 0.005  # bench_job's text: 1 bad record in 236
+REJECT_RATE = float(os.environ.get("BD_RATE", "0.005"))  # bench_job's text: 1 bad record in 236
 BLOCK = 512
 NPY_HEADER = 128
 TARGET_SAMPLES = 100_000_000
@@ -140,32 +142,21 @@ def unit_summary(shape: Shape, unit: int, records: int, seq_len: int) -> UnitSum
 def shard_done(
     task: ShardTask, pack_bounds: np.ndarray, lengths: np.ndarray, n_patches: np.ndarray, seq_len: int
 ) -> ShardDone:
-    """A written shard of ``task``'s packs: its members as the writer lays them out (``.npy`` with a
-    128-byte header, ``meta.json``, tar headers and block padding), sha256, size, index rows, counts.
+    """A written shard of ``task``'s packs: its size with the members as the writer lays them out
+    (``.npy`` with a 128-byte header, ``meta.json``, tar headers and block padding), sha256, counts.
     ``pack_bounds``: int64 [packs + 1] into ``lengths``/``n_patches`` (int32 [S] of the task's samples,
     in pack order)."""
     bounds = pack_bounds.tolist()
-    keys = tuple(fmt.pack_key(task.first_pack + i) for i in range(task.packs))
-    offsets: list[int] = []
-    parts: list[tuple[int, str, int, int]] = []
     offset = 0
     for i in range(task.packs):
         a, b = bounds[i], bounds[i + 1]
-        offsets.append(offset)
-        sizes = [
-            (fmt.INPUT_IDS, NPY_HEADER + 4 * seq_len),
-            (fmt.LOSS_MASK, NPY_HEADER + seq_len),
-            (fmt.CU_SEQLENS, NPY_HEADER + 4 * (b - a + 1)),
-            (fmt.CU_SEQLENS_PADDED, NPY_HEADER + 4 * (b - a + 1)),
-        ]
+        sizes = [NPY_HEADER + 4 * seq_len, NPY_HEADER + seq_len, NPY_HEADER + 4 * (b - a + 1)]
+        sizes.append(sizes[-1])  # cu_seqlens_padded
         patches = int(n_patches[a:b].sum())
         if patches:
-            sizes += [(fmt.PIXEL_PATCHES, NPY_HEADER + 768 * patches), (fmt.MEDIA_SIZES, NPY_HEADER + 12 * (b - a))]
-        sizes.append((fmt.META, 40 + 90 * (b - a)))
-        for member, size in sizes:
-            parts.append((i, member, offset + BLOCK, size))
-            offset += BLOCK + size + (-size % BLOCK)
-    offsets.append(offset)
+            sizes += [NPY_HEADER + 768 * patches, NPY_HEADER + 12 * (b - a)]  # pixel_patches, media_sizes
+        sizes.append(40 + 90 * (b - a))  # meta.json
+        offset += sum(BLOCK + size + (-size % BLOCK) for size in sizes)
     size = offset + 2 * BLOCK + (-(offset + 2 * BLOCK) % 10240)
     tokens = int(lengths.sum())
     counts = Counts(
@@ -177,7 +168,7 @@ def shard_done(
     )
     sha256 = hashlib.sha256(f"bench_driver shard {task.shard_index}".encode()).hexdigest()
     info = ShardInfo(fmt.shard_name(task.shard_index), task.packs, task.first_pack, size, sha256)
-    return ShardDone(task.shard_index, info, ShardLayout(keys, tuple(offsets), tuple(parts)), counts, "node-0")
+    return ShardDone(task.shard_index, info, counts, "node-0")
 
 
 class SyntheticStore(MemoryStore):
@@ -234,6 +225,8 @@ class SyntheticExecutor:
             plan, done = plan_window_task(job, store.lengths, self.packing)  # the real planning, as a worker runs it
             store.put_plan(job, plan)
             return done
+        if isinstance(job, IndexTask):
+            return IndexDone(job.shards)  # a worker's job: .nv-meta from the shards' rows, which do not exist here
         kept = store.plan(job.window)
         assert kept is not None, "a window is planned before its shards are handed out"
         refs, bounds = kept.packs_in(job.start, job.stop)
@@ -347,12 +340,11 @@ PROFILE_COSTS = (  # (file suffix, function): the driver's costs, by cumulative 
     ("cook/runner/driver.py", "_consume", "consume unit counts (rejects, progress, cut windows)"),
     ("cook/runner/driver.py", "_planned", "number planned windows (shard tasks; commits)"),
     ("cook/runner/units.py", "decode_result", "decode results (JSON)"),
-    ("cook/writer/energon_index.py", "add_shards", "Energon index rows (sqlite inserts, in bulk)"),
     ("cook/runner/driver.py", "_checkpoint", "checkpoints"),
-    ("cook/writer/dataset.py", "sync", "  of which rejects fsync + index rows + sqlite commit"),
+    ("cook/writer/dataset.py", "sync", "  of which rejects fsync"),
     ("cook/runner/output_dir.py", "save", "  of which state.json + the shard log"),
     ("cook/writer/dataset.py", "add_rejects", "rejects.jsonl lines"),
-    ("cook/writer/dataset.py", "publish", "publish (.nv-meta index.sqlite, manifest)"),
+    ("cook/writer/dataset.py", "publish", "publish (rejects renamed, manifest)"),
     ("cook/tokenize/tokenizer.py", "__init__", "tokenizer load + backend check (once)"),
 )
 

@@ -120,10 +120,10 @@ in-process run calls the same stage functions without Ray (the baseline for Ray'
   Energon index), against {local["driver_cpu_s"]:.1f} CPU s for all the work in-process.
 - Ray overhead, 1 actor against in-process: **{overhead:+.1%}** (target <= 10%; negative means the
   driver's packing and writing overlap the actor's cooking).
-- Energon index, built while the shards are written (rows from each shard's layout into Energon's
-  `SqliteIndexWriter`, then `.info.json`/`split.yaml` at the end): {two["index_s"]:.2f} s of the
-  2-actor job, against {two["prepare_s"]:.2f} s for `energon prepare` re-reading the finished shards
-  (what cook ran at the end before; {two["prepare_s"] / two["seconds"]:.1%} of the job, with the actors idle).
+- Energon index (each shard's writer leaves its rows; one worker job builds `.nv-meta/` from them at
+  the end): {local["index_s"]:.2f} s of the in-process job (with Ray it runs in an actor), against
+  {two["prepare_s"]:.2f} s for `energon prepare` re-reading the finished shards of the 2-actor job
+  ({two["prepare_s"] / two["seconds"]:.1%} of that job, with the actors idle).
 - Start-up, once per job and outside the figures above: driver imports (transformers, Energon and
   torch) {two["imports_s"]:.1f} s; local Ray and 2 actors with their tokenizers {two["ray_s"]:.1f} s.
 

@@ -19,8 +19,9 @@ import time
 from typing import Any
 
 
-def _time_methods(cls: type, names: tuple[str, ...]) -> list[float]:
-    """Wrap ``cls``'s methods ``names`` to add their wall seconds to the returned one-item list."""
+def _time_methods(cls: Any, names: tuple[str, ...]) -> list[float]:
+    """Wrap ``cls``'s (a class's or a module's) callables ``names`` to add their wall seconds to the
+    returned one-item list."""
     total = [0.0]
     for name in names:
         method = getattr(cls, name)
@@ -51,9 +52,9 @@ def energon_prepare(root: str, shard_names: list[str]) -> None:
 def main(corpus: str, out: str, workers: int, unit_bytes: int) -> None:
     os.environ["TOKENIZERS_PARALLELISM"] = "false"
     from cook.config import load_config
+    from cook.runner import worker
     from cook.runner.local import LocalExecutor
     from cook.runner.pipeline import run_pipeline
-    from cook.writer.energon_index import EnergonIndex
 
     overrides = [
         f"input.path={corpus}",
@@ -71,7 +72,7 @@ def main(corpus: str, out: str, workers: int, unit_bytes: int) -> None:
 
     ChatTokenizer(config.tokenizer.path)  # the driver's one-time transformers/Energon imports, outside the clock
     ray_start = time.perf_counter()
-    index_clock = _time_methods(EnergonIndex, ("add_shards", "commit", "finish"))
+    index_clock = _time_methods(worker, ("publish_index",))  # in this process only: workers == 0
     if workers == 0:
         executor = LocalExecutor(config)
     else:

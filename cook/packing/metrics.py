@@ -20,7 +20,6 @@ Worked example, capacity 12, pad_multiple 4, lengths [5, 2, 8], packs [[0, 1], [
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from itertools import chain
@@ -67,7 +66,9 @@ class PackingStats:
                 f"cannot merge packing stats for capacity/pad_multiple {other.capacity}/{other.pad_multiple} "
                 f"into {self.capacity}/{self.pad_multiple}"
             )
-        per_pack = Counter(dict(self.sequences_per_pack)) + Counter(dict(other.sequences_per_pack))
+        per_pack = dict(self.sequences_per_pack)  # every count positive (np.unique in stats_for_flat)
+        for sequences, packs in other.sequences_per_pack:
+            per_pack[sequences] = per_pack.get(sequences, 0) + packs
         return replace(
             self,
             packs=self.packs + other.packs,

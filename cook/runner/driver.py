@@ -151,7 +151,7 @@ class Driver:
 
     def _consume(self, summary: UnitDone) -> None:
         if summary.unit != self.resume.unit or not self.resume.skip:  # else counted before the interrupt
-            self.writer.add_rejects(summary.rejects)
+            self.writer.add_rejects(summary.rejects.lines, summary.rejects.by_reason)
             self.records_in += summary.records_in
         rejects_bytes, by_reason = self.writer.rejects_position()
         self.snapshots[summary.unit] = (rejects_bytes, self.records_in, by_reason)
@@ -184,13 +184,10 @@ class Driver:
 
     def _planned(self, done: WindowDone) -> None:
         """Number the windows whose plans are back, in window order, and queue their shards."""
-        by_index = {window.index: window for window in self.windows if not window.numbered}
-        by_index[done.index].done = done
-        for window in self.windows:
-            if window.numbered:
-                continue
-            if window.done is None:
-                break
+        first = self.windows[0].index  # the open windows are consecutive, in order; the numbered ones first
+        self.windows[done.index - first].done = done
+        while (at := self.planner.to_number - first) < len(self.windows) and self.windows[at].done is not None:
+            window = self.windows[at]
             self.planner.number(window)
             self.tasks.extend(task for task in window.tasks if task.shard_index >= self.committed)
         self._commit()

@@ -70,7 +70,7 @@ _UNMET = "windows_short_of_pack_count_multiple"
 def shard_line(shard: ShardInfo) -> bytes:
     """One line of the shard log (``shards.jsonl`` beside ``state.json``): a shard's entry, appended
     once when it is committed, so a checkpoint costs what it adds, not every shard so far."""
-    return (json.dumps(asdict(shard), sort_keys=True) + "\n").encode()
+    return (json.dumps(vars(shard), sort_keys=True) + "\n").encode()
 
 
 def read_shard_log(data: bytes) -> list[ShardInfo]:

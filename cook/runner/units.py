@@ -20,16 +20,20 @@ from __future__ import annotations
 
 import base64
 import json
+from collections import Counter
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import numpy as np
+import orjson
 
 from cook.errors import Rejected, RejectReason
 from cook.format import PACKED_COUNT_KEYS, Counts
 from cook.manifest import ShardInfo
 from cook.packing.metrics import PackingStats
 from cook.types import RejectRecord
+from cook.writer.rejects import reject_line
 
 
 @dataclass(frozen=True, eq=False)
@@ -101,7 +105,24 @@ class UnitSummary:
         return int(self.lengths.sum())
 
     def done(self) -> UnitDone:
-        return UnitDone(self.unit, self.records_in, self.rejects, self.samples, self.tokens)
+        return UnitDone(self.unit, self.records_in, Rejects.of(self.rejects), self.samples, self.tokens)
+
+
+@dataclass(frozen=True)
+class Rejects:
+    """A unit's rejects as the driver gets them: their ``rejects.jsonl`` lines, made by the worker (the
+    driver appends them as they are: no work per record), and the count per reason in first-seen order."""
+
+    lines: str = ""
+    by_reason: tuple[tuple[str, int], ...] = ()
+
+    @classmethod
+    def of(cls, records: Sequence[RejectRecord]) -> Rejects:
+        counts = Counter(record.reason.value for record in records)
+        return cls("".join(reject_line(record) for record in records), tuple(counts.items()))
+
+    def __len__(self) -> int:
+        return sum(n for _, n in self.by_reason)
 
 
 @dataclass(frozen=True)
@@ -111,7 +132,7 @@ class UnitDone:
 
     unit: int
     records_in: int
-    rejects: tuple[RejectRecord, ...]
+    rejects: Rejects
     samples: int
     tokens: int
 
@@ -222,7 +243,8 @@ def _body(result: Result) -> dict[str, Any]:
         return {
             "unit": result.unit,
             "records_in": result.records_in,
-            "rejects": [[r.source, r.reason.value, r.detail] for r in result.rejects],
+            "reject_lines": result.rejects.lines,
+            "rejects_by_reason": result.rejects.by_reason,
             "samples": result.samples,
             "tokens": result.tokens,
         }
@@ -267,14 +289,18 @@ def staged_lengths(payload: bytes) -> tuple[np.ndarray, np.ndarray]:
 
 
 def decode_result(payload: bytes) -> Result:
-    body = json.loads(payload)
+    body = orjson.loads(payload)
     if "unit" in body:
         if "samples" in body:
             samples, tokens = body["samples"], body["tokens"]
         else:  # a sidecar staged by an older cook: the counts from its lengths
             lengths = _from_int32s(body["lengths"])
             samples, tokens = int(lengths.shape[0]), int(lengths.sum())
-        rejects = tuple(RejectRecord(s, RejectReason(r), d) for s, r, d in body["rejects"])
+        if "rejects" in body:  # staged by an older cook: the records themselves
+            rejects = Rejects.of([RejectRecord(s, RejectReason(r), d) for s, r, d in body["rejects"]])
+        else:
+            by_reason = tuple((RejectReason(reason).value, int(n)) for reason, n in body["rejects_by_reason"])
+            rejects = Rejects(body["reject_lines"], by_reason)
         return UnitDone(body["unit"], body["records_in"], rejects, samples, tokens)
     if "window" in body:
         stats = PackingStats.from_fields(body["stats"])

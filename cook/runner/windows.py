@@ -131,6 +131,11 @@ class Planner:
         self._start = end
         return plan
 
+    @property
+    def to_number(self) -> int:
+        """The next window to number."""
+        return self._numbered
+
     def number(self, window: WindowPlan) -> None:
         """Number ``window``'s packs and shards after the windows before it and cut its shard tasks
         (its plan is back: ``window.done``)."""

@@ -22,7 +22,6 @@ import contextlib
 from collections.abc import Iterable
 
 from cook.manifest import Manifest
-from cook.types import RejectRecord
 from cook.writer.manifest import write_manifest
 from cook.writer.rejects import RejectsWriter
 
@@ -32,8 +31,9 @@ class DatasetWriter:
         self.out_dir = out_dir
         self.rejects = RejectsWriter(out_dir, rejects_bytes, by_reason)
 
-    def add_rejects(self, records: Iterable[RejectRecord]) -> None:
-        self.rejects.write(records)
+    def add_rejects(self, lines: str, by_reason: Iterable[tuple[str, int]]) -> None:
+        """Append a unit's reject lines (``rejects.reject_line``s, made by its worker) and their counts."""
+        self.rejects.write(lines, by_reason)
 
     def rejects_position(self) -> tuple[int, dict[str, int]]:
         """Bytes written to the rejects file so far and the count per reason (no flush)."""

@@ -43,10 +43,11 @@ class RejectsWriter:
         self._handle = open(self.partial, "ab" if resume_bytes else "wb")  # noqa: SIM115
         self.by_reason: Counter[str] = Counter(by_reason or {})
 
-    def write(self, records: Iterable[RejectRecord]) -> None:
-        for record in records:
-            self._handle.write(reject_line(record).encode("utf-8"))
-            self.by_reason[record.reason.value] += 1
+    def write(self, lines: str, by_reason: Iterable[tuple[str, int]]) -> None:
+        """Append ``lines`` (``reject_line``s, made by a worker) and count them by reason."""
+        self._handle.write(lines.encode("utf-8"))
+        for reason, n in by_reason:
+            self.by_reason[reason] += n
 
     @property
     def count(self) -> int:

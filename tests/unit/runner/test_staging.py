@@ -8,7 +8,7 @@ import pytest
 from cook.errors import RejectReason
 from cook.runner.output_dir import stage_dir
 from cook.runner.staging import DiskStore, MemoryStore
-from cook.runner.units import PackPlan, UnitDone, UnitSummary, WindowTask
+from cook.runner.units import PackPlan, Rejects, UnitDone, UnitSummary, WindowTask
 from cook.types import MediaItem, PlaceholderBlock, RejectRecord, TokenizedSample
 
 
@@ -64,7 +64,7 @@ def test_disk_summary_survives_the_process_and_drop_removes_it(tmp_path: Path) -
     DiskStore(str(tmp_path)).put(summary, samples)
     again = DiskStore(str(tmp_path)).summary(5)
     assert again is not None
-    assert again == UnitDone(5, 4, summary.rejects, 3, 9)
+    assert again == summary.done() == UnitDone(5, 4, Rejects.of(summary.rejects), 3, 9)
     lengths, n_patches = DiskStore(str(tmp_path)).lengths(5)
     assert lengths.tolist() == [5, 3, 1] and n_patches.tolist() == [0, 4, 0]
     assert DiskStore(str(tmp_path)).summary(6) is None

@@ -3,6 +3,7 @@
 import json
 
 import numpy as np
+import pytest
 
 from cook.errors import RejectReason
 from cook.format import Counts
@@ -10,6 +11,7 @@ from cook.manifest import ShardInfo
 from cook.packing.metrics import stats_for_flat
 from cook.runner.units import (
     IndexDone,
+    Rejects,
     ShardDone,
     UnitDone,
     UnitSummary,
@@ -20,30 +22,45 @@ from cook.runner.units import (
     staged_lengths,
 )
 from cook.types import RejectRecord
+from cook.writer.rejects import reject_line
 
 
 def test_unit_done_round_trips_and_carries_no_per_sample_column() -> None:
-    rejects = (RejectRecord("a.jsonl#2", RejectReason.BAD_JSON, 'ключ "x"\n'),)
-    summary = UnitSummary(4, 9, rejects, np.array([5, 70000, 1], np.int32), np.array([0, 4096, 0], np.int32))
+    records = (
+        RejectRecord("a.jsonl#2", RejectReason.BAD_JSON, 'ключ "x"\n'),
+        RejectRecord("a.jsonl#5", RejectReason.TOO_LONG, "long"),
+        RejectRecord("a.jsonl#7", RejectReason.BAD_JSON, ""),
+    )
+    summary = UnitSummary(4, 9, records, np.array([5, 70000, 1], np.int32), np.array([0, 4096, 0], np.int32))
     payload = encode_result(summary.done())
-    assert set(json.loads(payload)) == {"unit", "records_in", "rejects", "samples", "tokens"}
+    assert set(json.loads(payload)) == {"unit", "records_in", "reject_lines", "rejects_by_reason", "samples", "tokens"}
+    rejects = Rejects("".join(map(reject_line, records)), (("bad_json", 2), ("too_long", 1)))  # first-seen order
     assert decode_result(payload) == UnitDone(4, 9, rejects, 3, 70006)
+    assert len(rejects) == 3
     empty = UnitSummary(0, 0, (), np.zeros(0, np.int32), np.zeros(0, np.int32)).done()
-    assert decode_result(encode_result(empty)) == UnitDone(0, 0, (), 0, 0)
+    assert decode_result(encode_result(empty)) == UnitDone(0, 0, Rejects(), 0, 0)
+
+
+def test_a_reason_no_cook_knows_is_refused() -> None:
+    payload = b'{"unit":1,"records_in":1,"reject_lines":"","rejects_by_reason":[["made_up",1]],"samples":0,"tokens":0}'
+    with pytest.raises(ValueError, match="made_up"):
+        decode_result(payload)
 
 
 def test_the_staged_sidecar_holds_the_counts_and_the_lengths() -> None:
     summary = UnitSummary(4, 3, (), np.array([5, 70000, 1], np.int32), np.array([0, 4096, 0], np.int32))
     payload = encode_staged(summary)
-    assert decode_result(payload) == UnitDone(4, 3, (), 3, 70006)
+    assert decode_result(payload) == UnitDone(4, 3, Rejects(), 3, 70006)
     lengths, n_patches = staged_lengths(payload)
     assert lengths.dtype == np.int32 and lengths.tolist() == [5, 70000, 1] and n_patches.tolist() == [0, 4096, 0]
 
 
 def test_a_sidecar_of_an_older_cook_gives_its_counts() -> None:
-    """cook before issue 31 staged lengths and patch counts only: samples and tokens come from them."""
-    old = b'{"unit":2,"records_in":4,"rejects":[],"lengths":"BQAAAAMAAAA=","n_patches":"AAAAAAQAAAA="}'
-    assert decode_result(old) == UnitDone(2, 4, (), 2, 8)
+    """cook before issue 31 staged lengths and patch counts only (samples and tokens come from them), and
+    the reject records themselves (their lines are made here, as the worker makes them now)."""
+    old = b'{"unit":2,"records_in":4,"rejects":[["b#3","bad_json","x"]],"lengths":"BQAAAAMAAAA=","n_patches":"AAAAAAQAAAA="}'
+    rejects = Rejects(reject_line(RejectRecord("b#3", RejectReason.BAD_JSON, "x")), (("bad_json", 1),))
+    assert decode_result(old) == UnitDone(2, 4, rejects, 2, 8)
 
 
 def test_window_done_round_trips() -> None:

@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from cook.config import PackingConfig
-from cook.runner.units import UnitDone
+from cook.runner.units import Rejects, UnitDone
 from cook.runner.windows import Planner, Position, WindowPlan, plan_window_task
 
 START = Position(0)
@@ -24,7 +24,7 @@ def _plan(sizes: list[list[int]], buffer_size: int | str, shard_size: int, start
     windows: list[WindowPlan] = []
     for unit, lengths in enumerate(sizes):
         if unit >= start.unit:
-            windows += planner.add(UnitDone(unit, len(lengths), (), len(lengths), sum(lengths)))
+            windows += planner.add(UnitDone(unit, len(lengths), Rejects(), len(lengths), sum(lengths)))
     windows += planner.finish()
 
     def lengths_of(unit: int) -> tuple[np.ndarray, np.ndarray]:
