@@ -333,7 +333,6 @@ SIZES = {  # samples per measured run; images stop at 2M (their growth is superl
     "text": (1_000_000, 2_000_000, 4_000_000, 10_000_000),
     "images": (250_000, 500_000, 1_000_000, 2_000_000),
 }
-REPEATED_SIZES = 2  # the smallest sizes of each shape run BENCH_REPEATS times, the larger BENCH_BIG_REPEATS
 PROFILED = ("text", 1_000_000)
 PROFILE_COSTS = (  # (file suffix, function): the driver's costs, by cumulative time; none spans a paused
     # profiler (``run_pipeline`` and ``Driver.run`` do: cProfile under-counts them, so they are not listed)
@@ -370,10 +369,11 @@ def _shape_section(shape: str, rows: list[dict[str, Any]]) -> tuple[str, dict[st
     xs = [r["samples"] for r in rows]
     cpu = [r["driver_cpu_s"] for r in rows]
     rss = [r["peak_rss_kib"] / 2**20 for r in rows]  # GiB
-    quad, lin = _fit(xs, cpu, 2), _fit(xs, rss, 1)
+    quad, cpu_lin, lin = _fit(xs, cpu, 2), _fit(xs, cpu, 1), _fit(xs, rss, 1)
     big, prev = rows[-1], rows[-2]
     marginal = (big["driver_cpu_s"] - prev["driver_cpu_s"]) / (big["samples"] - prev["samples"])
-    cpu_100m = float(np.polyval(quad, TARGET_SAMPLES))
+    slope = float(cpu_lin[0])  # driver CPU s per sample, over every measured size
+    cpu_100m = float(np.polyval(cpu_lin, TARGET_SAMPLES))
     rss_100m = float(np.polyval(lin, TARGET_SAMPLES))
     worker_s, worker_n, worker_src = WORKER_CPU[shape]
     worker_per = worker_s / worker_n
@@ -390,33 +390,36 @@ def _shape_section(shape: str, rows: list[dict[str, Any]]) -> tuple[str, dict[st
             f"{r['driver_cpu_s'] / r['units'] * 1e3:.1f} ms | {r['driver_cpu_s'] / r['shards'] * 1e3:.2f} ms | "
             f"{r['worker_cpu_s']:.2f} | {r['wall_s']:.1f} | {r['peak_rss_kib'] / 2**10:,.0f} MiB |"
         )
-    a, b, c = (float(v) for v in quad)
+    a = float(quad[0])
     k, m = (float(v) for v in lin)
+    fed = worker_per / slope
     lines += [
         "",
-        f"- Marginal driver CPU per sample, {prev['samples']:,} -> {big['samples']:,}: **{marginal * 1e6:.2f} µs**.",
-        f"- Fit, driver CPU s = {c:.3g} + {b:.3g}·N + {a:.3g}·N² (least squares over the {len(rows)} sizes; an N² "
-        "term near 0 means the cost per sample does not grow with the job): "
-        f"at 100M samples **{cpu_100m:,.0f} s** ({cpu_100m / TARGET_SAMPLES * 1e6:.2f} µs per sample).",
+        f"- Fit, driver CPU s = {cpu_lin[1]:.3g} + {slope:.3g}·N (least squares over the {len(rows)} sizes): "
+        f"**{slope * 1e6:.3f} µs** per sample; at 100M samples **{cpu_100m:,.0f} s** "
+        f"({cpu_100m / TARGET_SAMPLES * 1e6:.3f} µs per sample, start-up included). Growth check: a quadratic fit's "
+        f"N² term adds {a * big['samples'] ** 2:+.2f} s at {big['samples']:,} samples (near 0: the cost per "
+        "sample does not grow with the job).",
+        f"- Marginal driver CPU per sample, {prev['samples']:,} -> {big['samples']:,}: {marginal * 1e6:.3f} µs.",
         f"- Fit, peak RSS GiB = {m:.3g} + {k:.3g}·N: at 100M samples **{rss_100m:.2f} GiB** "
         f"(target ≤ {RSS_TARGET_GIB:g} GiB: {'met' if rss_100m <= RSS_TARGET_GIB else '**not met**'}).",
         f"- Worker CPU per sample: {worker_per * 1e6:,.1f} µs ({worker_src}). **Cores one driver can feed** = "
-        f"worker CPU / driver CPU per sample: **{worker_per / marginal:,.0f}** at the marginal rate of "
-        f"the largest run, **{worker_per / (cpu_100m / TARGET_SAMPLES):,.0f}** over a 100M-sample job "
-        f"(target ≥ {CORES_TARGET:,}: {'met' if worker_per / marginal >= CORES_TARGET else '**not met**'}).",
+        f"worker CPU / driver CPU per sample (the fit's slope): **{fed:,.0f}**; "
+        f"{worker_per / (cpu_100m / TARGET_SAMPLES):,.0f} over a whole 100M-sample job, start-up included; "
+        f"{worker_per / marginal:,.0f} at the largest run's marginal rate "
+        f"(target ≥ {CORES_TARGET:,}: {'met' if fed >= CORES_TARGET else '**not met**'}).",
     ]
-    return "\n".join(lines), {"marginal": marginal, "cpu_100m": cpu_100m, "rss_100m": rss_100m}
+    return "\n".join(lines), {"marginal": marginal, "slope": slope, "cpu_100m": cpu_100m, "rss_100m": rss_100m}
 
 
 def run() -> str:
     repeats = int(os.environ.get("BENCH_REPEATS", 3))
-    big_repeats = int(os.environ.get("BENCH_BIG_REPEATS", 1))
     sections, measured = [], {}
     for shape, sizes in SIZES.items():
         rows = []
-        for i, samples in enumerate(sizes):
+        for samples in sizes:
             print(f"bench_driver: {shape} {samples:,}", file=sys.stderr)
-            rows.append(_median_runs(shape, samples, repeats if i < REPEATED_SIZES else big_repeats))
+            rows.append(_median_runs(shape, samples, repeats))
         measured[shape] = rows
         sections.append((shape, *_shape_section(shape, rows)))
     profile = _profile_table(*PROFILED)
@@ -428,25 +431,27 @@ def run() -> str:
         f"`{COMMAND}`",
         "",
         "The real `run_pipeline` and `Driver` (run identity, tokenizer load, windows cut from unit counts,",
-        "numbering, shard tasks, commits, Energon index rows, rejects, checkpoints, `.nv-meta/`, manifest) fed by",
+        "numbering, shard tasks, commits, rejects, checkpoints, manifest) fed by",
         "`SyntheticExecutor`, which answers every job at once with what a worker would send (a window's",
         "plan: the real `plan_window_task`, counted as worker CPU), through the",
         "wire form (`encode_result` on the worker side, `decode_result` in the driver) and with the Ray",
         f"executor's slots and lookahead for {ACTORS} actors. Text: log-normal lengths (median 700 tokens);",
         "images: one photo-sized image per sample at its native patch grid (1,200 .. 7,400 patches) plus",
-        f"text; {REJECT_RATE:.1%} of records rejected. Shard results carry each pack's members as the writer lays",
-        "them out (index rows), a sha256 string and the size; no shard bytes exist (nothing in the driver",
-        "reads them). Every unit names the demo chat file (stat'ed for the run identity; the backend",
-        "self-check reads unit 0's first records).",
+        f"text; {REJECT_RATE:.1%} of records rejected (a unit's reject lines cross as its worker made them).",
+        "Shard results carry a sha256 string, the size and counts; no shard bytes exist, nor their Energon",
+        "index rows or `.nv-meta/` (the workers write those: the final `IndexTask` is answered at once), and",
+        "nothing in the driver reads them. Every unit names the demo chat file (stat'ed for the run identity;",
+        "the backend self-check reads unit 0's first records).",
         "",
         "*Driver CPU*: `time.process_time` of a fresh process around `run_pipeline`, minus the synthetic",
-        "workers' own CPU (making and encoding results, planning windows, timed inside the executor). Start-up (tokenizer,",
-        "Energon import) is in it. Ray's own per-job driver cost (`.remote`, `ray.wait`, `ray.get`) is not.",
+        "workers' own CPU (making and encoding results, planning windows, timed inside the executor). Start-up",
+        "(tokenizer load, backend self-check) is in it. Ray's own per-job driver cost (`.remote`, `ray.wait`,",
+        "`ray.get`) is not.",
         "Per sample, per unit and per shard are the same run's driver CPU divided by each count.",
-        "*Peak RSS*: `ru_maxrss` of that process (imports included: ~40 MiB before the run starts,",
-        "Energon and torch ~300 MiB once the index opens).",
-        f"Median of {repeats} runs at each shape's two smallest sizes, {big_repeats} at the larger ones (each",
-        "run's figure is shown); 100M by extrapolating the fits (least squares over the measured sizes).",
+        "*Peak RSS*: `ru_maxrss` of that process (imports included: ~40 MiB before the run starts; the",
+        "driver no longer imports Energon or torch, which the index rows used to bring in: ~300 MiB).",
+        f"Median of {repeats} runs at each size (each run's figure is shown); 100M by extrapolating the",
+        "linear fits (least squares over the measured sizes).",
         "",
     ]
     for shape, body, _ in sections:
