@@ -14,14 +14,19 @@ Energon index rows, nor ``.nv-meta/``: workers write those (the ``IndexTask`` is
 nothing in the driver reads them. Every unit names one real file (the demo
 chats): the run identity stats it and the tokenizer backend's self-check reads unit 0's first records.
 
-The executor's own CPU (making and encoding the results, planning windows: the workers' side) is timed with
-``time.process_time`` and taken off the process's; the rest is the driver's. Ray's own per-job cost
-in the driver (``.remote``, ``ray.wait``, ``ray.get``) is not in it.
+Each (shape, samples) is first run that way once and recorded (``--record``: every job and its
+result payload, in order); the measured runs then answer the jobs from the recording
+(``ReplayExecutor``: precomputed results, at once; a job that differs from the recorded one fails the
+run). So the measured process does nothing a worker does, and no worker data passes through its
+caches: run in the driver's process, the synthetic workers' planning and result building had made
+the driver's own code run cache-cold, about doubling its CPU per sample. Ray's own per-job cost in
+the driver (``.remote``, ``ray.wait``, ``ray.get``) is not in it, nor the unlinks of staged units
+(the replay's store holds nothing).
 
 Shapes (``SHAPES``): the shipped pipelines' windows, ``packing.seq_len`` and ``output.shard_size``;
-text units of 10,000 records, image units of 1,000 samples. Each (shape, samples) runs in a fresh
-process (``python -m bench.bench_driver --child SHAPE SAMPLES``), which reports its CPU and its peak
-RSS (``resource.getrusage(RUSAGE_SELF).ru_maxrss``).
+text units of 10,000 records, image units of 1,000 samples. Each measured run is a fresh process
+(``python -m bench.bench_driver --child SHAPE SAMPLES RECORDING``), which reports its CPU and its
+peak RSS (``resource.getrusage(RUSAGE_SELF).ru_maxrss``; the recording it holds, a few MB, is in it).
 """
 
 from __future__ import annotations
@@ -53,7 +58,7 @@ from cook.manifest import ShardInfo
 from cook.runner.pipeline import RunSummary, run_pipeline
 from cook.runner.progress import UnitProgress
 from cook.runner.ray_executor import IN_FLIGHT_PER_ACTOR, LOOKAHEAD_PER_ACTOR
-from cook.runner.staging import MemoryStore
+from cook.runner.staging import MemoryStore, SampleStore
 from cook.runner.units import (
     IndexDone,
     IndexTask,
@@ -184,9 +189,15 @@ class SyntheticExecutor:
     """``Executor`` whose jobs are answered at once, in the order submitted, through the wire form."""
 
     def __init__(
-        self, shape: Shape, config: PipelineConfig, actors: int = ACTORS, profiler: cProfile.Profile | None = None
+        self,
+        shape: Shape,
+        config: PipelineConfig,
+        actors: int = ACTORS,
+        profiler: cProfile.Profile | None = None,
+        record: list[tuple[str, str]] | None = None,
     ) -> None:
         self.shape = shape
+        self.record = record  # (job, result payload) in the order answered, for a ReplayExecutor
         self.profiler = profiler  # paused while the workers' side runs, so it profiles the driver alone
         self.seq_len = config.packing.seq_len
         self.store = SyntheticStore()
@@ -208,7 +219,10 @@ class SyntheticExecutor:
         if self.profiler is not None:
             self.profiler.disable()
         start = time.process_time()
-        payload = encode_result(self._work(self._jobs.popleft()))
+        job = self._jobs.popleft()
+        payload = encode_result(self._work(job))
+        if self.record is not None:
+            self.record.append((job_key(job), payload.decode("utf-8")))
         self.worker_cpu_s += time.process_time() - start
         if self.profiler is not None:
             self.profiler.enable()
@@ -244,33 +258,124 @@ class SyntheticExecutor:
         pass
 
 
+def job_key(job: Job) -> str:
+    """What a job is, to check that a replay hands out the jobs the recording answered."""
+    if isinstance(job, Unit):
+        return f"unit {job.index}"
+    if isinstance(job, WindowTask):
+        return f"window {job.index}"
+    if isinstance(job, IndexTask):
+        return f"index {job.shards}"
+    return f"shard {job.shard_index}"
+
+
+class ReplayStore(MemoryStore):
+    """The driver's view of the workers' store in a replay: nothing staged before the run; what it
+    drops was never held here."""
+
+    def summary(self, unit: int) -> None:
+        return None
+
+    def drop(self, unit: int) -> None:
+        pass
+
+    def drop_plan(self, window: int) -> None:
+        pass
+
+
+class ReplayExecutor:
+    """``Executor`` that answers each job, at once, with the result payload a ``SyntheticExecutor`` run
+    recorded for it (the driver is deterministic: the same results make it hand out the same jobs,
+    which is checked). Nothing a worker does runs in the driver's process: its CPU is the driver's
+    own, and no worker data passes through its caches."""
+
+    def __init__(self, recording: list[tuple[str, str]], actors: int = ACTORS) -> None:
+        self.store: SampleStore = ReplayStore()
+        self.slots = IN_FLIGHT_PER_ACTOR * actors
+        self.lookahead = LOOKAHEAD_PER_ACTOR * actors
+        self.received_bytes = 0
+        self.on_progress: Callable[[UnitProgress], None] = lambda progress: None
+        self._recording = deque((key, payload.encode("utf-8")) for key, payload in recording)
+        self._jobs: deque[Job] = deque()
+
+    def submit(self, job: Job) -> None:
+        self._jobs.append(job)
+
+    def outstanding(self) -> int:
+        return len(self._jobs)
+
+    def next_done(self) -> Result:
+        job = self._jobs.popleft()
+        key, payload = self._recording.popleft()
+        assert key == job_key(job), f"the replay hands out {job_key(job)} where the recording answered {key}"
+        self.received_bytes += len(payload)
+        return decode_result(payload)
+
+    def close(self) -> None:
+        pass
+
+
 def drive(
-    shape: Shape, samples: int, out_dir: str, actors: int = ACTORS, profiler: cProfile.Profile | None = None
+    shape: Shape,
+    samples: int,
+    out_dir: str,
+    actors: int = ACTORS,
+    profiler: cProfile.Profile | None = None,
+    record: list[tuple[str, str]] | None = None,
 ) -> tuple[RunSummary, SyntheticExecutor]:
-    """Run the real pipeline over ``samples`` synthetic records of ``shape`` into ``out_dir``."""
+    """Run the real pipeline over ``samples`` synthetic records of ``shape`` into ``out_dir``
+    (``record``: gets every job and its result payload, for ``replay``)."""
     config = shape_config(shape, out_dir)
     made: list[SyntheticExecutor] = []
 
     def factory(resolved: PipelineConfig) -> SyntheticExecutor:
-        made.append(SyntheticExecutor(shape, resolved, actors, profiler))
+        made.append(SyntheticExecutor(shape, resolved, actors, profiler, record))
         return made[0]
 
     summary = run_pipeline(config, factory, overwrite=True, progress=False, units=shape_units(shape, samples))
     return summary, made[0]
 
 
+def replay(
+    shape: Shape, samples: int, out_dir: str, recording: list[tuple[str, str]], actors: int = ACTORS
+) -> RunSummary:
+    """Run the real pipeline as ``drive`` did, its jobs answered from ``recording``."""
+    config = shape_config(shape, out_dir)
+    units = shape_units(shape, samples)
+    return run_pipeline(
+        config, lambda _: ReplayExecutor(recording, actors), overwrite=True, progress=False, units=units
+    )
+
+
 # ---------------------------------------------------------------- one measurement, in a fresh process
 
 
-def child(shape_name: str, samples: int, profile: bool) -> dict[str, Any]:
+def record(shape_name: str, samples: int, path: str) -> dict[str, Any]:
+    """Drive the pipeline with the synthetic workers, write every job's result payload to ``path``;
+    returns the workers' CPU."""
+    out_dir = str(WORK / "driver" / f"{shape_name}-{samples}-record")
+    recording: list[tuple[str, str]] = []
+    cpu0 = time.process_time()
+    _, executor = drive(SHAPES[shape_name], samples, out_dir, record=recording)
+    cpu = time.process_time() - cpu0
+    with open(path, "w", encoding="utf-8") as handle:
+        json.dump(recording, handle)
+    shutil.rmtree(out_dir, ignore_errors=True)
+    return {"worker_cpu_s": executor.worker_cpu_s, "driver_cpu_s": cpu - executor.worker_cpu_s}
+
+
+def child(shape_name: str, samples: int, recording_path: str, profile: bool) -> dict[str, Any]:
+    """One measurement: the pipeline over ``samples`` records, its jobs answered from a recording."""
     shape = SHAPES[shape_name]
     out_dir = str(WORK / "driver" / f"{shape_name}-{samples}")
+    with open(recording_path, encoding="utf-8") as handle:
+        recording = [(key, payload) for key, payload in json.load(handle)]
     rss_before_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     profiler = cProfile.Profile() if profile else None
     cpu0, wall0 = time.process_time(), time.perf_counter()
     if profiler is not None:
         profiler.enable()
-    summary, executor = drive(shape, samples, out_dir, profiler=profiler)
+    summary = replay(shape, samples, out_dir, recording)
     if profiler is not None:
         profiler.disable()
     cpu, wall = time.process_time() - cpu0, time.perf_counter() - wall0
@@ -283,8 +388,7 @@ def child(shape_name: str, samples: int, profile: bool) -> dict[str, Any]:
         "packs": summary.counts["packs"],
         "shards": summary.shards,
         "units": -(-samples // shape.unit_records),
-        "driver_cpu_s": cpu - executor.worker_cpu_s,
-        "worker_cpu_s": executor.worker_cpu_s,
+        "driver_cpu_s": cpu,
         "wall_s": wall,
         "received_bytes": summary.driver_received_bytes,
         "peak_rss_kib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
@@ -311,13 +415,23 @@ def profile_table(profiler: cProfile.Profile) -> str:
     return "\n".join(lines)
 
 
-def measure(shape: str, samples: int, profile: bool = False) -> dict[str, Any]:
-    argv = [sys.executable, "-m", "bench.bench_driver", "--child", shape, str(samples)] + (
-        ["--profile"] if profile else []
-    )
+def _run_module(*args: str) -> dict[str, Any]:
+    argv = [sys.executable, "-m", "bench.bench_driver", *args]
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     done = subprocess.run(argv, cwd=REPO, env=env, capture_output=True, text=True, check=True)
-    return json.loads(done.stdout.splitlines()[-1])
+    return dict(json.loads(done.stdout.splitlines()[-1]))
+
+
+def recording(shape: str, samples: int) -> tuple[str, dict[str, Any]]:
+    """The recording of ``shape`` at ``samples`` (made once, in a fresh process), and that run's
+    workers' CPU s and driver CPU s (its process's minus the workers')."""
+    path = WORK / "driver" / f"{shape}-{samples}.recording.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return str(path), _run_module("--record", shape, str(samples), str(path))
+
+
+def measure(shape: str, samples: int, path: str, profile: bool = False) -> dict[str, Any]:
+    return _run_module("--child", shape, str(samples), path, *(["--profile"] if profile else []))
 
 
 # ---------------------------------------------------------------- the section
@@ -349,16 +463,23 @@ PROFILE_COSTS = (  # (file suffix, function): the driver's costs, by cumulative 
 
 
 def _median_runs(shape: str, samples: int, repeats: int) -> dict[str, Any]:
-    runs = [measure(shape, samples) for _ in range(repeats)]
+    path, recorded = recording(shape, samples)
+    runs = [measure(shape, samples, path) for _ in range(repeats)]
     out = dict(runs[0])
-    for key in ("driver_cpu_s", "worker_cpu_s", "wall_s", "peak_rss_kib"):
+    for key in ("driver_cpu_s", "wall_s", "peak_rss_kib"):
         out[key] = statistics.median(r[key] for r in runs)
     out["driver_cpu_all"] = [r["driver_cpu_s"] for r in runs]
+    out["worker_cpu_s"] = recorded["worker_cpu_s"]
+    out["driver_cpu_with_workers_s"] = recorded["driver_cpu_s"]
+    os.unlink(path)
     return out
 
 
 def _profile_table(shape: str, samples: int) -> str:
-    return str(measure(shape, samples, profile=True)["profile"])  # the profiled run's other figures: not used
+    path, _ = recording(shape, samples)
+    table = str(measure(shape, samples, path, profile=True)["profile"])  # the profiled run's other figures: not used
+    os.unlink(path)
+    return table
 
 
 def _fit(xs: list[int], ys: list[float], degree: int) -> np.ndarray:
@@ -379,8 +500,8 @@ def _shape_section(shape: str, rows: list[dict[str, Any]]) -> tuple[str, dict[st
     worker_per = worker_s / worker_n
     lines = [
         "| samples | units | shards | packs | driver CPU s (each run) | per sample | per unit | per shard "
-        "| synthetic workers CPU s | wall s | peak RSS |",
-        "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+        "| synthetic workers CPU s | driver CPU s, workers in its process | wall s | peak RSS |",
+        "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
     for r in rows:
         each = ", ".join(f"{c:.2f}" for c in r["driver_cpu_all"])
@@ -388,7 +509,8 @@ def _shape_section(shape: str, rows: list[dict[str, Any]]) -> tuple[str, dict[st
             f"| {r['samples']:,} | {r['units']:,} | {r['shards']:,} | {r['packs']:,} | "
             f"**{r['driver_cpu_s']:.2f}** ({each}) | {r['driver_cpu_s'] / r['samples'] * 1e6:.2f} µs | "
             f"{r['driver_cpu_s'] / r['units'] * 1e3:.1f} ms | {r['driver_cpu_s'] / r['shards'] * 1e3:.2f} ms | "
-            f"{r['worker_cpu_s']:.2f} | {r['wall_s']:.1f} | {r['peak_rss_kib'] / 2**10:,.0f} MiB |"
+            f"{r['worker_cpu_s']:.2f} | {r['driver_cpu_with_workers_s']:.2f} | {r['wall_s']:.1f} | "
+            f"{r['peak_rss_kib'] / 2**10:,.0f} MiB |"
         )
     a = float(quad[0])
     k, m = (float(v) for v in lin)
@@ -432,7 +554,8 @@ def run() -> str:
         "",
         "The real `run_pipeline` and `Driver` (run identity, tokenizer load, windows cut from unit counts,",
         "numbering, shard tasks, commits, rejects, checkpoints, manifest) fed by",
-        "`SyntheticExecutor`, which answers every job at once with what a worker would send (a window's",
+        "`ReplayExecutor`, which answers every job at once with the result a `SyntheticExecutor` run",
+        "recorded for it (that run made what a worker would send: a window's",
         "plan: the real `plan_window_task`, counted as worker CPU), through the",
         "wire form (`encode_result` on the worker side, `decode_result` in the driver) and with the Ray",
         f"executor's slots and lookahead for {ACTORS} actors. Text: log-normal lengths (median 700 tokens);",
@@ -443,10 +566,12 @@ def run() -> str:
         "nothing in the driver reads them. Every unit names the demo chat file (stat'ed for the run identity;",
         "the backend self-check reads unit 0's first records).",
         "",
-        "*Driver CPU*: `time.process_time` of a fresh process around `run_pipeline`, minus the synthetic",
-        "workers' own CPU (making and encoding results, planning windows, timed inside the executor). Start-up",
-        "(tokenizer load, backend self-check) is in it. Ray's own per-job driver cost (`.remote`, `ray.wait`,",
-        "`ray.get`) is not.",
+        "*Driver CPU*: `time.process_time` of a fresh process around `run_pipeline`, its jobs answered from",
+        "the recording. Start-up (tokenizer load, backend self-check) is in it. Ray's own per-job driver cost",
+        "(`.remote`, `ray.wait`, `ray.get`) is not, nor the unlinks of staged units. *Driver CPU, workers in",
+        "its process*: the recording run's, the earlier method: its process's CPU minus the synthetic workers'",
+        "(timed inside the executor); their planning and result building leave the driver's code to run",
+        "cache-cold, so it is higher.",
         "Per sample, per unit and per shard are the same run's driver CPU divided by each count.",
         "*Peak RSS*: `ru_maxrss` of that process (imports included: ~40 MiB before the run starts; the",
         "driver no longer imports Energon or torch, which the index rows used to bring in: ~300 MiB).",
@@ -467,9 +592,8 @@ def run() -> str:
     text += [
         "Video: bench_job has no video job figure, so no cores-fed figure for video.",
         "",
-        f"Where the driver's CPU goes: cProfile of the {PROFILED[0]} shape at {PROFILED[1]:,} samples, paused while",
-        "the synthetic workers run, so it holds the driver alone (profiling inflates the times; shares are",
-        "what counts):",
+        f"Where the driver's CPU goes: cProfile of a replay of the {PROFILED[0]} shape at {PROFILED[1]:,} samples",
+        "(profiling inflates the times; shares are what counts):",
         "",
         profile.rstrip(),
         "",
@@ -478,5 +602,7 @@ def run() -> str:
     return "\n".join(text) + "\n"
 
 
-if __name__ == "__main__" and sys.argv[1:2] == ["--child"]:
-    print(json.dumps(child(sys.argv[2], int(sys.argv[3]), "--profile" in sys.argv[4:])))
+if __name__ == "__main__" and sys.argv[1:2] == ["--record"]:
+    print(json.dumps(record(sys.argv[2], int(sys.argv[3]), sys.argv[4])))
+elif __name__ == "__main__" and sys.argv[1:2] == ["--child"]:
+    print(json.dumps(child(sys.argv[2], int(sys.argv[3]), sys.argv[4], "--profile" in sys.argv[5:])))

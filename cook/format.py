@@ -82,7 +82,8 @@ class Counts:
     truncated_tokens: int = 0
 
     def __add__(self, other: Counts) -> Counts:
-        return Counts(*(getattr(self, key) + getattr(other, key) for key in MANIFEST_COUNT_KEYS))
+        theirs = vars(other)
+        return Counts(**{key: mine + theirs[key] for key, mine in vars(self).items()})
 
     def to_dict(self, keys: tuple[str, ...] = MANIFEST_COUNT_KEYS) -> dict[str, int]:
         """``{key: value}`` for ``keys`` (all of them by default), in that order."""

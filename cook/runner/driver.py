@@ -214,8 +214,9 @@ class Driver:
             for unit in range(self.dropped, self.at.unit):  # no open window holds their samples (a kill -9
                 self.executor.store.drop(unit)  # before the next save cooks them again: the same bytes)
             self.dropped = max(self.dropped, self.at.unit)
-        moved = self.since_checkpoint or self.at != Position(self.state.next_unit, self.state.skip)
-        if moved and time.monotonic() - self.checkpointed >= self.config.ray.checkpoint_interval_s:
+        if time.monotonic() - self.checkpointed < self.config.ray.checkpoint_interval_s:
+            return
+        if self.since_checkpoint or self.at != Position(self.state.next_unit, self.state.skip):  # moved
             self._checkpoint(self.at)
 
     def _checkpoint(self, position: Position) -> None:

@@ -1,11 +1,12 @@
 """bench_driver's synthetic executor drives the real pipeline to a finished run whose counts add up."""
 
+import json
 import os
 from pathlib import Path
 
 import pytest
 
-from bench.bench_driver import SHAPES, Shape, drive, shape_config, unit_summary
+from bench.bench_driver import SHAPES, Shape, drive, replay, shape_config, unit_summary
 from cook import format as fmt
 
 
@@ -32,3 +33,19 @@ def test_synthetic_executor_drives_the_driver_to_completion(tmp_path: Path, shap
     assert os.path.isfile(os.path.join(out_dir, fmt.MANIFEST_NAME))
     assert executor.store.held() == (0, 0)  # the driver dropped every unit and plan once its windows were written
     assert executor.worker_cpu_s > 0 and summary.driver_received_bytes > 0
+
+
+def test_a_replay_hands_out_the_recorded_jobs_and_finishes_the_same_run(tmp_path: Path) -> None:
+    """The measured run answers each job from a recording of the synthetic one: the same jobs in the
+    same order (checked job by job), the same counts, shards and manifest."""
+    shape = Shape("images", SHAPES["images"].pipeline, 100, True, 1000)
+    recording: list[tuple[str, str]] = []
+    recorded, _ = drive(shape, 2_550, str(tmp_path / "recorded"), actors=2, record=recording)
+    assert [key for key, _ in recording][-1] == f"index {recorded.shards}"
+    replayed = replay(shape, 2_550, str(tmp_path / "replayed"), recording, actors=2)
+    assert replayed.counts == recorded.counts and replayed.shards == recorded.shards
+    manifests = [json.loads((tmp_path / run / fmt.MANIFEST_NAME).read_text()) for run in ("recorded", "replayed")]
+    assert [m["shards"] for m in manifests] == [manifests[0]["shards"]] * 2
+    assert manifests[1]["counts"] == manifests[0]["counts"]
+    with pytest.raises(AssertionError, match="the replay hands out"):
+        replay(shape, 2_550, str(tmp_path / "mismatched"), recording[1:], actors=2)
