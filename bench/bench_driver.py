@@ -18,15 +18,15 @@ Each (shape, samples) is first run that way once and recorded (``--record``: eve
 result payload, in order); the measured runs then answer the jobs from the recording
 (``ReplayExecutor``: precomputed results, at once; a job that differs from the recorded one fails the
 run). So the measured process does nothing a worker does, and no worker data passes through its
-caches: run in the driver's process, the synthetic workers' planning and result building had made
-the driver's own code run cache-cold, about doubling its CPU per sample. Ray's own per-job cost in
+caches (the earlier method, the driver's process minus the synthetic workers' timed CPU, is shown
+beside it). The recording is read a line per job, so it is not in the peak RSS. Ray's own per-job cost in
 the driver (``.remote``, ``ray.wait``, ``ray.get``) is not in it, nor the unlinks of staged units
 (the replay's store holds nothing).
 
 Shapes (``SHAPES``): the shipped pipelines' windows, ``packing.seq_len`` and ``output.shard_size``;
 text units of 10,000 records, image units of 1,000 samples. Each measured run is a fresh process
 (``python -m bench.bench_driver --child SHAPE SAMPLES RECORDING``), which reports its CPU and its
-peak RSS (``resource.getrusage(RUSAGE_SELF).ru_maxrss``; the recording it holds, a few MB, is in it).
+peak RSS (``resource.getrusage(RUSAGE_SELF).ru_maxrss``).
 """
 
 from __future__ import annotations
@@ -43,7 +43,7 @@ import subprocess
 import sys
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -289,13 +289,13 @@ class ReplayExecutor:
     which is checked). Nothing a worker does runs in the driver's process: its CPU is the driver's
     own, and no worker data passes through its caches."""
 
-    def __init__(self, recording: list[tuple[str, str]], actors: int = ACTORS) -> None:
+    def __init__(self, recording: Iterable[tuple[str, str]], actors: int = ACTORS) -> None:
         self.store: SampleStore = ReplayStore()
         self.slots = IN_FLIGHT_PER_ACTOR * actors
         self.lookahead = LOOKAHEAD_PER_ACTOR * actors
         self.received_bytes = 0
         self.on_progress: Callable[[UnitProgress], None] = lambda progress: None
-        self._recording = deque((key, payload.encode("utf-8")) for key, payload in recording)
+        self._recording = iter(recording)  # read as the jobs come: held whole, it would be in the peak RSS
         self._jobs: deque[Job] = deque()
 
     def submit(self, job: Job) -> None:
@@ -306,8 +306,9 @@ class ReplayExecutor:
 
     def next_done(self) -> Result:
         job = self._jobs.popleft()
-        key, payload = self._recording.popleft()
+        key, text = next(self._recording)
         assert key == job_key(job), f"the replay hands out {job_key(job)} where the recording answered {key}"
+        payload = text.encode("utf-8")
         self.received_bytes += len(payload)
         return decode_result(payload)
 
@@ -337,7 +338,7 @@ def drive(
 
 
 def replay(
-    shape: Shape, samples: int, out_dir: str, recording: list[tuple[str, str]], actors: int = ACTORS
+    shape: Shape, samples: int, out_dir: str, recording: Iterable[tuple[str, str]], actors: int = ACTORS
 ) -> RunSummary:
     """Run the real pipeline as ``drive`` did, its jobs answered from ``recording``."""
     config = shape_config(shape, out_dir)
@@ -358,8 +359,8 @@ def record(shape_name: str, samples: int, path: str) -> dict[str, Any]:
     cpu0 = time.process_time()
     _, executor = drive(SHAPES[shape_name], samples, out_dir, record=recording)
     cpu = time.process_time() - cpu0
-    with open(path, "w", encoding="utf-8") as handle:
-        json.dump(recording, handle)
+    with open(path, "w", encoding="utf-8") as handle:  # one [job, payload] per line, read back as the jobs come
+        handle.writelines(json.dumps(entry) + "\n" for entry in recording)
     shutil.rmtree(out_dir, ignore_errors=True)
     return {"worker_cpu_s": executor.worker_cpu_s, "driver_cpu_s": cpu - executor.worker_cpu_s}
 
@@ -368,17 +369,17 @@ def child(shape_name: str, samples: int, recording_path: str, profile: bool) -> 
     """One measurement: the pipeline over ``samples`` records, its jobs answered from a recording."""
     shape = SHAPES[shape_name]
     out_dir = str(WORK / "driver" / f"{shape_name}-{samples}")
-    with open(recording_path, encoding="utf-8") as handle:
-        recording = [(key, payload) for key, payload in json.load(handle)]
     rss_before_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     profiler = cProfile.Profile() if profile else None
-    cpu0, wall0 = time.process_time(), time.perf_counter()
-    if profiler is not None:
-        profiler.enable()
-    summary = replay(shape, samples, out_dir, recording)
-    if profiler is not None:
-        profiler.disable()
-    cpu, wall = time.process_time() - cpu0, time.perf_counter() - wall0
+    with open(recording_path, encoding="utf-8") as handle:
+        recording = ((key, payload) for key, payload in map(json.loads, handle))
+        cpu0, wall0 = time.process_time(), time.perf_counter()
+        if profiler is not None:
+            profiler.enable()
+        summary = replay(shape, samples, out_dir, recording)
+        if profiler is not None:
+            profiler.disable()
+        cpu, wall = time.process_time() - cpu0, time.perf_counter() - wall0
     result = {
         "shape": shape_name,
         "samples": samples,
@@ -570,8 +571,7 @@ def run() -> str:
         "the recording. Start-up (tokenizer load, backend self-check) is in it. Ray's own per-job driver cost",
         "(`.remote`, `ray.wait`, `ray.get`) is not, nor the unlinks of staged units. *Driver CPU, workers in",
         "its process*: the recording run's, the earlier method: its process's CPU minus the synthetic workers'",
-        "(timed inside the executor); their planning and result building leave the driver's code to run",
-        "cache-cold, so it is higher.",
+        "(timed inside the executor), for comparison.",
         "Per sample, per unit and per shard are the same run's driver CPU divided by each count.",
         "*Peak RSS*: `ru_maxrss` of that process (imports included: ~40 MiB before the run starts; the",
         "driver no longer imports Energon or torch, which the index rows used to bring in: ~300 MiB).",
