@@ -60,7 +60,6 @@ def _pipeline(tmp: Path, raw: Path, out: Path, **packing: object) -> Path:
         packing={"seq_len": 512, "buffer_size": 60, **packing},
         output={"shard_size": 3},
         input={"unit_bytes": 40_000},
-        ray={"checkpoint_interval_s": 0},  # the state is saved at each commit: kills wait on its windows
     )
     path = tmp / f"{out.name}.yaml"
     path.write_text(yaml.safe_dump(data))
@@ -99,10 +98,10 @@ def _state_windows(out: Path) -> int:
 
 
 def _run_and_kill(pipeline: Path, out: Path, after_windows: int, *extra: str) -> bool:
-    """Start cook in a subprocess, SIGKILL it once ``after_windows`` windows are checkpointed."""
-    proc = subprocess.Popen(
-        [*COOK, "run", str(pipeline), "--quiet", *extra], cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
-    )
+    """Start cook in a subprocess, SIGKILL it once ``after_windows`` windows are checkpointed (it saves
+    its state after every commit: ``ray.checkpoint_interval_s=0``, which leaves the output as it is)."""
+    argv = [*COOK, "run", str(pipeline), "--quiet", "--set", "ray.checkpoint_interval_s=0", *extra]
+    proc = subprocess.Popen(argv, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     while proc.poll() is None and _state_windows(out) < after_windows:
         time.sleep(0.002)
     killed = proc.poll() is None
