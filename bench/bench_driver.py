@@ -21,7 +21,8 @@ run). So the measured process does nothing a worker does, and no worker data pas
 caches (the earlier method, the driver's process minus the synthetic workers' timed CPU, is shown
 beside it). The recording is read a line per job, so it is not in the peak RSS. Ray's own per-job cost in
 the driver (``.remote``, ``ray.wait``, ``ray.get``) is not in it, nor the unlinks of staged units
-(the replay's store holds nothing).
+(the replay's store holds nothing): it is measured apart (``--ray``: the real ``RayExecutor``, its
+actors ``EchoWorker``s that answer every job at once with one shard result) and added per job.
 
 Shapes (``SHAPES``): the shipped pipelines' windows, ``packing.seq_len`` and ``output.shard_size``;
 text units of 10,000 records, image units of 1,000 samples. Each measured run is a fresh process
@@ -348,6 +349,74 @@ def replay(
     )
 
 
+# ---------------------------------------------------------------- Ray's per-job cost in the driver
+
+RAY_ACTORS = 2
+RAY_JOBS = (300, 3000)  # jobs per measured round: the small one is subtracted
+
+
+class EchoWorker:
+    """Stands in for ``RayWorker`` in the actors: answers every job at once with ``PAYLOAD``."""
+
+    PAYLOAD = encode_result(
+        ShardDone(7, ShardInfo(fmt.shard_name(7), 256, 1792, 250_000_000, "ab" * 32), Counts(packs=256), "0" * 56)
+    )
+
+    def __init__(self, config: PipelineConfig, board: str, report_interval_s: float) -> None:
+        pass
+
+    def run(self, job: Job, attempt: Any) -> bytes:
+        return self.PAYLOAD
+
+
+def _cpu_s() -> float:
+    times = os.times()
+    return times.user + times.system  # the whole process: every thread, Ray's own included
+
+
+def ray_child(repeats: int) -> dict[str, Any]:
+    """The driver's CPU per job through the real ``RayExecutor`` (``RAY_ACTORS`` echo actors, its
+    slots kept full: ``.remote``, ``ray.wait``, the progress board, ``ray.get``, ``decode_result``),
+    marginal between ``RAY_JOBS`` rounds; and the driver process's CPU per idle second with Ray up."""
+    from cook.runner import ray_executor
+
+    ray_executor.RayWorker = EchoWorker  # type: ignore[misc]
+    out_dir = str(WORK / "driver" / "ray")
+    config = shape_config(SHAPES["text"], out_dir)
+    executor = ray_executor.RayExecutor(config, None, RAY_ACTORS)
+    task = ShardTask(7, 1792, WindowTask(0, ((0, 0, 10_000),)), 0, 256)
+    try:
+
+        def jobs(n: int) -> float:
+            cpu0 = _cpu_s()
+            submitted = 0
+            for _ in range(n):
+                while submitted < n and executor.outstanding() < executor.slots:
+                    executor.submit(task)
+                    submitted += 1
+                executor.next_done()
+            return _cpu_s() - cpu0
+
+        jobs(RAY_JOBS[0])  # warm
+        rounds: dict[int, list[float]] = {n: [] for n in RAY_JOBS}
+        for _ in range(repeats):
+            for n in RAY_JOBS:
+                rounds[n].append(jobs(n))
+        cpu0 = _cpu_s()
+        time.sleep(5.0)
+        idle = (_cpu_s() - cpu0) / 5.0
+    finally:
+        executor.close()
+        shutil.rmtree(out_dir, ignore_errors=True)
+    small, big = (statistics.median(rounds[n]) for n in RAY_JOBS)
+    return {
+        "per_job_s": (big - small) / (RAY_JOBS[1] - RAY_JOBS[0]),
+        "rounds": {str(n): v for n, v in rounds.items()},
+        "idle_cpu_per_s": idle,
+        "payload_bytes": len(EchoWorker.PAYLOAD),
+    }
+
+
 # ---------------------------------------------------------------- one measurement, in a fresh process
 
 
@@ -472,6 +541,8 @@ def _median_runs(shape: str, samples: int, repeats: int) -> dict[str, Any]:
     out["driver_cpu_all"] = [r["driver_cpu_s"] for r in runs]
     out["worker_cpu_s"] = recorded["worker_cpu_s"]
     out["driver_cpu_with_workers_s"] = recorded["driver_cpu_s"]
+    with open(path, encoding="utf-8") as handle:
+        out["jobs"] = sum(1 for _ in handle)  # a line per job answered
     os.unlink(path)
     return out
 
@@ -546,7 +617,9 @@ def run() -> str:
         measured[shape] = rows
         sections.append((shape, *_shape_section(shape, rows)))
     profile = _profile_table(*PROFILED)
-    RAW.write_text(json.dumps({"measured": measured, "profile": profile}, indent=1))
+    print("bench_driver: Ray's per-job cost", file=sys.stderr)
+    ray_cost = _run_module("--ray", str(repeats))
+    RAW.write_text(json.dumps({"measured": measured, "profile": profile, "ray": ray_cost}, indent=1))
     load = os.getloadavg()[0]
     text = [
         "## The driver on its own: CPU and memory per sample, unit and shard (issue 31, item 1)",
@@ -589,7 +662,31 @@ def run() -> str:
             body,
             "",
         ]
+    per_job = ray_cost["per_job_s"]
     text += [
+        "**With Ray's per-job cost.** The driver's CPU per job through the real `RayExecutor` (submit to the",
+        "least busy actor, `.remote`, `ray.wait`, the progress board, `ray.get`, `decode_result`), its",
+        f"{RAY_ACTORS} actors `EchoWorker`s that answer every job at once with one shard result "
+        f"({ray_cost['payload_bytes']} bytes), its slots kept full:",
+        f"{RAY_JOBS[1]:,} jobs minus {RAY_JOBS[0]:,}, median of {repeats} rounds each: **{per_job * 1e3:.2f} ms** "
+        f"per job. With Ray up and no job, the driver's process used {ray_cost['idle_cpu_per_s'] * 100:.1f}% of a core.",
+        "Jobs per sample are the largest run's (units + windows + shards + the index job).",
+        "",
+        "| shape | jobs per 10k samples | driver µs per sample: own (fit) + Ray's | cores one driver can feed |",
+        "| --- | ---: | ---: | ---: |",
+    ]
+    for shape, _, fit in sections:
+        big = measured[shape][-1]
+        jobs_per = big["jobs"] / big["samples"]
+        total = fit["slope"] + per_job * jobs_per
+        worker_s, worker_n, _ = WORKER_CPU[shape]
+        fed = worker_s / worker_n / total
+        text.append(
+            f"| {shape} | {jobs_per * 1e4:.1f} | {fit['slope'] * 1e6:.3f} + {per_job * jobs_per * 1e6:.3f} = "
+            f"**{total * 1e6:.3f}** | **{fed:,.0f}** ({'met' if fed >= CORES_TARGET else '**not met**'}) |"
+        )
+    text += [
+        "",
         "Video: bench_job has no video job figure, so no cores-fed figure for video.",
         "",
         f"Where the driver's CPU goes: cProfile of a replay of the {PROFILED[0]} shape at {PROFILED[1]:,} samples",
@@ -602,7 +699,9 @@ def run() -> str:
     return "\n".join(text) + "\n"
 
 
-if __name__ == "__main__" and sys.argv[1:2] == ["--record"]:
+if __name__ == "__main__" and sys.argv[1:2] == ["--ray"]:
+    print(json.dumps(ray_child(int(sys.argv[2]))))
+elif __name__ == "__main__" and sys.argv[1:2] == ["--record"]:
     print(json.dumps(record(sys.argv[2], int(sys.argv[3]), sys.argv[4])))
 elif __name__ == "__main__" and sys.argv[1:2] == ["--child"]:
     print(json.dumps(child(sys.argv[2], int(sys.argv[3]), sys.argv[4], "--profile" in sys.argv[5:])))

@@ -7,6 +7,8 @@ import hashlib
 from pathlib import Path
 
 import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
 
 from cook.config import config_from_dict
 from cook.runner.local import LocalExecutor
@@ -59,3 +61,29 @@ def test_uneven_units_bounded_and_identical_to_in_process(tmp_path: Path, ray_se
     assert 0 < summary.driver_received_bytes < shard_bytes / 4  # ids and masks never cross
     assert sum(summary.shards_by_writer.values()) == summary.shards
     assert not (tmp_path / "ray" / ".cook-progress").exists()  # the stage went with the finished run
+
+
+@settings(max_examples=60, deadline=None)
+@example(actors=2, steps=[(True, False, 0), (True, False, 0), (True, True, 0), (False, False, 0), (True, False, 0)])
+@given(
+    actors=st.integers(1, 9), steps=st.lists(st.tuples(st.booleans(), st.booleans(), st.integers(0, 99)), max_size=300)
+)
+def test_the_actor_picked_is_the_least_busy_then_fewest_writes_then_first(actors: int, steps: list) -> None:
+    """The heap picks what a scan over every actor picks, whatever jobs were handed out and finished
+    (and after the heap is rebuilt of its stale entries)."""
+    executor = RayExecutor.__new__(RayExecutor)  # no Ray: only the picking
+    executor.actors = [object()] * actors
+    executor._busy, executor._writes = [0] * actors, [0] * actors
+    executor._ranks = [(0, 0, a) for a in range(actors)]
+    running: list[tuple[int, bool]] = []
+    for hand_out, is_write, which in steps:
+        if hand_out or not running:
+            picked = executor._pick()
+            scan = min(range(actors), key=lambda a: (executor._busy[a], executor._writes[a], a))
+            assert picked == scan
+            executor._load(picked, 1, is_write)
+            running.append((picked, is_write))
+        else:
+            actor, was_write = running.pop(which % len(running))
+            executor._load(actor, -1, -was_write)
+    assert len(executor._ranks) <= 4 * actors + 64 + 1
