@@ -365,7 +365,7 @@ class EchoWorker:
     def __init__(self, config: PipelineConfig, board: str, report_interval_s: float) -> None:
         pass
 
-    def run(self, job: Job, attempt: Any) -> bytes:
+    def run(self, sent: bytes) -> bytes:
         return self.PAYLOAD
 
 
