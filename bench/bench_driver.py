@@ -508,7 +508,9 @@ def measure(shape: str, samples: int, path: str, profile: bool = False) -> dict[
 
 
 # Worker CPU per sample: bench_job's in-process job CPU (driver included, so a little high for the
-# workers alone, and the smaller image figure of its two in-process runs), from bench/RESULTS.md.
+# workers alone, and the smaller image figure of its two in-process runs), from an earlier bench_job
+# run: a later one measured 28.89 s / 8.35 s with its bare baselines as much slower (the machine), and
+# the lower figures give fewer cores fed, not more.
 WORKER_CPU = {
     "text": (17.22, 298_304, "bench_job text, in-process: 17.22 s / 298,304 records"),
     "images": (6.99, 752, "bench_job images-windowed, in-process: 6.99 s / 752 images"),
