@@ -26,10 +26,12 @@ train-demo: $(STAMP)
 	$(BIN)/python -m cook.train.demo --pipeline pipelines/demo.yaml --out out/demo
 
 # The suite without the `slow` tests (real 128k vocabularies, twenty random interrupts, clusters of
-# Ray nodes) and the `browser` ones: a few minutes, each test under pytest-timeout. `make test-slow`
-# runs the slow ones; CI runs both. `make test-browser` runs the browser ones.
+# Ray nodes) and the `browser` ones: a few minutes, each test under pytest-timeout, in two processes
+# (pytest-xdist, a test file to a process: 3:09 here on 2 cores, 5:12 in one). `make test-slow` runs
+# the slow ones, in one process (their kill tests count processes); CI runs both. `make test-browser`
+# runs the browser ones.
 test: $(STAMP)
-	$(BIN)/python -m pytest tests -m "not slow and not browser"
+	$(BIN)/python -m pytest tests -m "not slow and not browser" -n 2 --dist loadfile
 
 test-slow: $(STAMP)
 	$(BIN)/python -m pytest tests -m slow
