@@ -116,16 +116,17 @@ in-process run calls the same stage functions without Ray (the baseline for Ray'
 | Ray, 2 actors | {two["seconds"]:.2f} | {rate(two)} | {local["seconds"] / two["seconds"]:.2f} |
 
 - Scaling 1 -> 2 actors: **{scaling:.2f}x** (target >= 1.7x). Two actors and the driver share the two
-  cores: the driver used {two["driver_cpu_s"]:.2f} CPU s (result transfer, packing, shard writing,
-  Energon index), against {local["driver_cpu_s"]:.1f} CPU s for all the work in-process.
+  cores: the driver used {two["driver_cpu_s"]:.2f} CPU s (windows, commits, checkpoints, Ray's
+  per-job cost), against {local["driver_cpu_s"]:.1f} CPU s for all the work in-process.
 - Ray overhead, 1 actor against in-process: **{overhead:+.1%}** (target <= 10%; negative means the
   driver's packing and writing overlap the actor's cooking).
 - Energon index (each shard's writer leaves its rows; one worker job builds `.nv-meta/` from them at
-  the end): {local["index_s"]:.2f} s of the in-process job (with Ray it runs in an actor), against
+  the end): {local["index_s"]:.2f} s of the in-process job, its import of Energon and torch included
+  (with Ray it runs in an actor, inside the clock too), against
   {two["prepare_s"]:.2f} s for `energon prepare` re-reading the finished shards of the 2-actor job
   ({two["prepare_s"] / two["seconds"]:.1%} of that job, with the actors idle).
-- Start-up, once per job and outside the figures above: driver imports (transformers, Energon and
-  torch) {two["imports_s"]:.1f} s; local Ray and 2 actors with their tokenizers {two["ray_s"]:.1f} s.
+- Start-up, once per job and outside the figures above: driver imports (transformers, the
+  tokenizer) {two["imports_s"]:.1f} s; local Ray and 2 actors with their tokenizers {two["ray_s"]:.1f} s.
 
 Memory, 2 actors (peak RSS):
 

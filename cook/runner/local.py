@@ -1,10 +1,10 @@
 """In-process executor: the same CookWorker, called directly (``--workers 0``, tests, benchmarks).
 
 Each job waits in a queue and runs when the driver asks for ``next_done``, so the driver's own work
-before that call (opening Energon's index) comes before the first cook, not in the middle of the
-progress bar. The worker's progress reports of a unit reach ``on_progress`` while it cooks. Samples
-are staged in memory for windowed packing, on disk for ``buffer_size: all`` (pass 1 stages the whole
-dataset, so it must not need the whole dataset in memory).
+before that call comes before the first cook, not in the middle of the progress bar. The worker's
+progress reports of a unit reach ``on_progress`` while it cooks. Samples are staged in memory for
+windowed packing, on disk for ``buffer_size: all`` (pass 1 stages the whole dataset, so it must not
+need the whole dataset in memory).
 """
 
 from __future__ import annotations
