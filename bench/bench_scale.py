@@ -101,6 +101,8 @@ def run() -> str:
 
     overhead = one["seconds"] / local["seconds"] - 1
     scaling = one["seconds"] / two["seconds"]
+    left = local["index_s"] - two["energon_import_s"]
+    build = f"about {left:.2f} s" if left >= 0.05 else "too little to read beside the import (under 0.05 s)"
     return f"""## Ray scale-out (issue 5)
 
 `{COMMAND}`
@@ -124,7 +126,7 @@ in-process run calls the same stage functions without Ray (the baseline for Ray'
   the end): {local["index_s"]:.2f} s of the in-process job (with Ray it runs in an actor, inside the
   clock too). Of that, importing Energon and torch, once per job in the publishing process, takes
   {two["energon_import_s"]:.2f} s (timed cold in the 2-actor driver), so building the index itself
-  takes about {max(local["index_s"] - two["energon_import_s"], 0.0):.2f} s, against
+  takes {build}, against
   {two["prepare_s"]:.2f} s for `energon prepare` re-reading the finished shards of the 2-actor job,
   import excluded ({two["prepare_s"] / two["seconds"]:.1%} of that job, with the actors idle).
 - Start-up, once per job and outside the figures above: driver imports (transformers, the
