@@ -186,7 +186,29 @@ class SyntheticStore(MemoryStore):
         return len(self._lengths), len(self._plans)
 
 
-class SyntheticExecutor:
+class _AnsweredAtOnce:
+    """The queue both bench executors share: jobs answered one at a time, in the order submitted, with
+    the Ray executor's slots and lookahead for ``actors``."""
+
+    def __init__(self, store: SampleStore, actors: int) -> None:
+        self.store = store
+        self.slots = IN_FLIGHT_PER_ACTOR * actors
+        self.lookahead = LOOKAHEAD_PER_ACTOR * actors
+        self.received_bytes = 0
+        self.on_progress: Callable[[UnitProgress], None] = lambda progress: None
+        self._jobs: deque[Job] = deque()
+
+    def submit(self, job: Job) -> None:
+        self._jobs.append(job)
+
+    def outstanding(self) -> int:
+        return len(self._jobs)
+
+    def close(self) -> None:
+        pass
+
+
+class SyntheticExecutor(_AnsweredAtOnce):
     """``Executor`` whose jobs are answered at once, in the order submitted, through the wire form."""
 
     def __init__(
@@ -197,24 +219,13 @@ class SyntheticExecutor:
         profiler: cProfile.Profile | None = None,
         record: list[tuple[str, str]] | None = None,
     ) -> None:
+        super().__init__(SyntheticStore(), actors)
         self.shape = shape
         self.record = record  # (job, result payload) in the order answered, for a ReplayExecutor
         self.profiler = profiler  # paused while the workers' side runs, so it profiles the driver alone
         self.seq_len = config.packing.seq_len
-        self.store = SyntheticStore()
-        self.slots = IN_FLIGHT_PER_ACTOR * actors
-        self.lookahead = LOOKAHEAD_PER_ACTOR * actors
-        self.received_bytes = 0
-        self.on_progress: Callable[[UnitProgress], None] = lambda progress: None
         self.packing = config.packing
         self.worker_cpu_s = 0.0  # making and encoding results, planning windows: the workers' side
-        self._jobs: deque[Job] = deque()
-
-    def submit(self, job: Job) -> None:
-        self._jobs.append(job)
-
-    def outstanding(self) -> int:
-        return len(self._jobs)
 
     def next_done(self) -> Result:
         if self.profiler is not None:
@@ -255,9 +266,6 @@ class SyntheticExecutor:
             n_patches[where] = unit_patches[positions[where]]
         return shard_done(job, bounds, lengths, n_patches, self.seq_len)
 
-    def close(self) -> None:
-        pass
-
 
 def job_key(job: Job) -> str:
     """What a job is, to check that a replay hands out the jobs the recording answered."""
@@ -284,26 +292,15 @@ class ReplayStore(MemoryStore):
         pass
 
 
-class ReplayExecutor:
+class ReplayExecutor(_AnsweredAtOnce):
     """``Executor`` that answers each job, at once, with the result payload a ``SyntheticExecutor`` run
     recorded for it (the driver is deterministic: the same results make it hand out the same jobs,
     which is checked). Nothing a worker does runs in the driver's process: its CPU is the driver's
     own, and no worker data passes through its caches."""
 
     def __init__(self, recording: Iterable[tuple[str, str]], actors: int = ACTORS) -> None:
-        self.store: SampleStore = ReplayStore()
-        self.slots = IN_FLIGHT_PER_ACTOR * actors
-        self.lookahead = LOOKAHEAD_PER_ACTOR * actors
-        self.received_bytes = 0
-        self.on_progress: Callable[[UnitProgress], None] = lambda progress: None
+        super().__init__(ReplayStore(), actors)
         self._recording = iter(recording)  # read as the jobs come: held whole, it would be in the peak RSS
-        self._jobs: deque[Job] = deque()
-
-    def submit(self, job: Job) -> None:
-        self._jobs.append(job)
-
-    def outstanding(self) -> int:
-        return len(self._jobs)
 
     def next_done(self) -> Result:
         job = self._jobs.popleft()
@@ -312,9 +309,6 @@ class ReplayExecutor:
         payload = text.encode("utf-8")
         self.received_bytes += len(payload)
         return decode_result(payload)
-
-    def close(self) -> None:
-        pass
 
 
 def drive(
