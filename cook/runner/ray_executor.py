@@ -94,7 +94,9 @@ class RayWorker(CookWorker):
         super().__init__(config, report=ray.get_actor(board).post.remote, report_interval_s=report_interval_s)
 
     def run(self, sent: bytes) -> bytes:
-        """``sent``: ``pickle.dumps((job, attempt))``, made by the driver (``RayExecutor._submit``)."""
+        """``sent``: ``pickle.dumps((job, attempt))``, made by the driver (``RayExecutor._submit``) from its
+        own job dataclasses, never from dataset bytes: the trust Ray already gives every actor argument,
+        which it unpickles too. Dataset bytes reach a worker only through the sources' parsers."""
         job, attempt = pickle.loads(sent)
         done = self.work(job, attempt)
         if isinstance(done, ShardDone):
