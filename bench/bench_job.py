@@ -430,10 +430,10 @@ def _check_small_starts_every_actor(name: str, units: int) -> None:
 
 
 def text_workload(copies: int) -> Workload:
-    from cook.runner.plan import jsonl_spans
+    from cook.runner.plan import jsonl_cuts
 
     inputs = {size: text_corpus(c) for size, c in (("big", copies), ("small", SMALL_TEXT_COPIES))}
-    _check_small_starts_every_actor("text", len(jsonl_spans(str(inputs["small"]), TEXT_UNIT_BYTES)))
+    _check_small_starts_every_actor("text", len(jsonl_cuts(str(inputs["small"]), TEXT_UNIT_BYTES)))
     inputs["tenth"] = text_corpus(max(1, round(copies / 10)))
     source = {size: path.stat().st_size for size, path in inputs.items()}
     return Workload("text", "pipelines/text_sft.yaml", TEXT_SETS, inputs, source, rejects_expected=True)

@@ -30,6 +30,7 @@ BENCHES = [
     "bench_reader",
     "bench_repack",
     "bench_driver",
+    "bench_units",
 ]
 RESULTS = Path(__file__).with_name("RESULTS.md")
 HEADER = (

@@ -1,6 +1,8 @@
 """The driver's loop: hand out jobs, cut and number windows, commit shards in order, checkpoint (SPEC §11).
 
-The driver holds no samples and does no work per sample. It sends ``Unit``s to cook, ``WindowTask``s
+The driver holds no samples and does no work per sample, nor per input byte: before any cook, the
+workers count the lines of JSONL files cut into several units (``LineCountTask``; the driver only
+finds each cut, ``cook.runner.plan``). It sends ``Unit``s to cook, ``WindowTask``s
 to plan and ``ShardTask``s to write, and gets back ``UnitDone``s (counts, rejects), ``WindowDone``s
 (pack count, packing stats) and ``ShardDone``s (sha256, size, counts). Once every shard is committed,
 an ``IndexTask`` has a worker publish ``.nv-meta/`` from the index rows the shards' writers left: the
@@ -28,6 +30,7 @@ driver never handles a per-pack row.
 
 from __future__ import annotations
 
+import itertools
 import time
 from collections import Counter, deque
 from collections.abc import Callable, Sequence
@@ -38,9 +41,10 @@ from cook.config import PipelineConfig
 from cook.errors import interrupts_held
 from cook.packing.metrics import PackingStats
 from cook.runner.output_dir import OutputDir
+from cook.runner.plan import line_count_tasks, with_first_lines
 from cook.runner.progress import Progress, UnitProgress
 from cook.runner.staging import SampleStore
-from cook.runner.units import IndexDone, IndexTask, Job, Result, ShardDone, Unit, UnitDone, WindowDone
+from cook.runner.units import IndexDone, IndexTask, Job, LineCounts, Result, ShardDone, Unit, UnitDone, WindowDone
 from cook.runner.windows import Planner, Position, WindowPlan
 from cook.writer.dataset import DatasetWriter
 
@@ -94,6 +98,7 @@ class Driver:
         self.shards_by_writer: Counter[str] = Counter()
 
     def run(self, units: Sequence[Unit]) -> None:
+        units = self._first_lines(units)
         todo = deque(units[self.resume.unit :])
         self.unit_bytes = {unit.index: unit.size_bytes for unit in todo}
         waiting: dict[int, UnitDone] = {}
@@ -148,6 +153,20 @@ class Driver:
         executor.submit(IndexTask(self.committed))  # every shard is committed: its rows are all there
         done = executor.next_done()
         assert isinstance(done, IndexDone), done
+
+    def _first_lines(self, units: Sequence[Unit]) -> list[Unit]:
+        """``units`` with every JSONL first line number: the workers count the newlines before each cut
+        (``LineCountTask``s, before any cook); the driver reads no input."""
+        tasks = deque(line_count_tasks(units))
+        newlines: dict[int, int] = {}
+        executor = self.executor
+        while tasks or executor.outstanding():
+            while tasks and executor.outstanding() < executor.slots:
+                executor.submit(tasks.popleft())
+            done = executor.next_done()
+            assert isinstance(done, LineCounts), done
+            newlines.update(zip(itertools.count(done.first_unit), done.newlines))
+        return with_first_lines(units, newlines)
 
     def _consume(self, summary: UnitDone) -> None:
         if summary.unit != self.resume.unit or not self.resume.skip:  # else counted before the interrupt

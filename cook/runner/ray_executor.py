@@ -1,8 +1,8 @@
 """Ray executor: CookWorker inside actors; jobs to the least busy actor; small results back.
 
 The Ray layer is only this: actors that each load one tokenizer and reuse it and run every kind of
-job (cook a unit, plan a window, write a shard, publish the index), ``IN_FLIGHT_PER_ACTOR`` jobs per
-actor at a time, and crash handling. An actor returns its result as JSON bytes
+job (count a file's lines, cook a unit, plan a window, write a shard, publish the index),
+``IN_FLIGHT_PER_ACTOR`` jobs per actor at a time, and crash handling. An actor returns its result as JSON bytes
 (``units.encode_result``, never pickle), so the driver counts exactly what crosses to it
 (``received_bytes``): unit counts, window pack counts and shard entries, never samples, their
 lengths or Energon's index rows, which the actors stage under the output directory
@@ -44,6 +44,7 @@ from cook.runner.units import (
     Attempt,
     IndexTask,
     Job,
+    LineCountTask,
     Result,
     ShardDone,
     ShardTask,
@@ -224,4 +225,6 @@ def _describe(job: Job) -> str:
         return f"unit {job.index} ({job.path})"
     if isinstance(job, IndexTask):
         return f"the Energon index of {job.shards} shards"
+    if isinstance(job, LineCountTask):
+        return f"the line count of units {job.first_unit}.. ({job.path})"
     return f"window {job.index}" if isinstance(job, WindowTask) else f"shard {job.shard_index}"

@@ -147,7 +147,7 @@ class RunIdentity:
 
 def run_identity(config: PipelineConfig, units: list[Unit]) -> RunIdentity:
     pipeline = _without_ray(config.to_dict())
-    plan = [(u.path, u.format, u.span, u.first_index, os.path.getsize(u.path)) for u in units]
+    plan = [(u.path, u.format, u.span, os.path.getsize(u.path)) for u in units]  # first lines follow from these
     body = json.dumps({"pipeline": pipeline, "plan": plan}, sort_keys=True, default=str)
     paths = dict.fromkeys(unit.path for unit in units)  # each file once, in plan order
     stats = {path: os.stat(path) for path in paths}

@@ -7,6 +7,8 @@
                             write the shard and its Energon index rows --ShardDone--> driver
     driver --IndexTask-->   worker (once, every shard committed): publish ``.nv-meta/`` from the
                             shards' rows --IndexDone--> driver
+    driver --LineCountTask--> worker (before any cook, for JSONL files cut into several units): count
+                            the newlines of units --LineCounts--> driver (their files' first line numbers)
 
 A ``UnitDone`` holds the unit's counts (records, samples, tokens) and rejects; a ``WindowDone`` its
 pack count and packing stats; a ``ShardDone`` the shard's sha256, size and counts. Nothing the driver
@@ -56,7 +58,8 @@ class Unit:
     """A slice of one input file, cooked by one worker call. ``index`` fixes its place in the output.
 
     ``span`` is a byte range (JSONL) or a row-group range (Parquet); None means the whole file.
-    ``first_index`` numbers the unit's first record within its file (line or row, from 1).
+    ``first_index`` numbers the unit's first record within its file (line or row, from 1); None for a
+    JSONL unit after its file's first until the lines before it are counted (``cook.runner.plan``).
     A repack unit (``reads`` set) is a range ``span`` of one cooked source's sequences in input order;
     ``path`` is that source's manifest.
     """
@@ -65,7 +68,7 @@ class Unit:
     path: str
     format: str
     span: tuple[int, int] | None = None
-    first_index: int = 1
+    first_index: int | None = 1
     size_bytes: int = 0  # about how much input it holds (for progress only)
     reads: SequenceReads | None = field(default=None, compare=False)  # a repack unit: cooked sequences to read
 
@@ -220,8 +223,26 @@ class IndexDone:
     shards: int
 
 
-Job = Unit | WindowTask | ShardTask | IndexTask
-Result = UnitDone | WindowDone | ShardDone | IndexDone
+@dataclass(frozen=True)
+class LineCountTask:
+    """Count the newlines in each byte range ``spans`` of the JSONL file ``path``: the consecutive units
+    from ``first_unit`` on."""
+
+    first_unit: int
+    path: str
+    spans: tuple[tuple[int, int], ...]
+
+
+@dataclass(frozen=True)
+class LineCounts:
+    """The newlines of the units from ``first_unit`` on, one count each."""
+
+    first_unit: int
+    newlines: tuple[int, ...]
+
+
+Job = Unit | WindowTask | ShardTask | IndexTask | LineCountTask
+Result = UnitDone | WindowDone | ShardDone | IndexDone | LineCounts
 
 
 # ------------------------------------------------------------------ the wire form: JSON, never pickle
@@ -257,6 +278,8 @@ def _body(result: Result) -> dict[str, Any]:
         }
     if isinstance(result, IndexDone):
         return {"index_shards": result.shards}
+    if isinstance(result, LineCounts):
+        return {"lines_from_unit": result.first_unit, "newlines": result.newlines}
     return {
         "shard_index": result.shard_index,
         "info": asdict(result.info),
@@ -307,5 +330,7 @@ def decode_result(payload: bytes) -> Result:
         return WindowDone(body["window"], body["packs"], stats, body["short_of_multiple"])
     if "index_shards" in body:
         return IndexDone(body["index_shards"])
+    if "lines_from_unit" in body:
+        return LineCounts(body["lines_from_unit"], tuple(body["newlines"]))
     counts = Counts.from_dict(body["counts"])
     return ShardDone(body["shard_index"], ShardInfo(**body["info"]), counts, body["writer"])

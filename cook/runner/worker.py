@@ -9,6 +9,8 @@
                                            .tar.idx + its Energon index rows on disk; the driver gets
                                            sha256, size, counts
     IndexTask -> IndexDone                 once, at the end: ``.nv-meta/`` from the shards' index rows
+    LineCountTask -> LineCounts            before any cook: the newlines of JSONL units (their files'
+                                           line numbers, ``cook.runner.plan``)
 
 A ``cook repack`` unit (``Unit.reads``) is not cooked: its sequences are read back out of the source
 packs (``cook.runner.repack_read``) and fitted to the new packing; the rest is the same.
@@ -45,6 +47,7 @@ from cook.cookers import COOKERS
 from cook.errors import Rejected, RejectReason
 from cook.format import Counts
 from cook.packing.packer import build_pack, fit_sample
+from cook.runner.plan import count_lines
 from cook.runner.progress import REPORT_INTERVAL_S, UnitProgress, UnitReporter
 from cook.runner.reject_log import RejectLog
 from cook.runner.repack_read import repack_unit
@@ -54,6 +57,8 @@ from cook.runner.units import (
     IndexDone,
     IndexTask,
     Job,
+    LineCounts,
+    LineCountTask,
     PackPlan,
     Result,
     ShardDone,
@@ -196,6 +201,8 @@ class CookWorker:
         if isinstance(job, IndexTask):
             publish_index(self.config.output.dir, job.shards)
             return IndexDone(job.shards)
+        if isinstance(job, LineCountTask):
+            return LineCounts(job.first_unit, tuple(count_lines(job.path, job.spans)))
         return self.write_shard(job)
 
     def cook_unit(self, unit: Unit, attempt: Attempt | None = None) -> UnitDone:
@@ -298,6 +305,7 @@ def read_unit(
     """``unit``'s records, numbered from 0. With a ``trace`` path, each number is written there (and
     flushed) before its record is handed on, so the executor can name a record that kills a worker.
     ``cursor`` follows how far the reader is."""
+    assert unit.first_index is not None, f"unit {unit.index}: the lines before it are not counted"
     name = source_name(unit.path, config.input.path)
     reader = SOURCES[unit.format]
     records = enumerate(
