@@ -269,7 +269,7 @@ speed, several times faster than sha256 alone). Per core: MB/s of shard bytes pe
 sys), median of {REPEATS}, rows interleaved, page cache warm for all of them, marginal: each dataset minus a
 small one of the same kind, so the per-dataset costs (manifest, rejects, `.nv-meta/`, `index.sqlite`, the
 token facts) cancel as start-up does. How (one checker, which names every problem): each shard is
-read once in plain 1 MiB reads, each chunk hashed as it arrives; the tar headers are walked one by one,
+memory-mapped and hashed with sha256 once, its members are views of the map; the tar headers are walked one by one,
 their checksums verified ~1,000 at a time with NumPy, and `.tar.idx` compared with the pack offsets
 found; then ~4 MiB of packs at a time are checked as one batch: meta.json parsed with orjson and its
 sequence entries checked as columns, the packs' input_ids, loss_mask and boundaries concatenated and
