@@ -141,7 +141,8 @@ class ShardWalk:
         seen: set[str] = set()
         key: str | None = None
         start, members, skipped = offset, dict[str, MemberData](), dict[str, int]()
-        frames = FRAME_MEMBERS in self.skip
+        skip, end = self.skip, len(data)
+        frames = FRAME_MEMBERS in skip
         pending = _Pending()
         try:
             while (header := self._header(data, offset, pending)) is not None:
@@ -160,14 +161,13 @@ class ShardWalk:
                 if member in members:
                     self._fault(TarFault.DUPLICATE_MEMBER, f"{key}: member {member} appears twice", offset)
                 padded = size + (-size % BLOCK)
-                if member in self.skip or (frames and fmt.parse_frame_member(member) is not None):
+                if member in skip or (frames and fmt.parse_frame_member(member) is not None):
                     skipped[member] = size
+                elif offset + BLOCK + padded <= end:
+                    members[member] = data[offset + BLOCK : offset + BLOCK + size]
                 else:
-                    body = data[offset + BLOCK : offset + BLOCK + padded]
-                    if len(body) < padded:
-                        detail = f"at byte {offset}: member {name} cut off ({len(body)} of {padded} bytes)"
-                        raise _Cut(TarFault.TRUNCATED, detail, offset)
-                    members[member] = body[:size]
+                    detail = f"at byte {offset}: member {name} cut off ({end - offset - BLOCK} of {padded} bytes)"
+                    raise _Cut(TarFault.TRUNCATED, detail, offset)
                 offset += BLOCK + padded
             if key is not None and self.last_whole:
                 pending.packs.append(RawPack(key, start, members, skipped))
