@@ -157,3 +157,30 @@ class StatsSummary:
         data = asdict(self)
         steps = data.pop("steps")
         return {**data, **(steps or {})}
+
+    def rows(self) -> list[tuple[str, str]]:
+        """``(name, value)`` of the headline figures, as ``cook stats`` and its HTML page print them."""
+        share = self.truncated_sequences / self.sources if self.truncated_sequences and self.sources else None
+        rows = [
+            ("packs", f"{self.packs:,}  (seq_len {self.seq_len})"),
+            ("sources", f"{self.sources:,}" + (f" of {self.records_in:,} records" if self.records_in else "")),
+            ("tokens", f"{self.tokens:,} + {self.padding_tokens:,} padding"),
+            (
+                "truncated",
+                f"{self.truncated_sequences:,} sequences, {self.truncated_tokens:,} tokens cut"
+                + (f" ({share:.1%} of the sources)" if share is not None else ""),
+            ),
+            *packing_figure_rows(self.packing_efficiency, self.stored_fill),
+        ]
+        if self.steps is not None:
+            steps = self.steps
+            left = self.packs - steps.steps_per_epoch * steps.global_batch_size
+            rows += [
+                (
+                    "steps per epoch",
+                    f"{steps.steps_per_epoch:,} at global batch size {steps.global_batch_size:,}"
+                    + (f" (+ {left:,} packs left over)" if left else ""),
+                ),
+                ("target tokens/step", f"{steps.target_tokens_per_step:,} (mean)"),
+            ]
+        return [*rows, ("media tokens", self.media_tokens.line()), ("stored bytes/token", self.stored_bytes.line())]

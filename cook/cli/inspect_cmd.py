@@ -35,9 +35,9 @@ from typing import Any
 import numpy as np
 
 from cook import format as fmt
-from cook.cli.paths import check_output_file
+from cook.cli.paths import check_output_file, show
 from cook.errors import ConfigError
-from cook.manifest import Manifest, ManifestError, load_manifest
+from cook.manifest import ManifestError, load_manifest
 from cook.packfiles import (
     ONLY_META,
     VISUAL_KINDS,
@@ -48,7 +48,7 @@ from cook.packfiles import (
     visual_embeddings,
 )
 from cook.types import Pack
-from cook.validate import NotADataset, check_is_dataset
+from cook.validate import check_is_dataset
 from cook.validate.manifest import pack_rules
 from cook.validate.members import parse_pack
 from cook.validate.scan import check_pack
@@ -81,16 +81,8 @@ def add_parser(sub: Any) -> None:
     p.set_defaults(handler=handle)
 
 
-def _fail(message: str) -> int:
-    print(f"cook: error: {message}", file=sys.stderr)
-    return 2
-
-
 def handle(args: argparse.Namespace) -> int:
-    try:
-        check_is_dataset(args.dir)
-    except NotADataset as err:
-        return _fail(str(err))
+    check_is_dataset(args.dir)  # NotADataset is a ConfigError: exit 2, one line
     try:
         manifest = load_manifest(args.dir)
     except ManifestError as err:
@@ -105,7 +97,7 @@ def handle(args: argparse.Namespace) -> int:
         if args.source is not None:
             found_index, problem = locate_source(args.dir, args.source)
             if found_index is None:
-                return _fail(problem)
+                raise ConfigError(problem)
             index = found_index
         found = find_pack(args.dir, index) if index >= 0 else None
     except PackUnreadable as err:
@@ -114,7 +106,7 @@ def handle(args: argparse.Namespace) -> int:
     if found is None:
         total = sum(shard.packs for shard in manifest.shards)
         held = f"packs 0..{total - 1}" if total else "no packs"
-        return _fail(f"pack {index} is out of range: {args.dir} holds {held}")
+        raise ConfigError(f"pack {index} is out of range: {args.dir} holds {held}")
     shard, raw = found
     pack, findings = parse_pack(raw)
     if pack is not None:
@@ -126,39 +118,20 @@ def handle(args: argparse.Namespace) -> int:
     tokenizer, warnings = load_tokenizer(args.dir, args.tokenizer)
     for warning in warnings:
         print(f"cook inspect: warning: {warning}; showing token ids", file=sys.stderr)
-    if args.html:
+    if args.html:  # without a tokenizer: token ids, control tokens from the manifest; stored frames as they are
+        if tokenizer is not None:
+            view = view_tokens.from_tokenizer(tokenizer)
+        else:
+            view = view_tokens.from_ids(manifest.tokenizer.control_ids, manifest.tokenizer.pad_id)
         budget = round(args.html_max_mb * 1e6) or None
         stored = stored_frames(raw.members)
-        write_html(args.html, manifest, pack, raw.key, shard, tokenizer, budget, args.source, stored)
+        atomic_write(
+            args.html, render_pack_page(pack, raw.key, shard, manifest.seq_len, view, budget, args.source, stored)
+        )
+        print(f"cook inspect: wrote {args.html}", file=sys.stderr)
         return 0
-    try:
-        print(render(pack, raw.key, shard, args.source, tokenizer, sys.stdout.isatty()))
-        sys.stdout.flush()
-    except BrokenPipeError:  # a pager or `head` closed stdout: the reader has what it wanted
-        sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - keeps the interpreter's final flush quiet
+    show(render(pack, raw.key, shard, args.source, tokenizer, sys.stdout.isatty()))
     return 0
-
-
-def write_html(
-    path: str,
-    manifest: Manifest,
-    pack: Pack,
-    key: str,
-    shard: str,
-    tokenizer: Any,
-    budget: int | None,
-    source: str | None,
-    stored: list[tuple[str, bytes]],
-) -> None:
-    """The pack page; without a tokenizer, text as token ids and control tokens from the manifest; the
-    stored frames of a png/jpeg pack are embedded as they are."""
-    if tokenizer is not None:
-        view = view_tokens.from_tokenizer(tokenizer)
-    else:
-        view = view_tokens.from_ids(manifest.tokenizer.control_ids, manifest.tokenizer.pad_id)
-    page = render_pack_page(pack, key, shard, manifest.seq_len, view, budget, source, stored)
-    atomic_write(path, page)
-    print(f"cook inspect: wrote {path}", file=sys.stderr)
 
 
 def _pack_sources(root: str) -> Iterator[tuple[int, list[str]]]:
@@ -248,13 +221,13 @@ def render(pack: Pack, key: str, shard: str, source: str | None, tokenizer: Any,
         "",
         "text (targets " + ("in bold green" if color else "in [[brackets]]") + ")",
     ]
-    decode = _decoder(tokenizer)
-    collapse = _collapse_ids(tokenizer)
+    view = view_tokens.from_tokenizer(tokenizer) if tokenizer is not None else view_tokens.from_ids({}, None)
+    collapse = {i: name for i, name in view.controls.items() if name in COLLAPSED}
     starts = pack.cu_seqlens_padded.astype(np.int64)
     for i, seq in enumerate(pack.sequences):
         lines.append(f"── sequence {i}: {seq.source} " + "─" * 8)
         span = slice(int(starts[i]), int(starts[i]) + seq.length)
-        lines.append(marked_text(pack.input_ids[span], pack.loss_mask[span], decode, collapse, color))
+        lines.append(marked_text(pack.input_ids[span], pack.loss_mask[span], view.decode, collapse, color))
         pad = int(starts[i + 1] - starts[i]) - seq.length
         if pad:
             lines.append(f"(+ {pad} padding)")
@@ -298,19 +271,6 @@ def media_summary(pack: Pack) -> list[str]:
             seconds = frames * fmt.AUDIO_HOP / fmt.AUDIO_SAMPLE_RATE_HZ
             lines.append(f"    {clip:>3}  {frames} frames ({seconds:.2f} s) -> {n} tokens")
     return lines
-
-
-def _decoder(tokenizer: Any) -> Callable[[list[int]], str]:
-    if tokenizer is None:
-        return lambda ids: " ".join(map(str, ids)) + " "
-    return lambda ids: tokenizer.decode(ids, skip_special_tokens=False, clean_up_tokenization_spaces=False)
-
-
-def _collapse_ids(tokenizer: Any) -> dict[int, str]:
-    if tokenizer is None:
-        return {}
-    ids = {tokenizer.convert_tokens_to_ids(token): token for token in COLLAPSED}
-    return {i: token for i, token in ids.items() if isinstance(i, int) and i != tokenizer.unk_token_id}
 
 
 def marked_text(

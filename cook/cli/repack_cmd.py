@@ -16,7 +16,7 @@ import argparse
 from typing import Any
 
 from cook import format as fmt
-from cook.cli.run_cmd import run_and_report, workers_arg
+from cook.cli.run_cmd import add_run_flags, run_and_report, run_flags
 from cook.runner.pipeline import RunSummary
 from cook.runner.repack import load_sources, plan_repack, repack_config
 
@@ -34,28 +34,13 @@ def add_parser(sub: Any) -> None:
         help="packing.* "
         "and output.* keys only (packing.seq_len, algorithm, pad_multiple, buffer_size, overflow; output.shard_size)",
     )
-    p.add_argument("--ray-address", help="join this Ray cluster instead of an embedded one")
-    p.add_argument(
-        "--workers",
-        type=workers_arg,
-        default="auto",
-        metavar="auto|N",
-        help="as for cook run: auto (default), N Ray actors, or 0 (in-process)",
-    )
-    p.add_argument("--overwrite", action="store_true", help="replace a finished run in the output directory")
-    p.add_argument("--quiet", action="store_true", help="no progress output")
-    p.add_argument("--json", action="store_true", help="print the run summary as one JSON object instead of a table")
+    add_run_flags(p)
     p.set_defaults(handler=handle)
 
 
 def handle(args: argparse.Namespace) -> int:
     sources = load_sources(args.sources, args.output)
-    flags: dict[str, tuple[str, Any]] = {"output.dir": ("--output", args.output)}
-    if isinstance(args.workers, int) and args.workers > 0:
-        flags["ray.num_actors"] = ("--workers", args.workers)
-    if args.ray_address:
-        flags["ray.address"] = ("--ray-address", args.ray_address)
-    config = repack_config(sources[0], args.overrides, flags)
+    config = repack_config(sources[0], args.overrides, run_flags(args))
     plan = plan_repack(sources, config)
     return run_and_report(config, args, plan.units, _nothing_packed, plan.lineage)
 

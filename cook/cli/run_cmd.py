@@ -27,13 +27,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, redirect_stdout
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from cook.cli.paths import show
 from cook.cli.preflight import preflight
 from cook.config import PipelineConfig, load_config
 from cook.dataset_stats import packing_efficiency, packing_figure_rows, stored_fill
@@ -84,6 +84,12 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--input", help="override input.path")
     p.add_argument("--output", help="override output.dir")
     p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY.PATH=VALUE")
+    add_run_flags(p)
+    p.set_defaults(handler=handle)
+
+
+def add_run_flags(p: Any) -> None:
+    """The flags ``cook run`` and ``cook repack`` share: the executor and the output."""
     p.add_argument(
         "--ray-address", help="join this Ray cluster (HOST:PORT, auto, ray://HOST[:PORT]) instead of an embedded one"
     )
@@ -98,7 +104,6 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--overwrite", action="store_true", help="replace a finished run in the output directory")
     p.add_argument("--quiet", action="store_true", help="no progress output")
     p.add_argument("--json", action="store_true", help="print the run summary as one JSON object instead of a table")
-    p.set_defaults(handler=handle)
 
 
 def workers_arg(text: str) -> int | str:
@@ -200,10 +205,11 @@ def nothing_packed(summary: RunSummary, config: PipelineConfig) -> str:
     )
 
 
-def _flags(args: argparse.Namespace) -> dict[str, tuple[str, Any]]:
-    """The keys the run's own flags set: key path -> (flag, value as given)."""
+def run_flags(args: argparse.Namespace) -> dict[str, tuple[str, Any]]:
+    """The keys the flags of ``cook run`` (or ``cook repack``, which has no ``--input``) set: key path ->
+    (flag, value as given)."""
     flags: dict[str, tuple[str, Any]] = {}
-    if args.input:
+    if getattr(args, "input", None):
         flags["input.path"] = ("--input", args.input)
     if args.output:
         flags["output.dir"] = ("--output", args.output)
@@ -255,7 +261,7 @@ def already_finished(summary: RunSummary) -> str:
 
 
 def handle(args: argparse.Namespace) -> int:
-    config = load_config(args.pipeline, args.overrides, _flags(args))
+    config = load_config(args.pipeline, args.overrides, run_flags(args))
     _import_libraries(config.tokenizer.path)
     preflight(config)
     units = plan_units(config.input)  # once: the executor choice and the run share it
@@ -309,16 +315,12 @@ def pick_workers(requested: int | str, config: PipelineConfig, quiet: bool, unit
 
 def _report(summary: RunSummary, config: PipelineConfig, as_json: bool, empty: Callable[[RunSummary], str]) -> int:
     """Print the summary (or the already-finished line) and pick the exit code."""
-    try:
-        if as_json:
-            text = json.dumps(asdict(summary), sort_keys=True)
-        elif summary.already_finished:
-            text = already_finished(summary)
-        else:
-            text = summary_table(summary, config.packing.seq_len)
-        print(text, file=sys.stdout, flush=True)
-    except BrokenPipeError:  # a pager or `head` closed stdout; the run itself is done
-        sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - keeps the interpreter's final flush quiet
+    if as_json:
+        show(json.dumps(asdict(summary), sort_keys=True))
+    elif summary.already_finished:
+        show(already_finished(summary))
+    else:
+        show(summary_table(summary, config.packing.seq_len))
     warning = truncation_warning(summary.counts, config.packing.seq_len)
     if warning and not summary.already_finished:  # said when the run was made
         print(warning, file=sys.stderr)

@@ -36,12 +36,12 @@ from cook.blend import blend_report, read_blend
 from cook.cli.blend_cmd import check_run_length, load_datasets
 from cook.cli.blend_cmd import table as blend_table
 from cook.cli.inspect_cmd import one_line
-from cook.cli.paths import check_output_file
+from cook.cli.paths import check_output_file, show
 from cook.dataset_stats import Distribution, Histogram, StatsSummary, packing_figure_rows
 from cook.errors import ConfigError
 from cook.manifest import ManifestError
 from cook.packfiles import PackUnreadable
-from cook.validate import NotADataset, check_is_dataset
+from cook.validate import check_is_dataset
 from cook.validate.stats import RejectsUnreadable, compute_stats, summarize
 from cook.view.stats_page import render_stats_page
 from cook.writer.atomic import atomic_write
@@ -60,11 +60,7 @@ def add_parser(sub: Any) -> None:
 def handle(args: argparse.Namespace) -> int:
     if os.path.isfile(args.dir):
         return handle_blend(args)
-    try:
-        check_is_dataset(args.dir)
-    except NotADataset as err:
-        print(f"cook: error: {err}", file=sys.stderr)
-        return 2
+    check_is_dataset(args.dir)  # NotADataset is a ConfigError: exit 2, one line
     if args.plot:
         check_plot_path(args.plot)
     if args.html:
@@ -94,14 +90,6 @@ def read_summary(root: str, global_batch_size: int | None) -> StatsSummary | Non
     except (PackUnreadable, RejectsUnreadable) as err:
         print(f"cook: error: {root}: {one_line(str(err))}; run cook validate", file=sys.stderr)
     return None
-
-
-def show(text: str) -> None:
-    try:
-        print(text)
-        sys.stdout.flush()
-    except BrokenPipeError:  # a pager or `head` closed stdout
-        sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - keeps the interpreter's final flush quiet
 
 
 def handle_blend(args: argparse.Namespace) -> int:
@@ -170,15 +158,7 @@ def _distribution(d: Distribution, fmt_value: str = "{:,.0f}") -> str:
 
 def table(s: StatsSummary) -> str:
     lines = [
-        f"packs               {s.packs:,}  (seq_len {s.seq_len})",
-        f"sources             {s.sources:,}" + (f" of {s.records_in:,} records" if s.records_in else ""),
-        f"tokens              {s.tokens:,} + {s.padding_tokens:,} padding",
-        f"truncated           {s.truncated_sequences:,} sequences, "
-        f"{s.truncated_tokens:,} tokens cut{_truncated_share(s)}",
-        *(f"{name:<20}{figure}" for name, figure in packing_figure_rows(s.packing_efficiency, s.stored_fill)),
-        *_steps(s),
-        f"media tokens        {s.media_tokens.line()}",
-        f"stored bytes/token  {s.stored_bytes.line()}",
+        *(f"{name:<20}{value}" for name, value in s.rows()),
         "",
         f"pack fill (T / seq_len)      {_distribution(s.fill, '{:.2f}')}",
         *_histogram_rows(s.fill.histogram, "{lo:.1f}-{hi:.1f}"),
@@ -193,23 +173,6 @@ def table(s: StatsSummary) -> str:
         *(f"  {reason:<16}  {n:>8,}" for reason, n in s.rejects.items()),
     ]
     return "\n".join(lines)
-
-
-def _steps(s: StatsSummary) -> list[str]:
-    if s.steps is None:
-        return []
-    steps = s.steps
-    left = s.packs - steps.steps_per_epoch * steps.global_batch_size
-    return [
-        f"steps per epoch     {steps.steps_per_epoch:,} at global batch size {steps.global_batch_size:,}"
-        + (f" (+ {left:,} packs left over)" if left else ""),
-        f"target tokens/step  {steps.target_tokens_per_step:,} (mean)",
-    ]
-
-
-def _truncated_share(s: StatsSummary) -> str:
-    truncated, sources = s.truncated_sequences, s.sources
-    return f" ({truncated / sources:.1%} of the sources)" if truncated and sources else ""
 
 
 def plot(s: StatsSummary, path: str | IO[bytes], title: str) -> None:
@@ -228,13 +191,13 @@ def plot(s: StatsSummary, path: str | IO[bytes], title: str) -> None:
         + ", ".join(f"{name} {figure}" for name, figure in packing_figure_rows(s.packing_efficiency, s.stored_fill)),
         fontsize=13,
     )
-    panels = [
-        (axes[0, 0], s.fill.histogram, "Pack fill (T / seq_len)", "fill", "packs"),
-        (axes[0, 1], s.sequence_length.histogram, "Sequence length", "tokens", "sequences"),
-        (axes[1, 0], s.sources_per_pack.histogram, "Sources per pack", "sources in the pack", "packs"),
+    panels = [  # (axes, figures, title, x label, y label, median label format and legend place, or None)
+        (axes[0, 0], s.fill, "Pack fill (T / seq_len)", "fill", "packs", (".2f", "upper left")),
+        (axes[0, 1], s.sequence_length, "Sequence length", "tokens", "sequences", (",.0f", "upper right")),
+        (axes[1, 0], s.sources_per_pack, "Sources per pack", "sources in the pack", "packs", None),
     ]
-    for ax, histogram, name, xlabel, ylabel in panels:
-        edges, counts = histogram.edges, histogram.counts
+    for ax, figures, name, xlabel, ylabel, median in panels:
+        edges, counts = figures.histogram.edges, figures.histogram.counts
         ax.bar(
             edges[:-1],
             counts,
@@ -246,16 +209,10 @@ def plot(s: StatsSummary, path: str | IO[bytes], title: str) -> None:
         ax.set(title=name, xlabel=xlabel, ylabel=ylabel)
         ax.yaxis.set_major_locator(MaxNLocator(integer=True))
         ax.grid(axis="y", alpha=0.3)
+        if median is not None:
+            ax.axvline(figures.median, color="#c44e52", linestyle="--", label=f"median {figures.median:{median[0]}}")
+            ax.legend(loc=median[1])
     axes[1, 0].xaxis.set_major_locator(MaxNLocator(integer=True))
-    axes[0, 0].axvline(s.fill.median, color="#c44e52", linestyle="--", label=f"median {s.fill.median:.2f}")
-    axes[0, 0].legend(loc="upper left")
-    axes[0, 1].axvline(
-        s.sequence_length.median,
-        color="#c44e52",
-        linestyle="--",
-        label=f"median {s.sequence_length.median:,.0f}",
-    )
-    axes[0, 1].legend(loc="upper right")
     ax = axes[1, 1]
     reasons = list(s.rejects.items())
     if reasons:

@@ -27,7 +27,7 @@ from cook.contract import expected_tokenizer_problems
 from cook.errors import ConfigError
 from cook.manifest import ManifestError, load_manifest
 from cook.runner.progress import Progress
-from cook.validate import NotADataset, Report, ValidateOptions, check_is_dataset, validate_dataset
+from cook.validate import Report, ValidateOptions, check_is_dataset, validate_dataset
 from cook.validate.problems import Problem
 from cook.validate.reference import DatasetUnreadable, ReferenceReport, check_reference
 from cook.validate.tokenizer_info import load_token_info
@@ -145,11 +145,7 @@ def handle(args: argparse.Namespace) -> int:
         raise ConfigError("--jobs must be >= 1 and --max-errors >= 0")
     if (args.reference is not None and args.reference < 1) or args.seed < 0:
         raise ConfigError("--reference must be >= 1 and --seed >= 0")
-    try:
-        check_is_dataset(args.dir)
-    except NotADataset as err:
-        print(f"cook: error: {err}", file=sys.stderr)
-        return 2
+    check_is_dataset(args.dir)  # NotADataset is a ConfigError: exit 2, one line
     tokens, warnings = load_token_info(args.dir, args.tokenizer)
     options = ValidateOptions(
         deep=args.deep,

@@ -13,15 +13,17 @@ else that is wrong is a ``Problem`` in the report, never an exception.
 from __future__ import annotations
 
 import concurrent.futures as futures
+import contextlib
 import multiprocessing
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Final
 
 import numpy as np
 
 from cook import format as fmt
+from cook.errors import ConfigError
 from cook.validate.manifest import (
     ShardEntry,
     Totals,
@@ -32,15 +34,15 @@ from cook.validate.manifest import (
     shard_entries,
 )
 from cook.validate.nv_meta import check_nv_meta
-from cook.validate.problems import Code, PackRules, Problem, TokenInfo
+from cook.validate.problems import Code, PackRules, Problem, TokenInfo, problem
 from cook.validate.rejects import check_by_reason, check_sources, read_rejects
 from cook.validate.scan import ShardScan, scan_shard
 
 CHUNKS_PER_JOB: Final = 4  # shards go to the workers in this many chunks each: few round trips, and balanced
 
 
-class NotADataset(Exception):
-    """The path is not a cooked dataset directory; the message is one line saying why."""
+class NotADataset(ConfigError):
+    """The path is not a cooked dataset directory; the message is one line saying why (the CLI: exit 2)."""
 
 
 @dataclass(frozen=True)
@@ -48,7 +50,6 @@ class ValidateOptions:
     deep: bool = False
     jobs: int = 1  # shard scans in parallel; 1 runs them in this process
     tokens: TokenInfo | None = None  # from the tokenizer: control ids, and vocab/pad when the manifest lacks them
-    verify_sha256: bool = True
     max_problems: int = 1000  # kept in the report; problems_total counts all
     on_shard: Callable[[int, int], None] | None = None  # (shards done, shards total), for progress
 
@@ -113,9 +114,7 @@ def validate_dataset(path: str, options: ValidateOptions | None = None) -> Repor
     )
     if comparable and not report.packs:
         problems.append(
-            Problem(
-                Code.NO_PACKS.value, "", "", "the dataset holds no pack: megatron.energon cannot load an empty dataset"
-            )
+            problem(Code.NO_PACKS, "the dataset holds no pack: megatron.energon cannot load an empty dataset")
         )
     problems += _dataset_checks(path, manifest, scans, comparable)
     if options.deep and report.packs:
@@ -123,7 +122,8 @@ def validate_dataset(path: str, options: ValidateOptions | None = None) -> Repor
 
         expected = {key: digest for scan in scans for key, digest in scan.pack_digests.items()}
         problems += check_energon_load(path, expected)
-    _collect(report, problems, scans, options.max_problems)
+    report.problems_total = len(problems) + sum(scan.problems_total for scan in scans)
+    report.problems = (problems + [p for scan in scans for p in scan.problems])[: options.max_problems]
     return report
 
 
@@ -149,12 +149,6 @@ def _dataset_checks(
     return problems
 
 
-def _collect(report: Report, problems: list[Problem], scans: list[ShardScan], limit: int) -> None:
-    shard_problems = [p for scan in scans for p in scan.problems]
-    report.problems_total = len(problems) + sum(scan.problems_total for scan in scans)
-    report.problems = (problems + shard_problems)[:limit]
-
-
 def _warnings(rules: PackRules) -> list[str]:
     skipped = []
     if rules.tokens.vocab_size is None:
@@ -169,29 +163,23 @@ def _warnings(rules: PackRules) -> list[str]:
     return [f"not checked: {what}" for what in skipped]
 
 
-def _scan_args(args: tuple[str, str, int | None, PackRules, bool]) -> ShardScan:
-    return scan_shard(*args)
-
-
 def _scan_all(path: str, entries: list[ShardEntry], rules: PackRules, options: ValidateOptions) -> list[ShardScan]:
     """One ``scan_shard`` per entry, in entry order; in parallel processes when ``options.jobs > 1``."""
     jobs = max(1, min(options.jobs, len(entries)))
-    results: list[ShardScan | None] = [None] * len(entries)
-    done = 0
-    if jobs == 1:
-        for i, entry in enumerate(entries):
-            results[i] = scan_shard(path, entry.name, entry.first_pack, rules, options.verify_sha256)
-            done += 1
+    n = len(entries)
+    args = ([path] * n, [entry.name for entry in entries], [entry.first_pack for entry in entries], [rules] * n)
+    scans: list[ShardScan] = []
+    results: Iterator[ShardScan]
+    with contextlib.ExitStack() as stack:
+        if jobs == 1:
+            results = map(scan_shard, *args)
+        else:
+            context = multiprocessing.get_context("spawn")  # no fork of a process that may hold threads
+            pool = stack.enter_context(futures.ProcessPoolExecutor(max_workers=jobs, mp_context=context))
+            chunk = max(1, -(-n // (jobs * CHUNKS_PER_JOB)))  # balanced: shards are of a similar size
+            results = pool.map(scan_shard, *args, chunksize=chunk)  # workers start once
+        for scan in results:
+            scans.append(scan)
             if options.on_shard:
-                options.on_shard(done, len(entries))
-        return [r for r in results if r is not None]
-    context = multiprocessing.get_context("spawn")  # no fork of a process that may hold threads
-    chunk = max(1, -(-len(entries) // (jobs * CHUNKS_PER_JOB)))  # balanced: shards are of a similar size
-    args = [(path, entry.name, entry.first_pack, rules, options.verify_sha256) for entry in entries]
-    with futures.ProcessPoolExecutor(max_workers=jobs, mp_context=context) as pool:
-        for i, scan in enumerate(pool.map(_scan_args, args, chunksize=chunk)):  # workers start once
-            results[i] = scan
-            done += 1
-            if options.on_shard:
-                options.on_shard(done, len(entries))
-    return [r for r in results if r is not None]
+                options.on_shard(len(scans), n)
+    return scans

@@ -19,17 +19,13 @@ from collections import Counter
 from typing import Any
 
 from cook import format as fmt
-from cook.validate.problems import Code, Problem
+from cook.validate.problems import Code, Problem, problem
 from cook.validate.scan import pack_digest
 
 MAX_LISTED = 5
 # Energon's loaders always ask torch's DataLoader for pinned memory, and torch warns on a machine without
 # an accelerator that nothing will be pinned; the load here copies nothing to a device either way.
 PIN_MEMORY_WARNING = r"'pin_memory' argument is set as true but no accelerator is found"
-
-
-def _problem(detail: str, key: str = "") -> Problem:
-    return Problem(Code.ENERGON_LOAD.value, "", key, detail)
 
 
 def _raw_members(sample: dict[str, Any]) -> dict[str, Any]:
@@ -84,7 +80,7 @@ def check_energon_load(root: str, expected: dict[str, str]) -> list[Problem]:
     try:
         seen = load_digests(root)
     except Exception as err:  # any failure to load is the finding itself, reported in full
-        return [_problem(f"megatron.energon failed to load the dataset: {type(err).__name__}: {err}")]
+        return [problem(Code.ENERGON_LOAD, f"megatron.energon failed to load the dataset: {type(err).__name__}: {err}")]
     problems = []
     keys = Counter(key for key, _ in seen.elements())
     twice = sorted(key for key, n in keys.items() if n > 1)
@@ -99,5 +95,5 @@ def check_energon_load(root: str, expected: dict[str, str]) -> list[Problem]:
     ):
         if found:
             listed = ", ".join(found[:MAX_LISTED]) + (" ..." if len(found) > MAX_LISTED else "")
-            problems.append(_problem(f"{len(found)} packs {what} by Energon: {listed}", found[0]))
+            problems.append(problem(Code.ENERGON_LOAD, f"{len(found)} packs {what} by Energon: {listed}", key=found[0]))
     return problems

@@ -17,7 +17,7 @@ from typing import Any, Final
 
 from cook import format as fmt
 from cook.dataset_stats import PACKING_EFFICIENCY, STORED_FILL, packing_efficiency, stored_fill
-from cook.validate.problems import Code, PackRules, Problem, TokenInfo
+from cook.validate.problems import Code, PackRules, Problem, TokenInfo, problem
 
 _SHA256: Final = re.compile("[0-9a-f]{64}")
 _SHARD_KEYS: Final = {"name": str, "packs": int, "first_pack": int, "bytes": int, "sha256": str}
@@ -45,10 +45,6 @@ class Totals:
     padded: int
 
 
-def _problem(code: Code, detail: str, shard: str = "") -> Problem:
-    return Problem(code.value, shard, "", detail)
-
-
 def lookup(manifest: Mapping[str, Any], path: str, kind: type | tuple[type, ...]) -> Any:
     """``manifest["a"]["b"]`` for ``path == "a.b"`` if it has type ``kind`` (bool is not an int), else None."""
     value: Any = manifest
@@ -67,9 +63,9 @@ def read_manifest(root: str) -> tuple[dict[str, Any] | None, list[Problem]]:
         with open(os.path.join(root, fmt.MANIFEST_NAME), encoding="utf-8") as handle:
             manifest = json.load(handle)
     except (UnicodeDecodeError, ValueError) as err:
-        return None, [_problem(Code.MANIFEST_INVALID, f"{fmt.MANIFEST_NAME} is not JSON: {err}")]
+        return None, [problem(Code.MANIFEST_INVALID, f"{fmt.MANIFEST_NAME} is not JSON: {err}")]
     if not isinstance(manifest, dict):
-        return None, [_problem(Code.MANIFEST_INVALID, f"{fmt.MANIFEST_NAME} is not a JSON object")]
+        return None, [problem(Code.MANIFEST_INVALID, f"{fmt.MANIFEST_NAME} is not a JSON object")]
     required: list[tuple[str, type | tuple[type, ...]]] = [
         ("schema_version", int),
         ("pack_schema_version", int),
@@ -85,18 +81,18 @@ def read_manifest(root: str) -> tuple[dict[str, Any] | None, list[Problem]]:
     ]
     optional: list[tuple[str, type | tuple[type, ...]]] = [("stored_fill", (int, float))]  # added within v1
     problems = [
-        _problem(Code.MANIFEST_INVALID, f"{fmt.MANIFEST_NAME}: {path} is missing or not {_kind_name(kind)}")
+        problem(Code.MANIFEST_INVALID, f"{fmt.MANIFEST_NAME}: {path} is missing or not {_kind_name(kind)}")
         for path, kind in required
         if lookup(manifest, path, kind) is None
     ] + [
-        _problem(Code.MANIFEST_INVALID, f"{fmt.MANIFEST_NAME}: {path} is not {_kind_name(kind)}")
+        problem(Code.MANIFEST_INVALID, f"{fmt.MANIFEST_NAME}: {path} is not {_kind_name(kind)}")
         for path, kind in optional
         if path in manifest and lookup(manifest, path, kind) is None
     ]
     for key, want in (("schema_version", fmt.MANIFEST_SCHEMA_VERSION), ("pack_schema_version", fmt.SCHEMA_VERSION)):
         if lookup(manifest, key, int) not in (None, want):
             problems.append(
-                _problem(
+                problem(
                     Code.MANIFEST_INVALID, f"{fmt.MANIFEST_NAME}: {key} is {manifest[key]}, this validator reads {want}"
                 )
             )
@@ -110,16 +106,16 @@ def lineage_problems(manifest: Mapping[str, Any]) -> list[Problem]:
         return []
     entries = manifest["lineage"]
     if not isinstance(entries, list) or not entries:
-        return [_problem(Code.MANIFEST_INVALID, f"{fmt.MANIFEST_NAME}: lineage is not a non-empty list")]
+        return [problem(Code.MANIFEST_INVALID, f"{fmt.MANIFEST_NAME}: lineage is not a non-empty list")]
     for i, entry in enumerate(entries):
         kinds = (("path", str), ("manifest_sha256", str), ("sequences", int))
         bad = [key for key, kind in kinds if not isinstance(entry, Mapping) or lookup(entry, key, kind) is None]
         if bad or not _SHA256.fullmatch(entry["manifest_sha256"]) or entry["sequences"] < 0:
             what = f"{', '.join(bad)} missing or of the wrong type" if bad else "a bad manifest_sha256 or sequences"
-            return [_problem(Code.MANIFEST_INVALID, f"{fmt.MANIFEST_NAME}: lineage[{i}]: {what}")]
+            return [problem(Code.MANIFEST_INVALID, f"{fmt.MANIFEST_NAME}: lineage[{i}]: {what}")]
     total, records_in = sum(entry["sequences"] for entry in entries), lookup(manifest, "counts.records_in", int)
     if records_in is not None and total != records_in:
-        return [_problem(Code.RECORDS_IN, f"lineage sequences add up to {total}, counts.records_in is {records_in}")]
+        return [problem(Code.RECORDS_IN, f"lineage sequences add up to {total}, counts.records_in is {records_in}")]
     return []
 
 
@@ -162,12 +158,12 @@ def shard_entries(root: str, manifest: Mapping[str, Any] | None) -> tuple[list[S
     for i, item in enumerate(listed):
         if not isinstance(item, dict) or any(lookup(item, k, t) is None for k, t in _SHARD_KEYS.items()):
             problems.append(
-                _problem(Code.MANIFEST_INVALID, f"{fmt.MANIFEST_NAME}: shards[{i}] needs {sorted(_SHARD_KEYS)}")
+                problem(Code.MANIFEST_INVALID, f"{fmt.MANIFEST_NAME}: shards[{i}] needs {sorted(_SHARD_KEYS)}")
             )
             continue
         if item["name"] != os.path.basename(item["name"]) or not item["name"].endswith(".tar"):
             problems.append(
-                _problem(
+                problem(
                     Code.MANIFEST_INVALID,
                     f"shards[{i}].name {item['name']!r} is not a .tar file name inside the dataset directory",
                 )
@@ -175,13 +171,13 @@ def shard_entries(root: str, manifest: Mapping[str, Any] | None) -> tuple[list[S
             continue
         if not os.path.isfile(os.path.join(root, item["name"])):
             problems.append(
-                _problem(Code.SHARD_MISSING, f"{item['name']} is listed in the manifest but absent", item["name"])
+                problem(Code.SHARD_MISSING, f"{item['name']} is listed in the manifest but absent", item["name"])
             )
             continue
         entries.append(ShardEntry(item["name"], item["packs"], item["first_pack"], item["bytes"], item["sha256"]))
     names = {item.get("name") for item in listed if isinstance(item, dict)}
     problems += [
-        _problem(Code.SHARD_UNLISTED, f"{name} is not listed in the manifest", name)
+        problem(Code.SHARD_UNLISTED, f"{name} is not listed in the manifest", name)
         for name in on_disk
         if name not in names
     ]
@@ -194,9 +190,7 @@ def check_shard_entry(
     """A manifest shard entry vs the shard: sha256 (None: not computed), bytes, packs, first pack index."""
     problems = []
     if sha256 is not None and entry.sha256 is not None and sha256 != entry.sha256:
-        problems.append(
-            _problem(Code.SHA256, f"sha256 {sha256[:16]}... != manifest {entry.sha256[:16]}...", entry.name)
-        )
+        problems.append(problem(Code.SHA256, f"sha256 {sha256[:16]}... != manifest {entry.sha256[:16]}...", entry.name))
     for what, stored, actual in (
         ("bytes", entry.bytes, size),
         ("packs", entry.packs, packs),
@@ -204,7 +198,7 @@ def check_shard_entry(
     ):
         if stored is not None and stored != actual:
             problems.append(
-                _problem(
+                problem(
                     Code.MANIFEST_SHARD,
                     f"manifest shards entry says {what} {stored}, the shard holds {actual}",
                     entry.name,
@@ -221,14 +215,14 @@ def check_counts(manifest: Mapping[str, Any], totals: Totals | None, rejected: i
     stored = [lookup(counts, key, int) for key in ("records_in", "sources_packed", "records_rejected")]
     if None not in stored and stored[0] != stored[1] + stored[2]:
         problems.append(
-            _problem(
+            problem(
                 Code.RECORDS_IN,
                 f"counts.records_in {stored[0]} != sources_packed {stored[1]} + records_rejected {stored[2]}",
             )
         )
     if rejected is not None and stored[2] is not None and stored[2] != rejected:
         problems.append(
-            _problem(
+            problem(
                 Code.REJECTS_COUNT, f"counts.records_rejected is {stored[2]}, {fmt.REJECTS_NAME} has {rejected} lines"
             )
         )
@@ -244,7 +238,7 @@ def _compare_totals(manifest: Mapping[str, Any], counts: Mapping[str, Any], tota
         "padding_tokens": totals.padded - totals.tokens,
     }
     problems = [
-        _problem(Code.MANIFEST_COUNT, f"counts.{key} is {counts[key]}, the shards hold {value}")
+        problem(Code.MANIFEST_COUNT, f"counts.{key} is {counts[key]}, the shards hold {value}")
         for key, value in actual.items()
         if lookup(counts, key, int) is not None and counts[key] != value
     ]
@@ -261,4 +255,4 @@ def _check_figure(manifest: Mapping[str, Any], key: str, figure: tuple[str, str]
     if stored is None or math.isclose(stored, want, rel_tol=1e-9, abs_tol=1e-12):
         return []
     _, rule = figure
-    return [_problem(Code.MANIFEST_COUNT, f"{key} {stored} != {rule} = {want}")]
+    return [problem(Code.MANIFEST_COUNT, f"{key} {stored} != {rule} = {want}")]

@@ -104,7 +104,7 @@ def parse_members(raw: RawPack, decode_frames: bool = False) -> tuple[PackMember
         layout = fmt.MEMBER_DTYPES.get(name)
         if layout is not None:
             stored += 1
-            array = _load_member(name, data, *layout, findings)
+            array = load_member(name, data, *layout, findings)
             if array is not None:
                 arrays[name] = array
     frames = not text and bool(fmt.frame_names(raw.members))
@@ -143,7 +143,7 @@ def _member_names(raw: RawPack) -> list[Finding]:
     return findings
 
 
-def _load_member(
+def load_member(
     name: str, data: MemberData, dtype: np.dtype, ndim: int, trailing: tuple[int, ...], findings: list[Finding]
 ) -> np.ndarray | None:
     """Parse one ``.npy`` member and check its dtype and rank; None when it cannot be used."""

@@ -24,11 +24,11 @@ from dataclasses import dataclass
 from itertools import groupby
 
 from cook import format as fmt
-from cook.validate.problems import Code, Problem
+from cook.validate.problems import Code, Problem, problem
 
 
 def _problem(detail: str) -> Problem:
-    return Problem(Code.NV_META.value, "", "", detail)
+    return problem(Code.NV_META, detail)
 
 
 def _read(path: str) -> str | None:
@@ -96,11 +96,8 @@ def parse_split(text: str) -> Split:
 
 
 def _missing(name: str) -> Problem:
-    return Problem(
-        Code.NV_META_MISSING.value,
-        "",
-        "",
-        f"{fmt.NV_META_DIR}/{name} is missing: megatron.energon cannot load the dataset",
+    return problem(
+        Code.NV_META_MISSING, f"{fmt.NV_META_DIR}/{name} is missing: megatron.energon cannot load the dataset"
     )
 
 
@@ -145,10 +142,8 @@ def _check_split(text: str | None, shards: set[str]) -> list[Problem]:
     train = split.parts.get("train", set()) - split.exclude
     if not train:
         problems.append(
-            Problem(
-                Code.SPLIT_EMPTY.value,
-                "",
-                "",
+            problem(
+                Code.SPLIT_EMPTY,
                 f"{fmt.NV_META_DIR}/{fmt.SPLIT_YAML}: the train split names no shard "
                 "(megatron.energon's get_train_dataset cannot load it)",
             )

@@ -22,7 +22,7 @@ from collections.abc import Iterator
 import numpy as np
 
 from cook import format as fmt
-from cook.packfiles import VISUAL_KINDS, clip_tokens
+from cook.packfiles import VISUAL_KINDS, clip_tokens, visual_embeddings
 from cook.types import Pack
 from cook.validate.problems import Code, Finding, TokenInfo
 
@@ -56,13 +56,11 @@ def parse_blocks(span: np.ndarray, ids: dict[str, int]) -> list[Block] | str:
     return blocks
 
 
-def _expected_visual(kind: str, frames: int, height_px: int, width_px: int) -> Iterator[int]:
+def _expected_visual(kind: str, frames: int, height_px: int, width_px: int) -> list[int]:
+    """The placeholder count of each block of one visual item (a video: one block per frame pair)."""
     if kind == "video":
-        yield from [fmt.image_embeddings(height_px, width_px)] * (frames // fmt.TEMPORAL_PATCH)
-    elif kind == "tiles":
-        yield fmt.tiles_embeddings(frames)
-    else:
-        yield fmt.image_embeddings(height_px, width_px)
+        return [fmt.image_embeddings(height_px, width_px)] * (frames // fmt.TEMPORAL_PATCH)
+    return [visual_embeddings(kind, frames, height_px, width_px)]
 
 
 def check_blocks(pack: Pack, tokens: TokenInfo) -> list[Finding]:

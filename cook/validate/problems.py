@@ -8,7 +8,7 @@ function yields ``Finding``s (code, detail); the shard scan attaches the shard a
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from enum import StrEnum
 
 from cook import format as fmt
@@ -86,7 +86,12 @@ class Problem:
     detail: str
 
     def as_dict(self) -> dict[str, str]:
-        return {"code": self.code, "shard": self.shard, "key": self.key, "detail": self.detail}
+        return asdict(self)
+
+
+def problem(code: Code, detail: str, shard: str = "", key: str = "") -> Problem:
+    """A ``Problem`` of the whole dataset (or of ``shard`` / ``key`` when given)."""
+    return Problem(code.value, shard, key, detail)
 
 
 @dataclass(frozen=True, slots=True)

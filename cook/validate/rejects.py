@@ -19,7 +19,7 @@ import numpy as np
 
 from cook import format as fmt
 from cook.validate.digests import source_digests
-from cook.validate.problems import Code, Problem
+from cook.validate.problems import Code, Problem, problem
 
 
 @dataclass(slots=True)
@@ -37,18 +37,16 @@ def read_rejects(root: str, max_problems: int = 20) -> Rejects:
     path = os.path.join(root, fmt.REJECTS_NAME)
     out = Rejects()
     if not os.path.isfile(path):
-        out.problems.append(Problem(Code.REJECTS_INVALID.value, "", "", f"{fmt.REJECTS_NAME} does not exist"))
+        out.problems.append(problem(Code.REJECTS_INVALID, f"{fmt.REJECTS_NAME} does not exist"))
         return out
     out.lines = 0
     with open(path, "rb") as handle:
         for number, line in enumerate(handle, start=1):
             out.lines += 1
-            problem = _line_problem(line)
-            if problem:
+            why = _line_problem(line)
+            if why:
                 if len(out.problems) < max_problems:
-                    out.problems.append(
-                        Problem(Code.REJECTS_INVALID.value, "", "", f"{fmt.REJECTS_NAME} line {number}: {problem}")
-                    )
+                    out.problems.append(problem(Code.REJECTS_INVALID, f"{fmt.REJECTS_NAME} line {number}: {why}"))
                 continue
             body = json.loads(line)
             out.sources.append(body["source"])
@@ -76,10 +74,8 @@ def check_by_reason(manifest: Mapping[str, Any], rejects: Rejects) -> list[Probl
     if dict(sorted(stored.items())) == dict(sorted(rejects.by_reason.items())):
         return []
     return [
-        Problem(
-            Code.REJECTS_COUNT.value,
-            "",
-            "",
+        problem(
+            Code.REJECTS_COUNT,
             f"rejects_by_reason {dict(sorted(stored.items()))} != "
             f"{fmt.REJECTS_NAME} {dict(sorted(rejects.by_reason.items()))}",
         )
@@ -100,14 +96,8 @@ def check_sources(digests: np.ndarray, packs: np.ndarray, rejected: list[str], l
         where = sorted(fmt.pack_key(int(p)) for p in packs[digests == digest].tolist())
         name = by_digest.get(digest)
         what = f"rejected source {name!r}" if name else "a source"
-        problems.append(
-            Problem(
-                Code.SOURCE_DUPLICATE.value,
-                "",
-                where[0] if where else "",
-                f"{what} appears {int(counts[values == digest][0])} times; packed in {', '.join(where) or 'no pack'}",
-            )
-        )
+        detail = f"{what} appears {int(counts[values == digest][0])} times; packed in {', '.join(where) or 'no pack'}"
+        problems.append(problem(Code.SOURCE_DUPLICATE, detail, key=where[0] if where else ""))
     if repeated.size > limit:
-        problems.append(Problem(Code.SOURCE_DUPLICATE.value, "", "", f"... {repeated.size - limit} more repeated"))
+        problems.append(problem(Code.SOURCE_DUPLICATE, f"... {repeated.size - limit} more repeated"))
     return problems

@@ -133,11 +133,11 @@ def _pack_checks(pack: Pack, rules: PackRules, has_media: bool, usable: bool) ->
     return found
 
 
-def scan_shard(root: str, name: str, first_pack: int | None, rules: PackRules, verify_sha256: bool = True) -> ShardScan:
+def scan_shard(root: str, name: str, first_pack: int | None, rules: PackRules) -> ShardScan:
     """Check ``root/name``: tar structure, .tar.idx, pack keys, and every pack's invariants."""
     path = os.path.join(root, name)
     scan = ShardScan(name)
-    walk = ShardWalk(path, hash_bytes=verify_sha256)
+    walk = ShardWalk(path)
     misplaced: list[str] = []
     sources = _Sources()
     pending: list[tuple[PackMembers, list[Finding]]] = []
@@ -167,7 +167,7 @@ def scan_shard(root: str, name: str, first_pack: int | None, rules: PackRules, v
     scan.complete = walk.complete
     scan.offsets = list(walk.offsets) if walk.complete else None
     scan.bytes = walk.bytes_read
-    scan.sha256 = walk.sha256 if verify_sha256 else None
+    scan.sha256 = walk.sha256
     return scan
 
 

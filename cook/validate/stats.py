@@ -46,16 +46,15 @@ from cook.frames import frame_media, frame_sizes
 from cook.manifest import load_manifest
 from cook.packfiles import (
     FRAME_MEMBERS,
-    NPY_ERRORS,
     VISUAL_KINDS,
     PackUnreadable,
     RawPack,
     clip_tokens,
     iter_packs,
-    read_npy,
     visual_embeddings,
 )
-from cook.validate.members import SequenceColumns, sequence_columns
+from cook.validate.members import SequenceColumns, load_member, sequence_columns
+from cook.validate.problems import Finding
 from cook.validate.rejects import read_rejects
 
 READ_ONLY: Final = frozenset({fmt.INPUT_IDS, fmt.LOSS_MASK, fmt.PIXEL_PATCHES, fmt.AUDIO_FEATURES, FRAME_MEMBERS})
@@ -89,13 +88,10 @@ def _small_array(raw: RawPack, name: str) -> np.ndarray | None:
     ``PackUnreadable`` naming the pack when it cannot be read."""
     if name not in raw.members:
         return None
-    dtype, ndim, trailing = fmt.MEMBER_DTYPES[name]
-    try:
-        array = read_npy(raw.members[name])
-    except NPY_ERRORS as err:
-        raise PackUnreadable(f"{raw.key}: {name} is not a readable .npy ({err})") from None
-    if array.dtype != dtype or array.ndim != ndim or array.shape[ndim - len(trailing) :] != trailing:
-        raise PackUnreadable(f"{raw.key}: {name} is {array.dtype.str} {list(array.shape)}, not {dtype.str}")
+    findings: list[Finding] = []
+    array = load_member(name, raw.members[name], *fmt.MEMBER_DTYPES[name], findings)
+    if findings:  # cook validate's member rule, so stats reads only what validate would pass
+        raise PackUnreadable(f"{raw.key}: {findings[0][1]}")
     return array
 
 
@@ -182,14 +178,10 @@ def compute_stats(root: str) -> DatasetStats:
     return stats
 
 
-def histogram(values: list[int] | list[float], edges: np.ndarray) -> Histogram:
-    counts, _ = np.histogram(np.asarray(values, dtype=np.float64), bins=edges)
-    return Histogram(edges=tuple(round(float(e), 6) for e in edges), counts=tuple(counts.tolist()))
-
-
 def distribution(values: list[int] | list[float], edges: np.ndarray) -> Distribution:
     """The figures of ``values`` and their histogram over ``edges``."""
-    counts = histogram(values, edges)
+    bins, _ = np.histogram(np.asarray(values, dtype=np.float64), bins=edges)
+    counts = Histogram(edges=tuple(round(float(e), 6) for e in edges), counts=tuple(bins.tolist()))
     if not values:
         return Distribution(min=0, median=0, p90=0, max=0, mean=0, histogram=counts)
     array = np.asarray(values, dtype=np.float64)

@@ -44,10 +44,9 @@ _COMPARE_PX: Final = 64  # tiles: arrangements are compared to the thumbnail at 
 
 @dataclass(frozen=True, slots=True)
 class VisualItem:
-    """One ``media_sizes`` row: which sequence holds it, its kind and where its patches are."""
+    """One ``media_sizes`` row: its kind and where its patches are."""
 
     index: int  # row of media_sizes
-    sequence: int
     kind: str  # image | video | tiles
     frames: int  # frames of a video, tiles in tiles mode, 1 for an image
     height_px: int
@@ -62,11 +61,11 @@ class VisualItem:
 
 def visual_items(pack: Pack) -> list[VisualItem]:
     """Every visual item of the pack in placeholder order (meta.json kinds matched to media_sizes rows)."""
-    kinds = [(i, kind) for i, s in enumerate(pack.sequences) for kind in s.media if kind in VISUAL_KINDS]
+    kinds = [kind for s in pack.sequences for kind in s.media if kind in VISUAL_KINDS]
     sizes = pack.media_sizes.tolist() if pack.media_sizes is not None else []
     items, first, first_frame = [], 0, 0
-    for row, ((seq, kind), (frames, height_px, width_px)) in enumerate(zip(kinds, sizes, strict=False)):
-        item = VisualItem(row, seq, kind, frames, height_px, width_px, first, first_frame)
+    for row, (kind, (frames, height_px, width_px)) in enumerate(zip(kinds, sizes, strict=False)):
+        item = VisualItem(row, kind, frames, height_px, width_px, first, first_frame)
         items.append(item)
         first += frames * item.patches_per_frame
         first_frame += frames

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from cook import format as fmt
-from cook.dataset_stats import StatsSummary, packing_figure_rows
+from cook.dataset_stats import StatsSummary
 from cook.packfiles import ONLY_META, iter_packs
 from cook.view.media_images import data_uri
 from cook.view.page import page, text
@@ -67,19 +67,8 @@ def read_rejects(root: str) -> list[dict[str, Any]]:
 
 
 def _headline(s: StatsSummary) -> str:
-    media = s.media_tokens
-    rows = [
-        ("packs", f"{s.packs:,} (seq_len {s.seq_len})"),
-        ("sources", f"{s.sources:,}" + (f" of {s.records_in:,} records" if s.records_in else "")),
-        ("tokens", f"{s.tokens:,} + {s.padding_tokens:,} padding"),
-        *packing_figure_rows(s.packing_efficiency, s.stored_fill),
-        ("truncated", f"{s.truncated_sequences:,} sequences, {s.truncated_tokens:,} tokens cut"),
-        ("media tokens", media.line()),
-    ]
-    if s.steps is not None:
-        steps = s.steps
-        rows.append(("steps per epoch", f"{steps.steps_per_epoch:,} at global batch size {steps.global_batch_size:,}"))
-    return "<table>" + "".join(f"<tr><th>{name}</th><td>{text(value)}</td></tr>" for name, value in rows) + "</table>"
+    rows = "".join(f"<tr><th>{name}</th><td>{text(value)}</td></tr>" for name, value in s.rows())
+    return f"<table>{rows}</table>"
 
 
 def _source_table(rows: dict[str, SourceRow]) -> str:

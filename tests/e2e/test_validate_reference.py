@@ -142,9 +142,10 @@ def _two_sequences(members: dict[str, bytes]) -> tuple[list[dict[str, Any]], np.
 
 def _pack_with_two(root: Path) -> int:
     """The index of the first pack holding two or more sequences."""
-    from cook.validate.reference.sample import read_pack, shards
+    from cook.manifest import load_manifest
+    from cook.validate.reference.sample import read_pack
 
-    for shard in shards(json.loads((root / fmt.MANIFEST_NAME).read_text())):
+    for shard in load_manifest(str(root)).shards:
         for position in range(shard.packs):
             if len(read_pack(str(root), shard, position)) >= 2:
                 return shard.first_pack + position

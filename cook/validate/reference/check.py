@@ -13,14 +13,15 @@ text and Hugging Face does not). A truncated sequence is compared on its cooked 
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import numpy as np
 
+from cook.manifest import ManifestError, load_manifest
 from cook.validate.reference.records import InputFiles, NotCheckable, to_record
 from cook.validate.reference.render import ControlText, Reference, Renderer, RenderFailed
-from cook.validate.reference.sample import Sequence, draw_sequences, read_manifest, shards
+from cook.validate.reference.sample import DatasetUnreadable, Sequence, draw_sequences
 
 LISTED = 10  # sources listed per kind of finding in the report
 GIVE_UP_FACTOR = 10  # stop drawing after 10 N + 100 sequences that could not be checked (a media-only dataset)
@@ -35,13 +36,7 @@ class Mismatch:
     detail: str
 
     def as_dict(self) -> dict[str, Any]:
-        return {
-            "source": self.source,
-            "shard": self.shard,
-            "key": self.key,
-            "position": self.position,
-            "detail": self.detail,
-        }
+        return asdict(self)
 
 
 @dataclass
@@ -83,18 +78,21 @@ class ReferenceReport:
 def check_reference(root: str, count: int, seed: int = 0, tokenizer: str | None = None) -> ReferenceReport:
     """Draw sequences until ``count`` are checked (or none is left); raises ``DatasetUnreadable`` or
     ``OSError``/``ValueError`` when the tokenizer cannot be loaded."""
-    manifest = read_manifest(root)
-    pipeline = manifest["pipeline"]
+    try:
+        manifest = load_manifest(root)
+    except ManifestError as err:
+        raise DatasetUnreadable(str(err)) from None
+    pipeline = manifest.pipeline
     settings = pipeline.get("tokenizer", {})
     chat_format = str(settings.get("chat_format", "chatml"))
     report = ReferenceReport(requested=count, chat_format=chat_format)
     if count == 0:
         return report
-    path = tokenizer or settings.get("path") or manifest.get("tokenizer", {}).get("path")
+    path = tokenizer or settings.get("path") or manifest.tokenizer.path
     renderer = Renderer(str(path), chat_format, bool(settings.get("normalize_thinking", True)))
     inputs = InputFiles(str(pipeline["input"]["path"]), str(pipeline["input"].get("format", "auto")))
     cooker, train_on = str(pipeline.get("cooker", "auto")), str(settings.get("train_on", "all_assistant"))
-    for sequence in draw_sequences(root, shards(manifest), seed):
+    for sequence in draw_sequences(root, manifest.shards, seed):
         if report.checked >= count or len(report.not_checkable) + len(report.skipped) > GIVE_UP_FACTOR * count + 100:
             break
         try:

@@ -15,13 +15,15 @@ import bisect
 import json
 import os
 from collections.abc import Iterator
+from collections.abc import Sequence as Sequence_
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Final
 
 import numpy as np
 
 from cook import format as fmt
 from cook import packfiles
+from cook.manifest import ShardInfo
 from cook.packfiles import PackUnreadable, read_npy
 
 _MEDIA: Final = frozenset(fmt.VISUAL_MEMBERS + fmt.AUDIO_MEMBERS)  # not read: only text is compared
@@ -45,32 +47,7 @@ class Sequence:
     truncated: bool  # cut to seq_len (packing.overflow: truncate): only its prefix is compared
 
 
-@dataclass(frozen=True)
-class Shard:
-    name: str
-    first_pack: int
-    packs: int
-
-
-def read_manifest(root: str) -> dict[str, Any]:
-    try:
-        with open(os.path.join(root, fmt.MANIFEST_NAME), encoding="utf-8") as handle:
-            manifest = json.load(handle)
-    except (OSError, ValueError) as err:
-        raise DatasetUnreadable(f"{fmt.MANIFEST_NAME}: {err}") from None
-    if not isinstance(manifest, dict) or not isinstance(manifest.get("pipeline"), dict):
-        raise DatasetUnreadable(f"{fmt.MANIFEST_NAME} records no pipeline")
-    return manifest
-
-
-def shards(manifest: dict[str, Any]) -> list[Shard]:
-    try:
-        return [Shard(s["name"], int(s["first_pack"]), int(s["packs"])) for s in manifest.get("shards", [])]
-    except (KeyError, TypeError, ValueError) as err:
-        raise DatasetUnreadable(f"{fmt.MANIFEST_NAME}: bad shards entry ({err})") from None
-
-
-def read_pack(root: str, shard: Shard, position: int) -> list[Sequence]:
+def read_pack(root: str, shard: ShardInfo, position: int) -> list[Sequence]:
     """The sequences of the ``position``-th pack of ``shard``, read alone (``packfiles.read_pack``), its
     media members seeked over."""
     key = fmt.pack_key(shard.first_pack + position)
@@ -102,7 +79,7 @@ def read_pack(root: str, shard: Shard, position: int) -> list[Sequence]:
     return out
 
 
-def draw_sequences(root: str, shard_list: list[Shard], seed: int) -> Iterator[Sequence]:
+def draw_sequences(root: str, shard_list: Sequence_[ShardInfo], seed: int) -> Iterator[Sequence]:
     """Every packed sequence once, in the seeded order of the module docstring, reading packs lazily."""
     firsts = [s.first_pack for s in shard_list]
     total = sum(s.packs for s in shard_list)
