@@ -106,7 +106,7 @@ def repack_units(path: Path) -> int:
     from cook.runner.repack import load_sources, plan_repack, repack_config
 
     sources = load_sources([str(path)], str(WORK / "repack_units_probe"))
-    return len(plan_repack(sources, repack_config(sources[0], [], {})).units)
+    return len(plan_repack(sources, repack_config(sources[0], [], {}))[0])
 
 
 def sources_for(work: Workload) -> dict[str, Path]:

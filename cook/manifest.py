@@ -232,28 +232,24 @@ def _parse(data: object) -> Manifest:
             windows_short_of_pack_count_multiple=packing["windows_short_of_pack_count_multiple"],
         ),
         rejects_by_reason=_mapping(data, "rejects_by_reason", int),
-        shards=tuple(_shard(entry, i) for i, entry in enumerate(_get(data, "shards", list))),
+        shards=tuple(ShardInfo(**entry) for entry in _entries(data, "shards", _SHARD_KINDS)),
         seq_len=_seq_len(data, pipeline),
         contract=_contract(data[CONTRACT_KEY]) if CONTRACT_KEY in data else None,
         cook_version=_get(data, "cook_version", str),
-        lineage=tuple(_lineage(entry, i) for i, entry in enumerate(_get(data, LINEAGE_KEY, list)))
+        lineage=tuple(LineageEntry(**e) for e in _entries(data, LINEAGE_KEY, _LINEAGE_KINDS))
         if LINEAGE_KEY in data
         else (),
     )
 
 
-def _lineage(entry: object, index: int) -> LineageEntry:
-    where = f"{LINEAGE_KEY}[{index}]."
-    if not isinstance(entry, dict):
-        raise ManifestError(f"{LINEAGE_KEY}[{index}] is not an object")
-    return LineageEntry(**{key: _get(entry, key, kind, where) for key, kind in _LINEAGE_KINDS.items()})
-
-
-def _shard(entry: object, index: int) -> ShardInfo:
-    where = f"shards[{index}]."
-    if not isinstance(entry, dict):
-        raise ManifestError(f"shards[{index}] is not an object")
-    return ShardInfo(**{key: _get(entry, key, kind, where) for key, kind in _SHARD_KINDS.items()})
+def _entries(data: Mapping[str, Any], key: str, kinds: dict[str, type]) -> list[dict[str, Any]]:
+    """``data[key]``, a list of objects whose every ``kinds`` key has its kind."""
+    out = []
+    for index, entry in enumerate(_get(data, key, list)):
+        if not isinstance(entry, dict):
+            raise ManifestError(f"{key}[{index}] is not an object")
+        out.append({name: _get(entry, name, kind, f"{key}[{index}].") for name, kind in kinds.items()})
+    return out
 
 
 def _seq_len(data: Mapping[str, Any], pipeline: Mapping[str, Any]) -> int:

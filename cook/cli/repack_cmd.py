@@ -41,8 +41,8 @@ def add_parser(sub: Any) -> None:
 def handle(args: argparse.Namespace) -> int:
     sources = load_sources(args.sources, args.output)
     config = repack_config(sources[0], args.overrides, run_flags(args))
-    plan = plan_repack(sources, config)
-    return run_and_report(config, args, plan.units, _nothing_packed, plan.lineage)
+    units, lineage = plan_repack(sources, config)
+    return run_and_report(config, args, units, _nothing_packed, lineage)
 
 
 def _nothing_packed(summary: RunSummary) -> str:

@@ -40,6 +40,7 @@ from __future__ import annotations
 import bisect
 import math
 from collections.abc import Iterator
+from dataclasses import dataclass
 from fractions import Fraction
 from typing import TYPE_CHECKING, Any, Final
 
@@ -192,24 +193,16 @@ def sample_times(window: tuple[float, float], n_frames: int) -> list[float]:
     return [start + (i + 0.5) * step for i in range(n_frames)]
 
 
+@dataclass(frozen=True)
 class PacketIndex:
     """Keyframe timestamps of a video stream from one demux pass (no decoding), in stream time_base."""
 
-    def __init__(
-        self,
-        keyframes: list[int],
-        packets: list[int],
-        n_packets: int,
-        end_pts: int,
-        start_pts: int,
-        time_base: Fraction,
-    ):
-        self.keyframes = keyframes  # sorted pts of keyframe packets
-        self.packets = packets  # sorted pts of all packets that have one
-        self.n_packets = n_packets
-        self.start_pts = start_pts
-        self.time_base = time_base
-        self.duration_s = float((end_pts - start_pts) * time_base) if n_packets else 0.0
+    keyframes: list[int]  # sorted pts of keyframe packets
+    packets: list[int]  # sorted pts of all packets that have one
+    n_packets: int
+    start_pts: int
+    time_base: Fraction
+    duration_s: float
 
     @classmethod
     def build(cls, container: InputContainer, stream: VideoStream) -> PacketIndex:
@@ -232,7 +225,8 @@ class PacketIndex:
             raise Rejected(RejectReason.MEDIA_DECODE, "video stream has no time base")
         keyframes.sort()
         packets.sort()
-        return cls(keyframes, packets, n_packets, end_pts, start_pts, stream.time_base)
+        duration_s = float((end_pts - start_pts) * stream.time_base)
+        return cls(keyframes, packets, n_packets, start_pts, stream.time_base, duration_s)
 
     def keyframe_before(self, pts: int) -> int | None:
         """The last keyframe pts ``<= pts``, None when there is none (or no timestamps were stored)."""

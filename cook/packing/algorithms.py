@@ -30,8 +30,8 @@ level index) -> ``problem`` (validation, padded costs).
 from __future__ import annotations
 
 import heapq
+import itertools
 from collections.abc import Callable, Sequence
-from typing import Protocol
 
 import numpy as np
 
@@ -39,13 +39,7 @@ from cook.packing.placement import best_fit_batched, emptiest_fit, first_fit_bat
 from cook.packing.problem import I64, PackRequest, Problem, make_problem
 from cook.packing.structures import Pool, runs_of
 
-__all__ = ["ALGORITHMS", "PackFn", "PackRequest", "pack", "pack_flat"]
-
-
-class PackFn(Protocol):
-    def __call__(
-        self, lengths: Sequence[int] | np.ndarray, request: PackRequest, media: Sequence[int] | np.ndarray | None = None
-    ) -> list[list[int]]: ...
+__all__ = ["ALGORITHMS", "PackRequest", "pack", "pack_flat"]
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -53,29 +47,6 @@ class PackFn(Protocol):
 # ---------------------------------------------------------------------------------------------------
 
 
-_CORES: dict[str, Callable[[Problem], I64]] = {}  # algorithm name -> placement core, filled below
-
-
-def _algorithm(core: Callable[[Problem], I64]) -> PackFn:
-    """Wrap ``core`` in the public signature: validate, place, canonicalize, split to the multiple."""
-
-    def run(
-        lengths: Sequence[int] | np.ndarray, request: PackRequest, media: Sequence[int] | np.ndarray | None = None
-    ) -> list[list[int]]:
-        p = make_problem(lengths, request, media)
-        multiple = request.pack_count_multiple
-        if multiple is not None and multiple < 1:
-            raise ValueError(f"pack_count_multiple must be >= 1, got {multiple}")
-        packs = _canonical(core(p)) if len(p.cost) else []
-        return _split_to_multiple(packs, p.cost, multiple or 1)
-
-    run.__name__ = run.__qualname__ = core.__name__
-    run.__doc__ = core.__doc__
-    _CORES[core.__name__] = core
-    return run
-
-
-@_algorithm
 def concatenative(p: Problem) -> I64:
     """In input order; a new pack starts when the next item does not fit (tokens, count or media)."""
     n = len(p.cost)
@@ -92,7 +63,6 @@ def concatenative(p: Problem) -> I64:
     return bin_of
 
 
-@_algorithm
 def first_fit_decreasing(p: Problem) -> I64:
     """Items by decreasing cost, each into the first (oldest) bin where it fits."""
     bin_of = np.empty(len(p.cost), dtype=np.int64)
@@ -101,7 +71,6 @@ def first_fit_decreasing(p: Problem) -> I64:
     return bin_of
 
 
-@_algorithm
 def first_fit_shuffle(p: Problem) -> I64:
     """Items in a seeded random order (PCG64(seed) permutation), each into the first bin where it fits."""
     bin_of = np.empty(len(p.cost), dtype=np.int64)
@@ -110,7 +79,6 @@ def first_fit_shuffle(p: Problem) -> I64:
     return bin_of
 
 
-@_algorithm
 def best_fit_decreasing(p: Problem) -> I64:
     """Items by decreasing cost, each into the bin it leaves with the fewest free tokens."""
     bin_of = np.empty(len(p.cost), dtype=np.int64)
@@ -121,7 +89,6 @@ def best_fit_decreasing(p: Problem) -> I64:
     return bin_of
 
 
-@_algorithm
 def balanced_greedy_knapsack(p: Problem) -> I64:
     """Open ceil(total / capacity) + delta packs (at least 1, at most n); items by decreasing cost,
     each into the emptiest pack where it fits; a new pack only when none fits. Unused packs vanish."""
@@ -135,7 +102,6 @@ def balanced_greedy_knapsack(p: Problem) -> I64:
     return bin_of
 
 
-@_algorithm
 def greedy_knapsack(p: Problem) -> I64:
     """One pack at a time: put in the largest remaining item that fits until none does.
 
@@ -154,7 +120,6 @@ def greedy_knapsack(p: Problem) -> I64:
     return bin_of
 
 
-@_algorithm
 def modified_first_fit_decreasing(p: Problem) -> I64:
     """Johnson & Garey's MFFD (1985). Classes by cost: large > C/2, medium (C/3, C/2], small (C/6, C/3].
 
@@ -204,7 +169,7 @@ def modified_first_fit_decreasing(p: Problem) -> I64:
     return bin_of
 
 
-ALGORITHMS: dict[str, PackFn] = {
+ALGORITHMS: dict[str, Callable[[Problem], I64]] = {
     "concatenative": concatenative,
     "first_fit_decreasing": first_fit_decreasing,
     "first_fit_shuffle": first_fit_shuffle,
@@ -239,14 +204,23 @@ def pack(
     request = PackRequest(
         capacity, pad_multiple, max_sequences_per_pack, media_budget, pack_count_multiple, seed, delta
     )
-    return _algorithm_named(algorithm)(lengths, request, media)
+    p, bin_of = _place(lengths, request, algorithm, media)
+    packs = _canonical(bin_of) if len(p.cost) else []
+    return _split_to_multiple(packs, p.cost, request.pack_count_multiple or 1)
 
 
-def _algorithm_named(algorithm: str) -> PackFn:
-    fn = ALGORITHMS.get(algorithm)
-    if fn is None:
+def _place(
+    lengths: Sequence[int] | np.ndarray, request: PackRequest, algorithm: str, media: Sequence[int] | np.ndarray | None
+) -> tuple[Problem, I64]:
+    """Validate, then each item's bin number from ``algorithm`` (int64 [n]; unplaced when n is 0)."""
+    core = ALGORITHMS.get(algorithm)
+    if core is None:
         raise ValueError(f"unknown packing algorithm {algorithm!r}; valid: {', '.join(sorted(ALGORITHMS))}")
-    return fn
+    multiple = request.pack_count_multiple
+    if multiple is not None and multiple < 1:
+        raise ValueError(f"pack_count_multiple must be >= 1, got {multiple}")
+    p = make_problem(lengths, request, media)
+    return p, core(p) if len(p.cost) else np.zeros(0, np.int64)
 
 
 def pack_flat(
@@ -258,16 +232,15 @@ def pack_flat(
     """``pack`` as two arrays, for windows of millions: ``order`` (int64 [N], the items pack by pack)
     and ``bounds`` (int64 [P + 1]); pack ``j`` is ``order[bounds[j]:bounds[j + 1]]``. The same packs
     in the same order as ``pack``, without a Python object per item."""
-    fn = _algorithm_named(algorithm)
-    if request.pack_count_multiple not in (None, 1):  # splitting to a multiple works on lists
-        packs = fn(lengths, request, media)
-        sizes = np.array([len(q) for q in packs], dtype=np.int64)
-        flat = np.fromiter((i for q in packs for i in q), dtype=np.int64, count=int(sizes.sum()))
-        return flat, np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
-    p = make_problem(lengths, request, media)
+    p, bin_of = _place(lengths, request, algorithm, media)
     if not len(p.cost):
         return np.zeros(0, np.int64), np.zeros(1, np.int64)
-    return _canonical_flat(_CORES[algorithm](p))
+    if request.pack_count_multiple in (None, 1):
+        return _canonical_flat(bin_of)
+    packs = _split_to_multiple(_canonical(bin_of), p.cost, request.pack_count_multiple)  # works on lists
+    sizes = np.array([len(q) for q in packs], dtype=np.int64)
+    flat = np.fromiter((i for q in packs for i in q), dtype=np.int64, count=int(sizes.sum()))
+    return flat, np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -276,7 +249,7 @@ def pack_flat(
 
 
 def _canonical_flat(bin_of: I64) -> tuple[I64, I64]:
-    """``_canonical`` as (order, bounds) arrays."""
+    """Bin numbers -> (order, bounds): packs each sorted ascending, packs sorted by first index."""
     order = np.argsort(bin_of, kind="stable")  # by bin, then by index
     starts, ends = runs_of(bin_of[order])
     rank = np.argsort(order[starts])
@@ -288,12 +261,9 @@ def _canonical_flat(bin_of: I64) -> tuple[I64, I64]:
 
 def _canonical(bin_of: I64) -> list[list[int]]:
     """Bin numbers -> packs, each sorted ascending, packs sorted by first index."""
-    order = np.argsort(bin_of, kind="stable")  # by bin, then by index
-    b = bin_of[order]
-    starts, ends = runs_of(b)
-    rank = np.argsort(order[starts])
+    order, bounds = _canonical_flat(bin_of)
     flat = order.tolist()
-    return [flat[a:e] for a, e in zip(starts[rank].tolist(), ends[rank].tolist(), strict=True)]
+    return [flat[a:e] for a, e in itertools.pairwise(bounds.tolist())]
 
 
 def _halve(items: list[int], cost: I64) -> tuple[list[int], list[int]]:

@@ -9,8 +9,8 @@
 - ``fit_by_level``: best or emptiest fit one item at a time under a media budget (``LevelIndex``).
 - ``emptiest_fit``: each item into the open bin with the most free tokens (a heap); no media budget.
 
-The first fit routines number bins from ``first_bin`` and return the next free bin number; the
-others number them from 0, where ``n_open`` bins start open and empty.
+The first fit routines number bins from ``first_bin``; the others number them from 0, where
+``n_open`` bins start open and empty.
 """
 
 from __future__ import annotations
@@ -52,8 +52,8 @@ def _fresh(p: Problem, s: int, k: int) -> I64:
     return take
 
 
-def first_fit_batched(p: Problem, items: I64, bin_of: I64, first_bin: int) -> int:
-    """First fit of ``items`` (by decreasing cost, no media budget); returns the next bin number.
+def first_fit_batched(p: Problem, items: I64, bin_of: I64, first_bin: int) -> None:
+    """First fit of ``items`` (by decreasing cost, no media budget).
 
     A run of k items of cost s fills the leftmost bins with >= s free, each taking min(free // s,
     slots) items (a bin stays the leftmost fit until it is full), then opens fresh bins. Example,
@@ -78,7 +78,6 @@ def first_fit_batched(p: Problem, items: I64, bin_of: I64, first_bin: int) -> in
         slots[bins] -= take
         free[bins[slots[bins] == 0]] = -1
         tree.refresh(bins)
-    return first_bin + n_bins
 
 
 def _first_fit_plain(capacity: int, costs: list[int], slots: list[int]) -> list[int]:
@@ -110,12 +109,12 @@ def _first_fit_plain(capacity: int, costs: list[int], slots: list[int]) -> list[
     return out
 
 
-def first_fit_each(p: Problem, items: I64, bin_of: I64, first_bin: int) -> int:
-    """First fit of ``items`` in the given order, one at a time; returns the next bin number."""
+def first_fit_each(p: Problem, items: I64, bin_of: I64, first_bin: int) -> None:
+    """First fit of ``items`` in the given order, one at a time."""
     if p.media is None:
         out = _first_fit_plain(p.capacity, p.cost[items].tolist(), [p.max_items] * len(items))
         bin_of[items] = np.array(out, dtype=np.int64) + first_bin
-        return first_bin + (max(out) + 1 if out else 0)
+        return
     tree = FitTree(len(items))
     slots = [p.max_items] * len(items)
     free = [p.capacity] * len(items)
@@ -132,7 +131,6 @@ def first_fit_each(p: Problem, items: I64, bin_of: I64, first_bin: int) -> int:
         tree.set(b, free[b] if slots[b] else -1, free_media[b])
         out.append(b + first_bin)
     bin_of[items] = out
-    return first_bin + n_bins
 
 
 def _buckets_needed(count: I64, s: int, need: int, top: int) -> I64:

@@ -14,7 +14,7 @@ Imports only cook.format and cook.contract (L0) from cook, plus torch, numpy, me
 """
 
 from cook.contract import ContractMismatch, Expectation, MediaSettings
-from cook.reader.batch import IGNORE_INDEX, PackedBatch, collate_packs, pack_targets, sequence_target_counts
+from cook.reader.batch import IGNORE_INDEX, PackedBatch, collate_packs
 from cook.reader.contract import check_datasets, dataset_contracts
 from cook.reader.device import normalize_patches, to_device
 from cook.reader.epoch import packs_per_epoch, steps_per_epoch, total_packs
@@ -37,9 +37,7 @@ __all__ = [
     "decode_pack",
     "make_loader",
     "normalize_patches",
-    "pack_targets",
     "packs_per_epoch",
-    "sequence_target_counts",
     "steps_per_epoch",
     "to_device",
     "total_packs",

@@ -155,21 +155,6 @@ def _stream_targets(
     return labels, loss_mask, position_ids, padding_mask, sequence_targets
 
 
-def pack_targets(
-    input_ids: torch.Tensor, target_mask: torch.Tensor, cu_seqlens: torch.Tensor, cu_seqlens_padded: torch.Tensor
-) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
-    """One pack's (or stream's) stored arrays -> ``(labels, loss_mask, position_ids, padding_mask)``,
-    all ``[T]``. See the module docstring for a worked example."""
-    arrays = (input_ids.numpy(), target_mask.numpy(), cu_seqlens.numpy(), cu_seqlens_padded.numpy())
-    labels, loss_mask, position_ids, padding_mask, _ = _stream_targets(*arrays)
-    return (
-        torch.from_numpy(labels),
-        torch.from_numpy(loss_mask),
-        torch.from_numpy(position_ids),
-        torch.from_numpy(padding_mask),
-    )
-
-
 def _cat(tensors: Sequence[torch.Tensor | None]) -> torch.Tensor | None:
     """The present tensors concatenated; a single one is passed through uncopied (media are megabytes)."""
     present = [x for x in tensors if x is not None]
@@ -191,11 +176,7 @@ _Stream = tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, np.ndarr
 
 def _stream(samples: Sequence[PackedSample]) -> _Stream:
     """The packs end to end: ``(input_ids, target_mask, cu_seqlens, cu_seqlens_padded, cu_packs)``,
-    each pack's boundaries shifted by the packs before it. One pack: its own tensors, uncopied."""
-    if len(samples) == 1:
-        (s,) = samples
-        cu_packs = np.array([0, s.input_ids.shape[0]], dtype=np.int32)
-        return s.input_ids, s.target_mask, s.cu_seqlens, s.cu_seqlens_padded, cu_packs
+    each pack's boundaries shifted by the packs before it."""
     true_cu = [s.cu_seqlens.numpy() for s in samples]
     padded_cu = [s.cu_seqlens_padded.numpy() for s in samples]
     real = np.cumsum([0] + [int(c[-1]) for c in true_cu], dtype=np.int32)
@@ -211,27 +192,13 @@ def _stream(samples: Sequence[PackedSample]) -> _Stream:
 
 
 def _media(samples: Sequence[PackedSample]) -> dict[str, torch.Tensor | None]:
-    """The packs' media fields, concatenated (one pack: its own tensors)."""
-    if len(samples) == 1:
-        (s,) = samples
-        return {
-            "pixel_patches": s.pixel_patches,
-            "media_sizes": s.media_sizes,
-            "audio_features": s.audio_features,
-            "audio_lengths": s.audio_lengths,
-        }
+    """The packs' media fields, concatenated (a field only one pack has: its own tensor)."""
     return {
         "pixel_patches": _cat([s.pixel_patches for s in samples]),
         "media_sizes": _cat([s.media_sizes for s in samples]),
         "audio_features": _cat_audio([s.audio_features for s in samples]),
         "audio_lengths": _cat([s.audio_lengths for s in samples]),
     }
-
-
-def sequence_target_counts(loss_mask: torch.Tensor, cu_seqlens_padded: torch.Tensor) -> torch.Tensor:
-    """int32 ``[N]``: the label-aligned targets of each sequence of the stream (``loss_mask`` ``[T]``)."""
-    counts = np.add.reduceat(loss_mask.numpy().astype(np.int32), cu_seqlens_padded.numpy()[:-1].astype(np.int64))
-    return torch.from_numpy(counts.astype(np.int32))
 
 
 def collate_packs(samples: Sequence[PackedSample]) -> PackedBatch:

@@ -74,10 +74,8 @@ class PackedSample(Sample):
 def _array(key: str, members: Mapping[str, Any], name: str) -> np.ndarray | None:
     """Member ``name`` as a read-only array of its schema dtype, or ``None`` when absent."""
     data = members.get(name)
-    return None if data is None else _checked_array(key, name, data)
-
-
-def _checked_array(key: str, name: str, data: bytes) -> np.ndarray:
+    if data is None:
+        return None
     try:
         array = read_npy(data)
     except ValueError as error:  # object arrays (would need pickle) and malformed headers
@@ -171,16 +169,12 @@ def _media(key: str, crude: Mapping[str, Any]) -> dict[str, torch.Tensor | None]
 
 def _frame_members(key: str, crude: Mapping[str, Any]) -> list[tuple[str, str, Any]]:
     """``[(member name, codec, bytes)]`` of the stored frames, in frame order; the indices must be 0..n-1."""
-    found = sorted(
-        (parsed[0], name, parsed[1], data)
-        for name, data in crude.items()
-        if (parsed := fmt.parse_frame_member(name)) is not None
-    )
-    if [index for index, *_ in found] != list(range(len(found))):
+    found = fmt.frame_names(crude)
+    if [index for index, _, _ in found] != list(range(len(found))):
         raise PackFormatError(
-            f"{key}: frame members {[name for _, name, *_ in found]} are not frame.0 .. frame.{len(found) - 1}"
+            f"{key}: frame members {[name for _, name, _ in found]} are not frame.0 .. frame.{len(found) - 1}"
         )
-    return [(name, codec, data) for _, name, codec, data in found]
+    return [(name, codec, crude[name]) for _, name, codec in found]
 
 
 def _decode_frames(key: str, frames: list[tuple[str, str, Any]], sizes: np.ndarray | None) -> np.ndarray:

@@ -30,6 +30,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
+from typing import Any
 
 from cook.config import PipelineConfig
 from cook.contract import Contract, MediaSettings, cooked_contract, frame_storage, tokenizer_files_sha256
@@ -128,19 +129,18 @@ def _contract(config: PipelineConfig, tokenizer: ChatTokenizer) -> Contract:
     )
 
 
-def _finished_summary(output: OutputDir, started: float) -> RunSummary:
-    """The summary of the finished run in ``output``, from its manifest."""
-    manifest = load_manifest(output.path)
+def _summary(output: OutputDir, manifest: Manifest, started: float, **more: Any) -> RunSummary:
+    """The summary of the run in ``output`` from its ``manifest`` (``more``: what only a run that cooked knows)."""
     return RunSummary(
         out_dir=output.path,
         counts=manifest.counts.to_dict(),
         packing_efficiency=manifest.packing_efficiency,
         stored_fill=manifest.stored_fill,
-        rejects_by_reason=dict(manifest.rejects_by_reason),
+        rejects_by_reason=dict(sorted(manifest.rejects_by_reason.items())),
         shards=len(manifest.shards),
         seconds=time.monotonic() - started,
         resumed=output.resumed,
-        already_finished=not output.resumed,
+        **more,
     )
 
 
@@ -167,7 +167,7 @@ def run_pipeline(
     try:
         with output:
             if output.finished:
-                return _finished_summary(output, started)
+                return _summary(output, load_manifest(output.path), started, already_finished=not output.resumed)
             # Ray's driver prints an actor's death to stdout ("(raylet) A worker died ...")
             with contextlib.redirect_stdout(sys.stderr):
                 return _run(config, executor_factory, units, output, progress, started, lineage)
@@ -215,15 +215,10 @@ def _run(
         bar.close()
     manifest = _manifest(config, state, tokenizer, lineage)
     output.finish(writer, manifest)
-    return RunSummary(
-        out_dir=output.path,
-        counts=manifest.counts.to_dict(),
-        packing_efficiency=manifest.packing_efficiency,
-        stored_fill=manifest.stored_fill,
-        rejects_by_reason=dict(sorted(manifest.rejects_by_reason.items())),
-        shards=len(state.shards),
-        seconds=time.monotonic() - started,
-        resumed=output.resumed,
+    return _summary(
+        output,
+        manifest,
+        started,
         driver_received_bytes=executor.received_bytes,
         shards_by_writer=dict(sorted(driver.shards_by_writer.items())),
     )

@@ -82,11 +82,6 @@ _FORMS: Final = "auto, HOST:PORT or ray://HOST[:PORT]"
 _watchdog: subprocess.Popen[bytes] | None = None  # of the embedded Ray this process started
 
 
-def worker_env() -> dict[str, str]:
-    """Environment of every actor and task: no tokenizers thread pool."""
-    return dict(SINGLE_THREADED)
-
-
 def check_address(address: str) -> tuple[str, str, int] | None:
     """``(kind, host, port)`` of a cluster address (kind ``gcs`` or ``client``); None for ``auto``.
 
@@ -116,7 +111,7 @@ def start_ray(address: str | None, num_cpus: int, connect_timeout_s: float = DEF
 
     if ray.is_initialized():
         return False
-    runtime_env = {"env_vars": worker_env()}
+    runtime_env = {"env_vars": dict(SINGLE_THREADED)}  # every actor and task: no tokenizers thread pool
     if address is None or address == "local":
         for name, value in LOCAL_RAY_ENV.items():
             os.environ.setdefault(name, value)
@@ -141,7 +136,8 @@ def start_ray(address: str | None, num_cpus: int, connect_timeout_s: float = DEF
     named = address if parsed is not None else f"auto ({_join(host, port)})"
     _probe_tcp(named, host, port, connect_timeout_s)
     _probe_auth(named, kind, host, port, connect_timeout_s, sends_token=_sends_token(auto=parsed is None))
-    with _bounded_gcs_wait(connect_timeout_s):
+    # ray.init retries the GCS about once a second RAY_gcs_server_port_wait_time_s times (default 20)
+    with _environ("RAY_gcs_server_port_wait_time_s", str(max(1, math.ceil(connect_timeout_s)))):
         try:
             ray.init(address=address, runtime_env=runtime_env, log_to_driver=False, configure_logging=False)
         except ConnectionError as err:
@@ -315,10 +311,3 @@ def _probe_auth(named: str, kind: str, host: str, port: int, timeout_s: float, s
                 f"within ray.connect_timeout_s={timeout_s:g} ({code.name})"
             ) from None
         # any other status: ray.init decides, bounded
-
-
-@contextlib.contextmanager
-def _bounded_gcs_wait(timeout_s: float) -> Iterator[None]:
-    """``ray.init`` retries the GCS about once a second ``RAY_gcs_server_port_wait_time_s`` times (default 20)."""
-    with _environ("RAY_gcs_server_port_wait_time_s", str(max(1, math.ceil(timeout_s)))):
-        yield

@@ -38,7 +38,7 @@ from typing import Any
 from cook import format as fmt
 from cook.config import PipelineConfig
 from cook.runner.progress import REPORT_INTERVAL_S, UnitProgress
-from cook.runner.ray_connect import start_ray, stop_ray, worker_env
+from cook.runner.ray_connect import start_ray, stop_ray
 from cook.runner.staging import DiskStore, SampleStore
 from cook.runner.units import (
     Attempt,
@@ -54,6 +54,7 @@ from cook.runner.units import (
     encode_result,
 )
 from cook.runner.worker import CookWorker
+from cook.tokenize.tokenizer import SINGLE_THREADED
 
 IN_FLIGHT_PER_ACTOR = 2  # jobs running or queued on an actor
 LOOKAHEAD_PER_ACTOR = 6  # units cooked ahead of the one whose turn it is (their summaries are small)
@@ -119,7 +120,7 @@ class RayExecutor:
         self._board: Any = ray.remote(num_cpus=0)(ProgressBoard).options(name=board).remote()
         self.on_progress: Callable[[UnitProgress], None] = lambda progress: None
         actor_class = ray.remote(num_cpus=config.ray.cpus_per_actor, max_restarts=-1, max_task_retries=0)(RayWorker)
-        options = actor_class.options(runtime_env={"env_vars": worker_env()})
+        options = actor_class.options(runtime_env={"env_vars": dict(SINGLE_THREADED)})
         self.actors: list[Any] = [options.remote(config, board, report_interval_s) for _ in range(num_actors)]
         self.store: SampleStore = DiskStore(config.output.dir)
         self.slots = IN_FLIGHT_PER_ACTOR * num_actors

@@ -27,16 +27,12 @@ class RejectLog:
 
     def __init__(self) -> None:
         self.records: list[RejectRecord] = []
+        self._source = ""
 
-    def catch(self, source: str) -> _Catch:
+    def catch(self, source: str) -> RejectLog:
         """A context in which the steps of record ``source`` run: a ``Rejected`` stops them and is kept."""
-        return _Catch(self.records, source)
-
-
-class _Catch:
-    def __init__(self, records: list[RejectRecord], source: str) -> None:
-        self._records = records
         self._source = source
+        return self
 
     def __enter__(self) -> None:
         return None
@@ -45,6 +41,6 @@ class _Catch:
         self, kind: type[BaseException] | None, error: BaseException | None, traceback: TracebackType | None
     ) -> bool:
         if isinstance(error, Rejected):
-            self._records.append(RejectRecord(self._source, error.reason, error.detail))
+            self.records.append(RejectRecord(self._source, error.reason, error.detail))
             return True
         return False

@@ -22,7 +22,7 @@ from __future__ import annotations
 import copy
 import os
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any
 
 from cook import format as fmt
@@ -34,15 +34,6 @@ from cook.runner.repack_index import SourceManifest, index_source, load_source, 
 from cook.runner.units import Unit
 
 REPACK_SECTIONS = ("packing", "output")  # the only keys --set may change
-
-
-@dataclass(frozen=True)
-class RepackPlan:
-    """What ``run_pipeline`` needs for a repack: the resolved config, the units and the lineage."""
-
-    config: PipelineConfig
-    units: list[Unit]
-    lineage: tuple[LineageEntry, ...]
 
 
 def load_sources(paths: Sequence[str], output_dir: str) -> list[SourceManifest]:
@@ -105,8 +96,11 @@ def repack_config(
     return config_from_dict(data, origin=f"{source.path}/{fmt.MANIFEST_NAME} pipeline", flags=written)
 
 
-def plan_repack(sources: Sequence[SourceManifest], config: PipelineConfig) -> RepackPlan:
-    """Index every source's sequences (their packs' meta.json) and cut them into units."""
+def plan_repack(
+    sources: Sequence[SourceManifest], config: PipelineConfig
+) -> tuple[list[Unit], tuple[LineageEntry, ...]]:
+    """Index every source's sequences (their packs' meta.json) and cut them into units; the units and
+    the manifest's ``lineage``."""
     cooked = [index_source(source) for source in sources]
     lineage = tuple(LineageEntry(c.source.path, c.source.manifest_sha256, c.sequences) for c in cooked)
-    return RepackPlan(config, repack_units(cooked, config.input.unit_bytes), lineage)
+    return repack_units(cooked, config.input.unit_bytes), lineage

@@ -38,7 +38,7 @@ from cook.config import PackingConfig
 from cook.packfiles import clip_tokens, pack_member_spans, read_npy
 from cook.packing.packer import fit_sample
 from cook.runner.reject_log import RejectLog
-from cook.runner.staging import FrameSpans, MediaSpan, PatchSpan
+from cook.runner.staging import FrameSpans, MediaSpan, PatchSpan, map_file
 from cook.runner.units import SequenceReads, Unit, UnitSummary
 from cook.types import MediaItem, TokenizedSample
 
@@ -61,18 +61,13 @@ def read_sequences(
         at = np.flatnonzero(where == k)  # int64 [m] the unit's sequences in this pack
         positions = reads.seq[at].tolist()
         if shard not in mapped:
-            mapped[shard] = _map(reads.shards[shard])
+            mapped[shard] = map_file(reads.shards[shard])
         pack = _PackFile(reads.shards[shard], mapped[shard], offset)
         samples = _cut_pack(pack, control_ids, set(positions))
         for i, position in zip(at.tolist(), positions, strict=True):
             out[i] = samples[position]
     filled: list[tuple[TokenizedSample, ItemSpans]] = out  # type: ignore[assignment]  # every slot was filled
     return [sample for sample, _ in filled], [spans for _, spans in filled]
-
-
-def _map(path: str) -> mmap.mmap:
-    with open(path, "rb") as handle:
-        return mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
 
 
 class _PackFile:
@@ -226,11 +221,4 @@ def repack_unit(
         with rejects.catch(sample.source):
             samples.append(fit_sample(sample, packing))
             kept.append(spans)
-    summary = UnitSummary(
-        unit=unit.index,
-        records_in=len(unit.reads),
-        rejects=tuple(rejects.records),
-        lengths=np.array([s.length for s in samples], dtype=np.int32),
-        n_patches=np.array([s.n_patches for s in samples], dtype=np.int32),
-    )
-    return summary, samples, kept
+    return UnitSummary.of(unit.index, len(unit.reads), rejects.records, samples), samples, kept

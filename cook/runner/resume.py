@@ -57,10 +57,6 @@ class RunState:
     packing: PackingStats | None = None  # the completed windows' stats
     windows_short_of_pack_count_multiple: int = 0
 
-    @property
-    def packs(self) -> int:
-        return sum(s.packs for s in self.shards)
-
 
 # windows that packed short of packing.pack_count_multiple: a top-level key of state.json; an older
 # state.json (cook 0.1.0) keeps it inside "packing", where state_from_json still finds it

@@ -127,10 +127,9 @@ class DiskStore:
     """One ``unit-NNNNNN.stage`` (+ ``.json`` summary) per unit in the stage directory; reads are
     cached per unit."""
 
-    def __init__(self, out_dir: str, cache_units: int = CACHE_UNITS) -> None:
+    def __init__(self, out_dir: str) -> None:
         self.dir = stage_dir(out_dir)
         self._cache: dict[int, StagedUnit] = {}
-        self._cache_units = cache_units
         self._mapped = 0  # bytes of the open stage files
         self._plan: tuple[WindowTask, PackPlan] | None = None  # the last plan read: a window's shards come in turn
 
@@ -167,8 +166,7 @@ class DiskStore:
         if self._plan is not None and self._plan[0] == window:
             return self._plan[1]
         try:
-            with open(self._plan_path(window.index), "rb") as handle:
-                mapped = mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
+            mapped = map_file(self._plan_path(window.index))
         except (FileNotFoundError, ValueError):  # ValueError: an empty file
             return None
         if mapped[: len(PLAN_MAGIC)] != PLAN_MAGIC:
@@ -193,14 +191,14 @@ class DiskStore:
             os.unlink(self._plan_path(window))
 
     def get(self, unit: int) -> StagedUnit:
-        """The unit's samples; the least recently read units are closed past ``cache_units`` open
+        """The unit's samples; the least recently read units are closed past ``CACHE_UNITS`` open
         or ``CACHE_BYTES`` mapped (an open mapping keeps a dropped unit's pages alive)."""
         staged = self._cache.pop(unit, None)
         if staged is None:
             staged = StagedUnit(self._path(unit, ".stage"))
             self._mapped += staged.nbytes
         self._cache[unit] = staged  # most recent last
-        while len(self._cache) > 1 and (len(self._cache) > self._cache_units or self._mapped > CACHE_BYTES):
+        while len(self._cache) > 1 and (len(self._cache) > CACHE_UNITS or self._mapped > CACHE_BYTES):
             self._mapped -= self._cache.pop(next(iter(self._cache))).nbytes
         return staged
 
@@ -320,6 +318,12 @@ def _place_item(item: MediaItem, place: Any, span: MediaSpan | None, shards: dic
     return [item.kind, item.visual_kind, size, patches, audio, lengths, stored]
 
 
+def map_file(path: str) -> mmap.mmap:
+    """``path`` mapped read-only."""
+    with open(path, "rb") as handle:
+        return mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
+
+
 def _write_atomic(path: str, buffers: list[Any]) -> None:
     """Write ``buffers`` in order to ``path`` through a temp file and a rename."""
     tmp = f"{path}.tmp-{os.getpid()}"
@@ -340,8 +344,7 @@ class StagedUnit(Sequence[TokenizedSample]):
     header is parsed once; arrays are views of the mapping."""
 
     def __init__(self, path: str) -> None:
-        with open(path, "rb") as handle:
-            self._mapped = mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
+        self._mapped = map_file(path)
         if self._mapped[: len(MAGIC)] != MAGIC:
             raise RuntimeError(f"{path}: not a cook stage file")
         (head_len,) = struct.unpack_from("<Q", self._mapped, len(MAGIC))
@@ -423,6 +426,5 @@ class StagedUnit(Sequence[TokenizedSample]):
 
     def _shard_map(self, shard: int) -> mmap.mmap:
         if shard not in self._shard_maps:
-            with open(self._shards[shard], "rb") as handle:
-                self._shard_maps[shard] = mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
+            self._shard_maps[shard] = map_file(self._shards[shard])
         return self._shard_maps[shard]

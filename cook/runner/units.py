@@ -34,7 +34,7 @@ from cook.errors import Rejected, RejectReason
 from cook.format import PACKED_COUNT_KEYS, Counts
 from cook.manifest import ShardInfo
 from cook.packing.metrics import PackingStats
-from cook.types import RejectRecord
+from cook.types import RejectRecord, TokenizedSample
 from cook.writer.rejects import reject_line
 
 
@@ -98,6 +98,14 @@ class UnitSummary:
     rejects: tuple[RejectRecord, ...]  # in the order raised: read/cook/media per record, tokenize/fit per batch
     lengths: np.ndarray  # int32 [N] tokens per sample, in record order
     n_patches: np.ndarray  # int32 [N] visual patches per sample
+
+    @classmethod
+    def of(
+        cls, unit: int, records_in: int, rejects: Sequence[RejectRecord], samples: Sequence[TokenizedSample]
+    ) -> UnitSummary:
+        """The summary of a unit's ``samples`` (``TokenizedSample``s, in record order)."""
+        lengths = np.array([s.length for s in samples], dtype=np.int32)
+        return cls(unit, records_in, tuple(rejects), lengths, np.array([s.n_patches for s in samples], dtype=np.int32))
 
     @property
     def samples(self) -> int:

@@ -89,7 +89,6 @@ class Planner:
     def __init__(
         self, packing: PackingConfig, shard_size: int, start: Position, window: int, shard: int, pack: int
     ) -> None:
-        self.packing = packing
         self.shard_size = shard_size
         self.size: int | None = None if packing.buffer_size == "all" else int(packing.buffer_size)
         self._held: list[_Held] = []
@@ -97,7 +96,7 @@ class Planner:
         self._start = start
         self._resume = start  # the first unit may be partly packed already
         self._window, self._shard, self._pack = window, shard, pack
-        self._numbered = window  # the next window to number
+        self.to_number = window  # the next window to number
 
     def add(self, done: UnitDone) -> list[WindowPlan]:
         skip = self._resume.skip if done.unit == self._resume.unit else 0
@@ -131,24 +130,19 @@ class Planner:
         self._start = end
         return plan
 
-    @property
-    def to_number(self) -> int:
-        """The next window to number."""
-        return self._numbered
-
     def number(self, window: WindowPlan) -> None:
         """Number ``window``'s packs and shards after the windows before it and cut its shard tasks
         (its plan is back: ``window.done``)."""
-        assert window.done is not None and window.index == self._numbered, "windows are numbered in order"
+        assert window.done is not None and window.index == self.to_number, "windows are numbered in order"
         packs = window.done.packs
         window.first_shard, window.first_pack = self._shard, self._pack
+        window.numbered = True
         for first in range(0, packs, self.shard_size):
             last = min(first + self.shard_size, packs)
             window.tasks.append(ShardTask(self._shard, self._pack + first, window.task, first, last))
             self._shard += 1
-        window.numbered = True
         self._pack += packs
-        self._numbered += 1
+        self.to_number += 1
 
 
 def plan_window_task(

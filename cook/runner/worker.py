@@ -39,8 +39,6 @@ import threading
 from collections.abc import Callable, Iterator
 from typing import Any
 
-import numpy as np
-
 from cook.config import PipelineConfig
 from cook.contract import frame_storage
 from cook.cookers import COOKERS
@@ -146,16 +144,12 @@ def _no_cyclic_gc() -> Iterator[None]:
             gc.enable()
 
 
-def _no_report(progress: UnitProgress) -> None:
-    pass
-
-
 class CookWorker:
     def __init__(
         self,
         config: PipelineConfig,
         store: SampleStore | None = None,
-        report: Callable[[UnitProgress], object] = _no_report,
+        report: Callable[[UnitProgress], object] = lambda progress: None,
         report_interval_s: float = REPORT_INTERVAL_S,
     ) -> None:
         """``report`` gets how far a unit's cook is, at most once every ``report_interval_s`` and at its end."""
@@ -211,10 +205,9 @@ class CookWorker:
         references into the source shards."""
         if unit.reads is not None:
             summary, samples, spans = repack_unit(unit, self.config.packing, self.tokenizer.control_ids)
-            self.store.put(summary, samples, spans)
-            return summary.done()
-        summary, samples = self.cook_samples(unit, attempt)
-        self.store.put(summary, samples)
+        else:
+            (summary, samples), spans = self.cook_samples(unit, attempt), None
+        self.store.put(summary, samples, spans)
         return summary.done()
 
     def plan_window(self, task: WindowTask) -> WindowDone:
@@ -254,14 +247,7 @@ class CookWorker:
             reporter.tick(records_in)
         samples += self._tokenize_and_fit(batch, rejects)
         reporter.send(records_in)
-        summary = UnitSummary(
-            unit=unit.index,
-            records_in=records_in,
-            rejects=tuple(rejects.records),
-            lengths=np.array([s.length for s in samples], dtype=np.int32),
-            n_patches=np.array([s.n_patches for s in samples], dtype=np.int32),
-        )
-        return summary, samples
+        return UnitSummary.of(unit.index, records_in, rejects.records, samples), samples
 
     def _tokenize_and_fit(self, batch: list[Cooked], rejects: RejectLog) -> list[TokenizedSample]:
         """Tokenize ``batch`` at once (one conversation's failure never fails the others), then take

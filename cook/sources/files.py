@@ -26,7 +26,7 @@ import codecs
 import glob
 import os
 import re
-from typing import Final
+from typing import BinaryIO, Final
 
 from cook.errors import ConfigError
 
@@ -36,18 +36,23 @@ _BLANK: Final = b" \t\r\n"
 _SNIFF_BYTES: Final = 4096
 
 
+def first_nonblank(handle: BinaryIO) -> tuple[int, bytes]:
+    """``(offset, byte)`` of the first byte of the file that is not whitespace (after a UTF-8 BOM);
+    ``(end, b"")`` when there is none."""
+    offset = len(codecs.BOM_UTF8) if handle.read(len(codecs.BOM_UTF8)) == codecs.BOM_UTF8 else 0
+    handle.seek(offset)
+    while block := handle.read(_SNIFF_BYTES):
+        rest = block.lstrip(_BLANK)
+        if rest:
+            return offset + len(block) - len(rest), rest[:1]
+        offset += len(block)
+    return offset, b""
+
+
 def first_byte(path: str) -> bytes:
     """The first byte of the file that is not whitespace (after a UTF-8 BOM); ``b""`` when none."""
     with open(path, "rb") as handle:
-        if handle.read(len(codecs.BOM_UTF8)) != codecs.BOM_UTF8:
-            handle.seek(0)
-        block = handle.read(_SNIFF_BYTES)
-        while block:
-            rest = block.lstrip(_BLANK)
-            if rest:
-                return rest[:1]
-            block = handle.read(_SNIFF_BYTES)
-    return b""
+        return first_nonblank(handle)[1]
 
 
 def _json_format(path: str) -> str:

@@ -24,7 +24,6 @@ fails to decode. A file whose first non-blank byte is not ``[`` is read as JSON 
 
 from __future__ import annotations
 
-import codecs
 import os
 import re
 from collections.abc import Iterator
@@ -33,6 +32,7 @@ from typing import BinaryIO, Final
 from cook.errors import RejectReason
 from cook.sources.cursor import Cursor
 from cook.sources.decode import decode_record
+from cook.sources.files import first_nonblank
 from cook.sources.jsonl import read_jsonl
 from cook.types import RawRecord
 
@@ -130,10 +130,12 @@ def read_json(
     name = path if name is None else name
     cursor = Cursor() if cursor is None else cursor
     with open(path, "rb") as handle:
-        offset = _array_start(handle)
-        if offset is None:
+        offset, byte = first_nonblank(handle)
+        if byte != b"[":
             yield from read_jsonl(path, max_record_bytes, name=name, cursor=cursor)
             return
+        offset += 1  # just after the array's [
+        handle.seek(offset)
         cursor.total = os.fstat(handle.fileno()).st_size
         scanner = _ArrayScanner(handle, max_record_bytes, offset)
         end = _END_OF_FILE
@@ -157,20 +159,3 @@ def read_json(
             if after is not None:
                 detail = f"text after the JSON array's closing ] at byte {after}"
                 yield RawRecord.failed(f"{name}#<file>", path, RejectReason.BAD_JSON, detail)
-
-
-def _array_start(handle: BinaryIO) -> int | None:
-    """Offset just after the array's ``[``, the handle positioned there; None when the first
-    non-blank byte (after a UTF-8 BOM) is not ``[``."""
-    offset = len(codecs.BOM_UTF8) if handle.read(len(codecs.BOM_UTF8)) == codecs.BOM_UTF8 else 0
-    handle.seek(offset)
-    while True:
-        block = handle.read(CHUNK_BYTES)
-        rest = block.lstrip(b" \t\r\n")
-        if not block or rest:
-            if not rest.startswith(b"["):
-                return None
-            offset += len(block) - len(rest) + 1
-            handle.seek(offset)
-            return offset
-        offset += len(block)

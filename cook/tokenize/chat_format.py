@@ -61,22 +61,23 @@ def merge_text(parts: Sequence[Part]) -> tuple[Part, ...]:
     return tuple(out)
 
 
-def split_thinking(turn: Turn) -> tuple[str, tuple[Part, ...]]:
-    """Assistant turn -> (reasoning, answer parts), thinking found out of band or inline."""
-    content = merge_text(turn.content)
-    if turn.reasoning:
-        reasoning, parts = turn.reasoning, content
-    elif content and isinstance(content[0], TextPart) and THINK_END in content[0].text:
-        head, _, tail = content[0].text.partition(THINK_END)
+def split_thinking_text(text: str, reasoning: str | None) -> tuple[str, str]:
+    """(reasoning, answer) of an assistant's text: ``reasoning`` when given, else the text up to its first
+    ``</think>`` (after a ``<think>`` when there is one); reasoning stripped, answer left-stripped."""
+    if not reasoning and THINK_END in text:
+        head, _, text = text.partition(THINK_END)
         start = head.find(THINK_START)
         reasoning = head[start + len(THINK_START) :] if start >= 0 else head
-        parts = ((TextPart(tail),) if tail else ()) + content[1:]
-    else:
-        reasoning, parts = "", content
-    if parts and isinstance(parts[0], TextPart):
-        first = parts[0].text.lstrip()
-        parts = ((TextPart(first),) if first else ()) + parts[1:]
-    return reasoning.strip(), parts
+    return (reasoning or "").strip(), text.lstrip()
+
+
+def split_thinking(turn: Turn) -> tuple[str, tuple[Part, ...]]:
+    """Assistant turn -> (reasoning, answer parts), thinking found out of band or inline (in its first text)."""
+    content = merge_text(turn.content)
+    if not content or not isinstance(content[0], TextPart):
+        return (turn.reasoning or "").strip(), content
+    reasoning, first = split_thinking_text(content[0].text, turn.reasoning)
+    return reasoning, ((TextPart(first),) if first else ()) + content[1:]
 
 
 TOOL_CALL_OPEN, TOOL_CALL_CLOSE = "<tool_call>", "</tool_call>"

@@ -28,7 +28,7 @@ import numpy as np
 from cook.errors import Rejected
 from cook.format import IM_END, IM_START, THINK_END, THINK_START
 from cook.tokenize.boundaries import run_mask
-from cook.tokenize.chat_format import chatml_turns
+from cook.tokenize.chat_format import chatml_turns, split_thinking_text
 from cook.tokenize.targets import target_flags
 from cook.tokenize.tokenizer import ChatTokenizer
 from cook.types import Conversation, TextPart
@@ -81,19 +81,6 @@ def text_only(conv: Conversation) -> bool:
     return not conv.media and all(type(part) is TextPart for turn in conv.turns for part in turn.content)
 
 
-def _split_thinking(text: str, reasoning: str | None) -> tuple[str, str]:
-    """``chat_format.split_thinking`` on a turn's joined text: (reasoning, answer)."""
-    if reasoning:
-        thought = reasoning
-    elif THINK_END in text:
-        head, _, text = text.partition(THINK_END)
-        start = head.find(THINK_START)
-        thought = head[start + len(THINK_START) :] if start >= 0 else head
-    else:
-        thought = ""
-    return thought.strip(), text.lstrip()
-
-
 class _Columns:
     """The segments of one batch: ``codes`` (``FRESH``: the next text of ``fresh``, < 0: a pool entry),
     ``targets`` (0/1), the partial-target runs and the first segment of each conversation."""
@@ -136,7 +123,7 @@ class _Columns:
             content = turn.content
             text = content[0].text if len(content) == 1 else "".join([p.text for p in content])  # type: ignore[union-attr]
             if normalize and turn.role == "assistant":
-                thought, answer = _split_thinking(text, turn.reasoning)
+                thought, answer = split_thinking_text(text, turn.reasoning)
                 codes += (im_start, self.assistant_header, self.think_start)
                 targets += (0, 0, flag)
                 if thought:

@@ -16,22 +16,15 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from cook.errors import Rejected, RejectReason
 
+if TYPE_CHECKING:
+    from cook.tokenize.template import Slot
+
 Found = tuple[list[int], list[str]]  # the parts a render holds, in order; the markup around them
 RenderSegments = Callable[[list[dict[str, Any]], int], Found]  # messages (up to a turn) -> their render's
-
-
-class PartSlot(Protocol):
-    """What this module reads of a template part (``template.Slot``)."""
-
-    @property
-    def turn(self) -> int: ...
-
-    @property
-    def key(self) -> str: ...
 
 
 def common_prefix(a: str, b: str) -> int:
@@ -82,7 +75,7 @@ def _without_calls(messages: list[dict[str, Any]], turn: int, content_printed: b
     return out
 
 
-def _printed_content(slots: Sequence[PartSlot], order: Sequence[int], turn: int) -> bool:
+def _printed_content(slots: Sequence[Slot], order: Sequence[int], turn: int) -> bool:
     return any(slots[k].turn == turn and slots[k].key == "content" for k in order)
 
 
@@ -90,7 +83,7 @@ def _inserted(
     render_segments: RenderSegments,
     found: Found,
     bare: list[dict[str, Any]],
-    slots: Sequence[PartSlot],
+    slots: Sequence[Slot],
     turn: int,
     controls: re.Pattern[str] | None,
 ) -> tuple[int, int, int] | None:
@@ -116,7 +109,7 @@ def _inserted(
 def tool_call_markup(
     render_segments: RenderSegments,
     messages: list[dict[str, Any]],
-    slots: Sequence[PartSlot],
+    slots: Sequence[Slot],
     found: Found,
     turn: int,
     controls: re.Pattern[str] | None,

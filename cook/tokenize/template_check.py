@@ -22,11 +22,14 @@ from __future__ import annotations
 import itertools
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, Protocol, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from cook.errors import Rejected, RejectReason
 from cook.tokenize.assemble import Layout, LayoutBuilder, TextRun
-from cook.tokenize.chat_format import Piece, Text
+from cook.tokenize.chat_format import Text
+
+if TYPE_CHECKING:
+    from cook.tokenize.template import Slot, TemplateContext
 
 # The sentinel that stands for part k in a render (``template.py``): ``\U000f00c0<k>\U000f00c1``.
 SENTINEL_OPEN, SENTINEL_CLOSE = "\U000f00c0", "\U000f00c1"
@@ -97,32 +100,6 @@ def with_real_text(value: object, texts: Mapping[int, str]) -> object:
     return value
 
 
-class Renderer(Protocol):
-    """What the check needs of ``template.TemplateContext``."""
-
-    control_re: re.Pattern[str] | None
-    ids: dict[str, int]
-    lstrip_ids: frozenset[int]
-    rstrip_ids: frozenset[int]
-
-    def render(self, messages: list[dict[str, Any]], tools: list[Any] | None) -> str: ...
-
-
-class SlotLike(Protocol):
-    """What the check reads of ``template.Slot`` (read-only)."""
-
-    @property
-    def turn(self) -> int: ...
-    @property
-    def target(self) -> bool: ...
-    @property
-    def lead(self) -> str: ...
-    @property
-    def core(self) -> tuple[Piece, ...]: ...
-    @property
-    def trail(self) -> str: ...
-
-
 MARK_OPEN, MARK_CLOSE = "\U000f00c2", "\U000f00c3"  # the end of a part in the marked render
 MARK_RE = re.compile(f"{MARK_OPEN}(\\d+){MARK_CLOSE}")
 START_OPEN, START_CLOSE = "\U000f00c4", "\U000f00c5"  # the start of a part
@@ -146,7 +123,7 @@ def layout_text(lay: Layout, names: Mapping[int, str]) -> str | None:
     return "".join(out)
 
 
-def real_texts(slots: Sequence[SlotLike]) -> dict[int, str] | None:
+def real_texts(slots: Sequence[Slot]) -> dict[int, str] | None:
     """Each slot's text between its edge whitespace (what its sentinel stands for; the messages keep
     the edges around the sentinel); None when a slot holds media."""
     texts = {}
@@ -158,7 +135,7 @@ def real_texts(slots: Sequence[SlotLike]) -> dict[int, str] | None:
 
 
 def marked_render(
-    context: Renderer, sentinel_messages: list[dict[str, Any]], tools: list[Any] | None, texts: Mapping[int, str]
+    context: TemplateContext, sentinel_messages: list[dict[str, Any]], tools: list[Any] | None, texts: Mapping[int, str]
 ) -> str:
     """The render of the real text with a marker before and after each part."""
     marked = {k: f"{START_OPEN}{k}{START_CLOSE}{text}{MARK_OPEN}{k}{MARK_CLOSE}" for k, text in texts.items()}
@@ -183,17 +160,17 @@ def rewritten_parts(out: str, sentinel_render: tuple[list[int], list[str]]) -> d
     return rewritten
 
 
-def _control_matches(context: Renderer, text: str) -> list[tuple[int, int, int]]:
+def _control_matches(context: TemplateContext, text: str) -> list[tuple[int, int, int]]:
     if context.control_re is None:
         return []
     return [(m.start(), m.end(), context.ids[m.group(0)]) for m in context.control_re.finditer(text)]
 
 
 def rebuild(
-    context: Renderer,
+    context: TemplateContext,
     rendered: str,
     marked: str,
-    slots: Sequence[SlotLike],
+    slots: Sequence[Slot],
     texts: Mapping[int, str],
     sentinel_render: tuple[list[int], list[str]],
     kept_leads: Sequence[str] = (),

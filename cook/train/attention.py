@@ -47,7 +47,8 @@ def block_causal_mask(cu_seqlens_padded: torch.Tensor, num_tokens: int) -> torch
     return (sequence[:, None] == sequence[None, :]) & (position[None, :] <= position[:, None])
 
 
-def _use_varlen(x: torch.Tensor) -> bool:
+def uses_varlen(x: torch.Tensor) -> bool:
+    """Whether ``PackedAttention`` takes torch's flash ``varlen_attn`` for input ``x``."""
     return varlen_attn is not None and x.is_cuda and x.dtype in (torch.bfloat16, torch.float16)
 
 
@@ -61,7 +62,7 @@ class PackedAttention(nn.Module):
     def forward(self, x: torch.Tensor, cu_seqlens_padded: torch.Tensor, max_seqlen: int) -> torch.Tensor:
         tokens, hidden = x.shape
         q, k, v = self.qkv(x).view(tokens, 3, self.num_heads, hidden // self.num_heads).unbind(1)  # [T, h, d]
-        if _use_varlen(x):
+        if uses_varlen(x):
             assert varlen_attn is not None
             cu = cu_seqlens_padded.to(torch.int32)
             out = varlen_attn(q, k, v, cu, cu, max_seqlen, max_seqlen, window_size=(-1, 0))
@@ -69,11 +70,6 @@ class PackedAttention(nn.Module):
         else:
             out = sequence_attention(q, k, v, cu_seqlens_padded)
         return self.out(out.reshape(tokens, hidden))
-
-
-def uses_varlen(x: torch.Tensor) -> bool:
-    """Whether ``PackedAttention`` takes torch's flash ``varlen_attn`` for input ``x``."""
-    return _use_varlen(x)
 
 
 def sequence_attention(

@@ -70,12 +70,7 @@ def _data_parallel(group: dist.ProcessGroup | None) -> bool:
 
 def global_target_tokens(micro_batches: Sequence[PackedBatch], group: dist.ProcessGroup | None = None) -> int:
     """``G``: the label-aligned target tokens of all micro-batches, summed over the data-parallel group."""
-    local = sum(mb.target_tokens for mb in micro_batches)
-    if not _data_parallel(group):
-        return local
-    total = torch.tensor(local, dtype=torch.int64, device=micro_batches[0].input_ids.device)
-    dist.all_reduce(total, group=group)
-    return int(total.item())
+    return global_loss_mass(micro_batches, "token", group)
 
 
 def loss_mass(batch: PackedBatch, normalization: LossNormalization) -> int:

@@ -15,26 +15,9 @@ from cook.writer.direct import O_DIRECT
 
 
 @contextlib.contextmanager
-def atomic_open(path: str) -> Iterator[BinaryIO]:
-    """Write ``path`` atomically; on an exception the temp file is removed and ``path`` untouched."""
-    tmp = f"{path}.tmp-{os.getpid()}"
-    handle = open(tmp, "wb")  # noqa: SIM115 - closed below on every path
-    try:
-        yield handle
-        handle.flush()
-        os.fsync(handle.fileno())
-        handle.close()
-        os.replace(tmp, path)
-    except BaseException:
-        handle.close()
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-        raise
-
-
-@contextlib.contextmanager
 def atomic_fd(path: str, direct: bool = False) -> Iterator[int]:
-    """``atomic_open`` for unbuffered writes: yields the temp file's descriptor, with the same promise.
+    """Write ``path`` atomically through the temp file's descriptor (unbuffered); on an exception the temp
+    file is removed and ``path`` untouched.
 
     ``direct`` opens the file with ``O_DIRECT`` where the platform and the filesystem take it
     (``cook.writer.direct``); where they refuse it, the file is opened for buffered writes.
@@ -65,6 +48,13 @@ def _open_for_write(path: str, direct: bool) -> int:
             if err.errno != errno.EINVAL:  # EINVAL: this filesystem takes no O_DIRECT
                 raise
     return os.open(path, flags, 0o666)
+
+
+@contextlib.contextmanager
+def atomic_open(path: str) -> Iterator[BinaryIO]:
+    """Write ``path`` atomically; on an exception the temp file is removed and ``path`` untouched."""
+    with atomic_fd(path) as fd, open(fd, "wb", closefd=False) as handle:
+        yield handle
 
 
 def atomic_write(path: str, data: bytes | str) -> None:

@@ -19,36 +19,52 @@ Steps 2 and 3 are ``publish``; the caller removes its progress directory after s
 from __future__ import annotations
 
 import contextlib
+import os
+from collections import Counter
 from collections.abc import Iterable
 
+from cook import format as fmt
 from cook.manifest import Manifest
 from cook.writer.manifest import write_manifest
-from cook.writer.rejects import RejectsWriter
+from cook.writer.rejects import partial_path
 
 
 class DatasetWriter:
+    """Appends to ``rejects.jsonl.partial`` (``rejects_bytes``/``by_reason`` continue a file a resumed run
+    already truncated to its last state); ``publish`` renames it to ``rejects.jsonl``, then writes the manifest."""
+
     def __init__(self, out_dir: str, rejects_bytes: int, by_reason: dict[str, int]) -> None:
         self.out_dir = out_dir
-        self.rejects = RejectsWriter(out_dir, rejects_bytes, by_reason)
+        self.path, self.partial = os.path.join(out_dir, fmt.REJECTS_NAME), partial_path(out_dir)
+        self._handle = open(self.partial, "ab" if rejects_bytes else "wb")  # noqa: SIM115
+        self.by_reason: Counter[str] = Counter(by_reason)
 
     def add_rejects(self, lines: str, by_reason: Iterable[tuple[str, int]]) -> None:
         """Append a unit's reject lines (``rejects.reject_line``s, made by its worker) and their counts."""
-        self.rejects.write(lines, by_reason)
+        self._handle.write(lines.encode("utf-8"))
+        for reason, n in by_reason:
+            self.by_reason[reason] += n
 
     def rejects_position(self) -> tuple[int, dict[str, int]]:
-        """Bytes written to the rejects file so far and the count per reason (no flush)."""
-        return self.rejects.tell(), dict(self.rejects.by_reason)
+        """Bytes written to the rejects file so far (buffered or not) and the count per reason (no flush)."""
+        return self._handle.tell(), dict(self.by_reason)
 
     def sync(self) -> None:
         """Make the rejects durable; called before the run state that counts them."""
-        self.rejects.sync()
+        self._handle.flush()
+        os.fsync(self._handle.fileno())
 
     def publish(self, manifest: Manifest) -> None:
         """Steps 2 and 3: the rejects file under its final name, then the manifest."""
-        self.rejects.close()
+        self._close_rejects()
         write_manifest(self.out_dir, manifest)
+
+    def _close_rejects(self) -> None:
+        self.sync()
+        self._handle.close()
+        os.replace(self.partial, self.path)
 
     def close(self) -> None:
         """Leave without publishing (error or interrupt): files stay for a resumed run."""
         with contextlib.suppress(ValueError, OSError):
-            self.rejects.sync()
+            self.sync()

@@ -14,7 +14,7 @@ from cook.config import load_config
 from cook.runner import pipeline
 from cook.runner.local import LocalExecutor
 from cook.runner.output_dir import OutputDir
-from cook.writer import dataset, energon_index, rejects
+from cook.writer import dataset, energon_index
 from tests.e2e.test_resume_and_scale import _digest, _pipeline, raw, reference  # noqa: F401
 
 
@@ -39,7 +39,7 @@ POINTS = {
     "split.yaml": (energon_index, "atomic_write", 2),
     "index.uuid": (energon_index, "atomic_write", 3),
     "dataset.yaml": (energon_index, "atomic_write", 4),
-    "rejects renamed": (rejects.RejectsWriter, "close", 1),
+    "rejects renamed": (dataset.DatasetWriter, "_close_rejects", 1),
     "manifest written": (dataset, "write_manifest", 1),
     "progress half removed": (OutputDir, "_remove_all_but_state", 1),
 }
