@@ -141,6 +141,7 @@ REQUIRED_MEMBERS: Final = (INPUT_IDS, LOSS_MASK, CU_SEQLENS, CU_SEQLENS_PADDED, 
 VISUAL_MEMBERS: Final = (PIXEL_PATCHES, MEDIA_SIZES)
 AUDIO_MEMBERS: Final = (AUDIO_FEATURES, AUDIO_LENGTHS)
 MEMBERS: Final = REQUIRED_MEMBERS + VISUAL_MEMBERS + AUDIO_MEMBERS
+TEXT_PACK_MEMBERS: Final = frozenset(REQUIRED_MEMBERS)  # a text pack's members, as a set
 
 # Stored frames (``media.image.storage`` png | jpeg): instead of ``pixel_patches.npy`` each visual frame
 # (an image, one tile, one video frame), at its grid size from ``media_sizes``, is one image member

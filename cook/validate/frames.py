@@ -24,8 +24,6 @@ from cook.frames import FRAME_ERRORS, decode_frame, frame_header, frame_sizes, f
 from cook.packfiles import MemberData
 from cook.validate.problems import Code, Finding
 
-_TEXT_MEMBERS = frozenset(fmt.REQUIRED_MEMBERS)
-
 
 def frame_patches(
     members: Mapping[str, MemberData], sizes: np.ndarray, decode: bool, findings: list[Finding]
@@ -89,7 +87,7 @@ def storage_findings(
     recorded) and ``media.video.storage`` (``video``; None: as ``image``). With the pack's ``media_sizes``
     and media ``kinds`` (meta.json, placeholder order) each frame's codec is checked against its medium's;
     without them, the set of codecs."""
-    if image is None or members.keys() <= _TEXT_MEMBERS:  # a text pack: no visual storage to check
+    if image is None or members.keys() <= fmt.TEXT_PACK_MEMBERS:  # a text pack: no visual storage to check
         return []
     found = fmt.frame_names(members)
     if not found and fmt.PIXEL_PATCHES not in members:

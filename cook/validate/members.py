@@ -38,7 +38,6 @@ _TRUNCATED: Final = operator.methodcaller("get", fmt.SEQUENCE_TRUNCATED_KEY)
 _PAIRS: Final = (fmt.VISUAL_MEMBERS, fmt.AUDIO_MEMBERS)
 _MEDIA_MEMBERS: Final = fmt.VISUAL_MEMBERS + fmt.AUDIO_MEMBERS
 _REQUIRED_ARRAYS: Final = frozenset(fmt.REQUIRED_MEMBERS) - {fmt.META}
-_TEXT_MEMBERS: Final = frozenset(fmt.REQUIRED_MEMBERS)  # a text pack's members: nothing to report on the names
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,7 +95,7 @@ def parse_members(raw: RawPack, decode_frames: bool = False) -> tuple[PackMember
 
     Stored frames stand in ``arrays`` as ``pixel_patches`` (``frames.frame_patches``: from their headers,
     or decoded with ``decode_frames``)."""
-    text = raw.members.keys() == _TEXT_MEMBERS
+    text = raw.members.keys() == fmt.TEXT_PACK_MEMBERS
     findings: list[Finding] = [] if text else _member_names(raw)
     arrays: dict[str, np.ndarray] = {}
     stored = 0  # array members present
