@@ -5,10 +5,10 @@
 ``SyntheticExecutor`` implements ``cook.runner.driver.Executor``: each job is answered at once with
 the result a worker would send (``UnitDone``: counts, rejects; ``WindowDone``: the window's pack count
 and stats, from the real ``plan_window_task`` over the units' lengths, which the synthetic workers
-keep; ``ShardDone``: sha256, size, counts; ``IndexDone``), built from ``(SEED, unit)`` alone, passed through the wire
+keep; ``WriteDone``: each shard's sha256, size, counts; ``IndexDone``), built from ``(SEED, unit)`` alone, passed through the wire
 form (``encode_result`` on the worker's side, ``decode_result`` on the driver's, as the Ray executor
 does) and with Ray's slot and lookahead sizes for ``ACTORS`` actors. Everything else is the real
-run: the run identity, the tokenizer load and backend self-check, windows, planning, shard tasks,
+run: the run identity, the tokenizer load and backend self-check, windows, planning, write jobs,
 commits, rejects, checkpoints (``state.json``) and the manifest. No shard bytes exist, nor their
 Energon index rows, nor ``.nv-meta/``: workers write those (the ``IndexTask`` is answered at once), and
 nothing in the driver reads them. Every unit names one real file (the demo
@@ -22,7 +22,8 @@ caches (the earlier method, the driver's process minus the synthetic workers' ti
 beside it). The recording is read a line per job, so it is not in the peak RSS. Ray's own per-job cost in
 the driver (``.remote``, ``ray.wait``, ``ray.get``) is not in it, nor the unlinks of staged units
 (the replay's store holds nothing): it is measured apart (``--ray``: the real ``RayExecutor``, its
-actors ``EchoWorker``s that answer every job at once with one shard result) and added per job.
+actors ``EchoWorker``s that answer every job at once with a write job's result of three shards) and
+added per job.
 
 Shapes (``SHAPES``): the shipped pipelines' windows, ``packing.seq_len`` and ``output.shard_size``;
 text units of 10,000 records, image units of 1,000 samples. Each measured run is a fresh process
@@ -70,6 +71,8 @@ from cook.runner.units import (
     Unit,
     UnitSummary,
     WindowTask,
+    WriteDone,
+    WriteTask,
     decode_result,
     encode_result,
 )
@@ -253,9 +256,13 @@ class SyntheticExecutor(_AnsweredAtOnce):
             return done
         if isinstance(job, IndexTask):
             return IndexDone(job.shards)  # a worker's job: .nv-meta from the shards' rows, which do not exist here
-        kept = store.plan(job.window)
+        return WriteDone(tuple(self._shard(task) for task in job.shards))
+
+    def _shard(self, task: ShardTask) -> ShardDone:
+        store = self.store
+        kept = store.plan(task.window)
         assert kept is not None, "a window is planned before its shards are handed out"
-        refs, bounds = kept.packs_in(job.start, job.stop)
+        refs, bounds = kept.packs_in(task.start, task.stop)
         units, positions = refs[:, 0], refs[:, 1]
         lengths = np.empty(len(units), np.int32)  # int32 [S]
         n_patches = np.empty(len(units), np.int32)
@@ -264,7 +271,7 @@ class SyntheticExecutor(_AnsweredAtOnce):
             unit_lengths, unit_patches = store.lengths(unit)
             lengths[where] = unit_lengths[positions[where]]
             n_patches[where] = unit_patches[positions[where]]
-        return shard_done(job, bounds, lengths, n_patches, self.seq_len)
+        return shard_done(task, bounds, lengths, n_patches, self.seq_len)
 
 
 def job_key(job: Job) -> str:
@@ -275,7 +282,7 @@ def job_key(job: Job) -> str:
         return f"window {job.index}"
     if isinstance(job, IndexTask):
         return f"index {job.shards}"
-    return f"shard {job.shard_index}"
+    return f"shards {job.shards[0].shard_index}..{job.shards[-1].shard_index}"
 
 
 class ReplayStore(MemoryStore):
@@ -349,11 +356,22 @@ RAY_ACTORS = 2
 RAY_JOBS = (300, 3000)  # jobs per measured round: the small one is subtracted
 
 
+ECHO_SHARDS = 3  # a text window's shards (bench_driver text: 2,986 shards of 1,000 windows)
+
+
 class EchoWorker:
-    """Stands in for ``RayWorker`` in the actors: answers every job at once with ``PAYLOAD``."""
+    """Stands in for ``RayWorker`` in the actors: answers every job at once with ``PAYLOAD``, a write
+    job's result of ``ECHO_SHARDS`` shards."""
 
     PAYLOAD = encode_result(
-        ShardDone(7, ShardInfo(fmt.shard_name(7), 256, 1792, 250_000_000, "ab" * 32), Counts(packs=256), "0" * 56)
+        WriteDone(
+            tuple(
+                ShardDone(
+                    k, ShardInfo(fmt.shard_name(k), 256, 256 * k, 250_000_000, "ab" * 32), Counts(packs=256), "0" * 56
+                )
+                for k in range(7, 7 + ECHO_SHARDS)
+            )
+        )
     )
 
     def __init__(self, config: PipelineConfig, board: str, report_interval_s: float) -> None:
@@ -378,7 +396,10 @@ def ray_child(repeats: int) -> dict[str, Any]:
     out_dir = str(WORK / "driver" / "ray")
     config = shape_config(SHAPES["text"], out_dir)
     executor = ray_executor.RayExecutor(config, None, RAY_ACTORS)
-    task = ShardTask(7, 1792, WindowTask(0, ((0, 0, 10_000),)), 0, 256)
+    window = WindowTask(0, ((0, 0, 10_000),))
+    task = WriteTask(
+        tuple(ShardTask(k, 256 * k, window, 256 * (k - 7), 256 * (k - 6)) for k in range(7, 7 + ECHO_SHARDS))
+    )
     try:
 
         def jobs(n: int) -> float:
@@ -662,11 +683,12 @@ def run() -> str:
     text += [
         "**With Ray's per-job cost.** The driver's CPU per job through the real `RayExecutor` (submit to the",
         "least busy actor, `.remote`, `ray.wait`, the progress board, `ray.get`, `decode_result`), its",
-        f"{RAY_ACTORS} actors `EchoWorker`s that answer every job at once with one shard result "
+        f"{RAY_ACTORS} actors `EchoWorker`s that answer every job at once with a write job's result of "
+        f"{ECHO_SHARDS} shards "
         f"({ray_cost['payload_bytes']} bytes), its slots kept full:",
         f"{RAY_JOBS[1]:,} jobs minus {RAY_JOBS[0]:,}, median of {repeats} rounds each: **{per_job * 1e3:.2f} ms** "
         f"per job. With Ray up and no job, the driver's process used {ray_cost['idle_cpu_per_s'] * 100:.1f}% of a core.",
-        "Jobs per sample are the largest run's (units + windows + shards + the index job).",
+        "Jobs per sample are the largest run's (units + windows + write jobs, a window's shards each, + the index job).",
         "",
         "| shape | jobs per 10k samples | driver µs per sample: own (fit) + Ray's | cores one driver can feed |",
         "| --- | ---: | ---: | ---: |",

@@ -3,17 +3,18 @@
 The driver holds no samples and does no work per sample, nor per input byte: before any cook, the
 workers count the lines of JSONL files cut into several units (``LineCountTask``; the driver only
 finds each cut, ``cook.runner.plan``). It sends ``Unit``s to cook, ``WindowTask``s
-to plan and ``ShardTask``s to write, and gets back ``UnitDone``s (counts, rejects), ``WindowDone``s
-(pack count, packing stats) and ``ShardDone``s (sha256, size, counts). Once every shard is committed,
-an ``IndexTask`` has a worker publish ``.nv-meta/`` from the index rows the shards' writers left: the
-driver never handles a per-pack row.
+to plan and ``WriteTask``s (a window's shards) to write, and gets back ``UnitDone``s (counts, rejects),
+``WindowDone``s (pack count, packing stats) and ``WriteDone``s (each shard's sha256, size, counts).
+Once every shard is committed, an ``IndexTask`` has a worker publish ``.nv-meta/`` from the index rows
+the shards' writers left: the driver never handles a per-pack row.
 
 - Windows are cut from the units' sample counts (``cook.runner.windows.Planner``) and planned on the
   workers; their plans come back in any order and are numbered in window order (packs and shards
-  after the windows before), then cut into shard tasks.
+  after the windows before), then cut into shard tasks, which go out a window at a time (one job per
+  ``SHARDS_PER_WRITE`` shards: Ray's cost per job, not per shard).
 - Plans and writes go out before cooks, so a closed window's shards are written while later units cook.
 - Jobs are bounded (``executor.slots`` outstanding), cooks also by ``executor.lookahead`` (units
-  cooking or waiting for their turn), and cooks are held back while many shard tasks wait, so the
+  cooking or waiting for their turn), and cooks are held back while many write jobs wait, so the
   staged samples stay bounded too.
 - Summaries are consumed in unit order (a reorder buffer): rejects are written in input order and
   windows are the same whatever finishes first.
@@ -44,7 +45,18 @@ from cook.runner.output_dir import OutputDir
 from cook.runner.plan import line_count_tasks, with_first_lines
 from cook.runner.progress import Progress, UnitProgress
 from cook.runner.staging import SampleStore
-from cook.runner.units import IndexDone, IndexTask, Job, LineCounts, Result, ShardDone, Unit, UnitDone, WindowDone
+from cook.runner.units import (
+    IndexDone,
+    IndexTask,
+    Job,
+    LineCounts,
+    Result,
+    ShardDone,
+    Unit,
+    UnitDone,
+    WindowDone,
+    WriteDone,
+)
 from cook.runner.windows import Planner, Position, WindowPlan
 from cook.writer.dataset import DatasetWriter
 
@@ -146,8 +158,8 @@ class Driver:
                 waiting[result.unit] = result
             elif isinstance(result, WindowDone):
                 self._planned(result)
-            elif isinstance(result, ShardDone):
-                self.done[result.shard_index] = result
+            elif isinstance(result, WriteDone):
+                self.done.update((shard.shard_index, shard) for shard in result.shards)
                 self._commit()
         self._checkpoint(Position(len(units)))
         executor.submit(IndexTask(self.committed))  # every shard is committed: its rows are all there
@@ -208,7 +220,7 @@ class Driver:
         while (at := self.planner.to_number - first) < len(self.windows) and self.windows[at].done is not None:
             window = self.windows[at]
             self.planner.number(window)
-            self.tasks.extend(task for task in window.tasks if task.shard_index >= self.committed)
+            self.tasks.extend(window.writes(self.committed))
         self._commit()
 
     def _commit(self) -> None:

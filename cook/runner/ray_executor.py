@@ -1,7 +1,7 @@
 """Ray executor: CookWorker inside actors; jobs to the least busy actor; small results back.
 
 The Ray layer is only this: actors that each load one tokenizer and reuse it and run every kind of
-job (count a file's lines, cook a unit, plan a window, write a shard, publish the index),
+job (count a file's lines, cook a unit, plan a window, write a window's shards, publish the index),
 ``IN_FLIGHT_PER_ACTOR`` jobs per actor at a time, and crash handling. An actor returns its result as JSON bytes
 (``units.encode_result``, never pickle), so the driver counts exactly what crosses to it
 (``received_bytes``): unit counts, window pack counts and shard entries, never samples, their
@@ -46,10 +46,10 @@ from cook.runner.units import (
     Job,
     LineCountTask,
     Result,
-    ShardDone,
-    ShardTask,
     Unit,
     WindowTask,
+    WriteDone,
+    WriteTask,
     decode_result,
     encode_result,
 )
@@ -101,10 +101,11 @@ class RayWorker(CookWorker):
         which it unpickles too. Dataset bytes reach a worker only through the sources' parsers."""
         job, attempt = pickle.loads(sent)
         done = self.work(job, attempt)
-        if isinstance(done, ShardDone):
+        if isinstance(done, WriteDone):
             import ray
 
-            done = replace(done, writer=ray.get_runtime_context().get_node_id())
+            node = ray.get_runtime_context().get_node_id()
+            done = WriteDone(tuple(replace(shard, writer=node) for shard in done.shards))
         return encode_result(done)
 
 
@@ -134,7 +135,7 @@ class RayExecutor:
         self._taken_at = time.monotonic()  # when the board's reports were last taken
 
     def _pick(self) -> int:
-        """The actor for the next job: the least busy, then the one writing fewer shards, then the
+        """The actor for the next job: the least busy, then the one with fewer write jobs, then the
         first (so one with fewer than ``IN_FLIGHT_PER_ACTOR`` jobs while there is one). A heap, not a
         scan: with a thousand actors a scan cost the driver ~0.13 ms a job, a quarter of Ray's own
         per-job cost. (Sending cooks away from an actor that is writing a shard was tried: it
@@ -156,7 +157,7 @@ class RayExecutor:
 
     def _submit(self, job: Job, attempt: Attempt, tries: int) -> None:
         actor = self._pick()
-        self._load(actor, 1, isinstance(job, ShardTask))
+        self._load(actor, 1, isinstance(job, WriteTask))
         sent = pickle.dumps((job, attempt), protocol=pickle.HIGHEST_PROTOCOL)  # bytes: Ray's cloudpickle of
         # the dataclasses themselves cost the driver ~0.2 ms a job
         self._running[self.actors[actor].run.remote(sent)] = (job, attempt, actor, tries)
@@ -180,7 +181,7 @@ class RayExecutor:
                 continue
             (ref,) = ready
             job, attempt, actor, tries = self._running.pop(ref)
-            self._load(actor, -1, -isinstance(job, ShardTask))
+            self._load(actor, -1, -isinstance(job, WriteTask))
             try:
                 payload = ray.get(ref)
             except (RayActorError, WorkerCrashedError):
@@ -228,4 +229,7 @@ def _describe(job: Job) -> str:
         return f"the Energon index of {job.shards} shards"
     if isinstance(job, LineCountTask):
         return f"the line count of units {job.first_unit}.. ({job.path})"
-    return f"window {job.index}" if isinstance(job, WindowTask) else f"shard {job.shard_index}"
+    if isinstance(job, WindowTask):
+        return f"window {job.index}"
+    first, last = job.shards[0].shard_index, job.shards[-1].shard_index
+    return f"shard {first}" if first == last else f"shards {first}..{last}"

@@ -3,15 +3,17 @@
     driver --Unit-->        worker: cook the unit, stage its samples and their lengths --UnitDone--> driver
     driver --WindowTask-->  worker: plan the window's packs from the staged lengths, stage the plan
                             --WindowDone--> driver
-    driver --ShardTask-->   worker: build packs ``[start, stop)`` of a window's plan from staged samples,
-                            write the shard and its Energon index rows --ShardDone--> driver
+    driver --WriteTask-->   worker: for each of its ``ShardTask``s (consecutive shards of one window),
+                            build packs ``[start, stop)`` of the window's plan from staged samples,
+                            write the shard and its Energon index rows --WriteDone--> driver (a
+                            ``ShardDone`` per shard)
     driver --IndexTask-->   worker (once, every shard committed): publish ``.nv-meta/`` from the
                             shards' rows --IndexDone--> driver
     driver --LineCountTask--> worker (before any cook, for JSONL files cut into several units): count
                             the newlines of units --LineCounts--> driver (their files' first line numbers)
 
 A ``UnitDone`` holds the unit's counts (records, samples, tokens) and rejects; a ``WindowDone`` its
-pack count and packing stats; a ``ShardDone`` the shard's sha256, size and counts. Nothing the driver
+pack count and packing stats; a ``ShardDone`` a shard's sha256, size and counts. Nothing the driver
 receives grows with samples or packs: token ids, patches, audio features, per-sample lengths, the pack
 plans and Energon's per-pack index rows stay in the workers, the staging store
 (``cook.runner.staging``) and the progress directory. The driver cuts windows from sample counts and
@@ -210,6 +212,15 @@ class ShardTask:
 
 
 @dataclass(frozen=True)
+class WriteTask:
+    """Consecutive shards of one window, written by one worker, one after another, in one job: the
+    driver's cost is per job (Ray's ``.remote``, ``wait``, ``get``: ~0.5 ms), not per shard, so a window's
+    shards go out together (``cook.runner.windows.SHARDS_PER_WRITE`` at most)."""
+
+    shards: tuple[ShardTask, ...]
+
+
+@dataclass(frozen=True)
 class ShardDone:
     """A written shard (its Energon index rows beside it): its manifest entry, what it counts, who wrote it."""
 
@@ -217,6 +228,13 @@ class ShardDone:
     info: ShardInfo
     counts: Counts  # the PACKED_COUNT_KEYS part (records are the driver's)
     writer: str = ""  # the node that wrote it (Ray node id; "" in-process)
+
+
+@dataclass(frozen=True)
+class WriteDone:
+    """The shards of a ``WriteTask``, in its order."""
+
+    shards: tuple[ShardDone, ...]
 
 
 @dataclass(frozen=True)
@@ -249,8 +267,8 @@ class LineCounts:
     newlines: tuple[int, ...]
 
 
-Job = Unit | WindowTask | ShardTask | IndexTask | LineCountTask
-Result = UnitDone | WindowDone | ShardDone | IndexDone | LineCounts
+Job = Unit | WindowTask | WriteTask | IndexTask | LineCountTask
+Result = UnitDone | WindowDone | WriteDone | IndexDone | LineCounts
 
 
 # ------------------------------------------------------------------ the wire form: JSON, never pickle
@@ -288,11 +306,15 @@ def _body(result: Result) -> dict[str, Any]:
         return {"index_shards": result.shards}
     if isinstance(result, LineCounts):
         return {"lines_from_unit": result.first_unit, "newlines": result.newlines}
+    return {"written": [_shard_body(shard) for shard in result.shards]}
+
+
+def _shard_body(shard: ShardDone) -> dict[str, Any]:
     return {
-        "shard_index": result.shard_index,
-        "info": asdict(result.info),
-        "counts": result.counts.to_dict(PACKED_COUNT_KEYS),
-        "writer": result.writer,
+        "shard_index": shard.shard_index,
+        "info": asdict(shard.info),
+        "counts": shard.counts.to_dict(PACKED_COUNT_KEYS),
+        "writer": shard.writer,
     }
 
 
@@ -340,5 +362,9 @@ def decode_result(payload: bytes) -> Result:
         return IndexDone(body["index_shards"])
     if "lines_from_unit" in body:
         return LineCounts(body["lines_from_unit"], tuple(body["newlines"]))
+    return WriteDone(tuple(_shard_done(shard) for shard in body["written"]))
+
+
+def _shard_done(body: dict[str, Any]) -> ShardDone:
     counts = Counts.from_dict(body["counts"])
     return ShardDone(body["shard_index"], ShardInfo(**body["info"]), counts, body["writer"])

@@ -7,8 +7,9 @@ The worker packs it from the samples' staged lengths and patch counts alone (``p
 a pure function of them, so any worker, any number of times, makes the same plan) and stages the
 plan; the driver gets its pack count and stats (``WindowDone``). ``Planner.number`` then numbers
 the window's packs and shards after the windows before it, in window order, and cuts it into
-``ShardTask``s of ``output.shard_size`` packs (a window's last shard may be short). Nothing here
-sees a token, a patch or a per-sample length.
+``ShardTask``s of ``output.shard_size`` packs (a window's last shard may be short), handed out
+``SHARDS_PER_WRITE`` at a time as ``WriteTask``s (``WindowPlan.writes``). Nothing here sees a token,
+a patch or a per-sample length.
 
 Worked example, ``buffer_size=3``, units 0 and 1 holding 2 and 4 samples::
 
@@ -28,7 +29,12 @@ import numpy as np
 from cook.config import PackingConfig
 from cook.packing.metrics import PackingStats, stats_for_flat
 from cook.packing.packer import plan_window
-from cook.runner.units import PackPlan, ShardTask, Slice, UnitDone, WindowDone, WindowTask
+from cook.runner.units import PackPlan, ShardTask, Slice, UnitDone, WindowDone, WindowTask, WriteTask
+
+# A window's shards go to one worker together, this many at most: the driver's cost is Ray's per job
+# (~0.5 ms), so one job per shard cost it more than the rest of its work (bench_driver); the cap keeps
+# writes spread over the workers where a window is large (``buffer_size: all``: every shard).
+SHARDS_PER_WRITE = 16
 
 
 @dataclass(frozen=True)
@@ -73,6 +79,11 @@ class WindowPlan:
     @property
     def shards(self) -> range:
         return range(self.first_shard, self.first_shard + len(self.tasks))
+
+    def writes(self, committed: int) -> list[WriteTask]:
+        """The window's shards not yet committed (below ``committed`` they are, after a resume), in write jobs."""
+        tasks = [task for task in self.tasks if task.shard_index >= committed]
+        return [WriteTask(tuple(tasks[i : i + SHARDS_PER_WRITE])) for i in range(0, len(tasks), SHARDS_PER_WRITE)]
 
 
 @dataclass

@@ -5,9 +5,9 @@
                                            and rejects
     plan_window(WindowTask) -> WindowDone  staged lengths -> plan_window -> the pack plan, staged; the
                                            driver gets the pack count and packing stats
-    write_shard(ShardTask) -> ShardDone    the window's plan + staged samples -> build_pack -> shard +
-                                           .tar.idx + its Energon index rows on disk; the driver gets
-                                           sha256, size, counts
+    write_shards(WriteTask) -> WriteDone   per ShardTask, the window's plan + staged samples -> build_pack
+                                           -> shard + .tar.idx + its Energon index rows on disk; the
+                                           driver gets each shard's sha256, size, counts
     IndexTask -> IndexDone                 once, at the end: ``.nv-meta/`` from the shards' index rows
     LineCountTask -> LineCounts            before any cook: the newlines of JSONL units (their files'
                                            line numbers, ``cook.runner.plan``)
@@ -66,6 +66,7 @@ from cook.runner.units import (
     UnitSummary,
     WindowDone,
     WindowTask,
+    WriteDone,
 )
 from cook.runner.windows import plan_window_task
 from cook.sources import SOURCES, Cursor, source_name
@@ -197,7 +198,7 @@ class CookWorker:
             return IndexDone(job.shards)
         if isinstance(job, LineCountTask):
             return LineCounts(job.first_unit, tuple(count_lines(job.path, job.spans)))
-        return self.write_shard(job)
+        return WriteDone(tuple(map(self.write_shard, job.shards)))
 
     def cook_unit(self, unit: Unit, attempt: Attempt | None = None) -> UnitDone:
         """Cook ``unit`` into the staging store; returns its counts and rejects. A ``cook repack``

@@ -16,6 +16,7 @@ from cook.runner.units import (
     UnitDone,
     UnitSummary,
     WindowDone,
+    WriteDone,
     decode_result,
     encode_result,
     encode_staged,
@@ -69,14 +70,18 @@ def test_window_done_round_trips() -> None:
     assert decode_result(encode_result(done)) == done
 
 
-def test_shard_done_round_trips_and_is_not_pickle() -> None:
-    done = ShardDone(
-        2, ShardInfo("shard-000002.tar", 1, 3, 10240, "ab" * 32), Counts(packs=1, tokens=7, truncated_tokens=2), "node"
+def test_write_done_round_trips_its_shards_in_order_and_is_not_pickle() -> None:
+    shards = tuple(
+        ShardDone(
+            k, ShardInfo(f"shard-00000{k}.tar", 1, 3 + k, 10240, f"{k:02x}" * 32), Counts(packs=1, tokens=7 + k), "node"
+        )
+        for k in (2, 3, 4)
     )
-    payload = encode_result(done)
-    assert payload.startswith(b"{")  # JSON, never a pickle stream
-    assert decode_result(payload) == done
-    assert len(payload) < 400  # no per-pack rows: those stay with the shard (cook.writer.index_rows)
+    one = encode_result(WriteDone(shards[:1]))
+    assert one.startswith(b"{")  # JSON, never a pickle stream
+    assert len(one) < 450  # no per-pack rows: those stay with the shard (cook.writer.index_rows)
+    done = WriteDone(shards)
+    assert decode_result(encode_result(done)) == done
 
 
 def test_index_done_round_trips() -> None:

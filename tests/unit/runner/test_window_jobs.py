@@ -9,7 +9,8 @@ from pathlib import Path
 from cook.config import config_from_dict
 from cook.runner.plan import plan_units
 from cook.runner.staging import DiskStore
-from cook.runner.units import PackPlan, ShardTask, UnitDone, WindowDone, WindowTask
+from cook.runner.units import PackPlan, ShardTask, UnitDone, WindowDone, WindowTask, WriteDone
+from cook.runner.windows import SHARDS_PER_WRITE, Planner, Position
 from cook.runner.worker import CookWorker
 from tests.conftest import pipeline_dict, write_jsonl
 
@@ -61,3 +62,38 @@ def test_a_shard_is_the_same_whichever_worker_writes_it(tmp_path: Path) -> None:
     shard.unlink()
     CookWorker(config, DiskStore(config.output.dir)).write_shard(task)
     assert shard.read_bytes() == first
+
+
+def test_a_window_goes_out_as_write_jobs_of_its_uncommitted_shards(tmp_path: Path) -> None:
+    """Planner numbers a window's shards; ``writes`` hands them out SHARDS_PER_WRITE at a time, skipping
+    those already committed (a resume), and a worker's write job writes each as ``write_shard`` does."""
+    write_jsonl(tmp_path / "a.jsonl", _chats(40))
+    out = tmp_path / "out"
+    config = config_from_dict(
+        pipeline_dict(str(tmp_path), str(out), packing={"seq_len": 64, "buffer_size": 40}, output={"shard_size": 1})
+    )
+    worker = CookWorker(config, DiskStore(config.output.dir))
+    (done,) = [worker.cook_unit(unit) for unit in plan_units(config.input)]
+    planner = Planner(config.packing, 1, Position(0), 0, 5, 100)  # 5 shards and 100 packs before this window
+    (window,) = planner.add(done)
+    window.done = worker.plan_window(window.task)
+    planner.number(window)
+    packs = window.packs
+    assert packs > SHARDS_PER_WRITE, packs  # a shard per pack: more shards than one write job takes
+    writes = window.writes(committed=0)
+    assert [len(w.shards) for w in writes] == [SHARDS_PER_WRITE] * (packs // SHARDS_PER_WRITE) + (
+        [packs % SHARDS_PER_WRITE] if packs % SHARDS_PER_WRITE else []
+    )
+    tasks = [task for write in writes for task in write.shards]
+    assert [t.shard_index for t in tasks] == list(range(5, 5 + packs))
+    assert [(t.first_pack, t.start, t.stop) for t in tasks] == [(100 + k, k, k + 1) for k in range(packs)]
+    resumed = window.writes(committed=7)  # shards 5 and 6 were committed before an interrupt
+    assert [t.shard_index for w in resumed for t in w.shards] == list(range(7, 5 + packs))
+
+    result = worker.work(writes[0])
+    assert isinstance(result, WriteDone)
+    assert [s.shard_index for s in result.shards] == [t.shard_index for t in writes[0].shards]
+    first = (out / "shard-000005.tar").read_bytes()
+    (out / "shard-000005.tar").unlink()
+    single = worker.write_shard(writes[0].shards[0])
+    assert single == result.shards[0] and (out / "shard-000005.tar").read_bytes() == first
