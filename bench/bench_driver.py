@@ -386,20 +386,22 @@ def _cpu_s() -> float:
     return times.user + times.system  # the whole process: every thread, Ray's own included
 
 
-def ray_child(repeats: int) -> dict[str, Any]:
-    """The driver's CPU per job through the real ``RayExecutor`` (``RAY_ACTORS`` echo actors, its
-    slots kept full: ``.remote``, ``ray.wait``, the progress board, ``ray.get``, ``decode_result``),
-    marginal between ``RAY_JOBS`` rounds; and the driver process's CPU per idle second with Ray up."""
+def ray_child(repeats: int, actors: int = RAY_ACTORS) -> dict[str, Any]:
+    """The driver's CPU per job through the real ``RayExecutor`` (``actors`` echo actors, its slots kept
+    full with a text window's jobs in turn, a unit, a window plan and a write: ``.remote``, ``ray.wait``,
+    the progress board, ``ray.get``, ``decode_result``), marginal between ``RAY_JOBS`` rounds; and the
+    driver process's CPU per idle second with Ray up."""
     from cook.runner import ray_executor
 
     ray_executor.RayWorker = EchoWorker  # type: ignore[misc]
     out_dir = str(WORK / "driver" / "ray")
     config = shape_config(SHAPES["text"], out_dir)
-    executor = ray_executor.RayExecutor(config, None, RAY_ACTORS)
+    executor = ray_executor.RayExecutor(config, None, actors)
     window = WindowTask(0, ((0, 0, 10_000),))
-    task = WriteTask(
+    write = WriteTask(
         tuple(ShardTask(k, 256 * k, window, 256 * (k - 7), 256 * (k - 6)) for k in range(7, 7 + ECHO_SHARDS))
     )
+    mix = (Unit(0, str(NAMED_FILE), "jsonl"), window, write)  # a text window's jobs: cook, plan, write
     try:
 
         def jobs(n: int) -> float:
@@ -407,7 +409,7 @@ def ray_child(repeats: int) -> dict[str, Any]:
             submitted = 0
             for _ in range(n):
                 while submitted < n and executor.outstanding() < executor.slots:
-                    executor.submit(task)
+                    executor.submit(mix[submitted % len(mix)])
                     submitted += 1
                 executor.next_done()
             return _cpu_s() - cpu0
@@ -718,7 +720,7 @@ def run() -> str:
 
 
 if __name__ == "__main__" and sys.argv[1:2] == ["--ray"]:
-    print(json.dumps(ray_child(int(sys.argv[2]))))
+    print(json.dumps(ray_child(*map(int, sys.argv[2:4]))))
 elif __name__ == "__main__" and sys.argv[1:2] == ["--record"]:
     print(json.dumps(record(sys.argv[2], int(sys.argv[3]), sys.argv[4])))
 elif __name__ == "__main__" and sys.argv[1:2] == ["--child"]:

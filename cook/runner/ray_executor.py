@@ -11,10 +11,10 @@ Starting or joining Ray (bounded connect, token-auth hints) is ``cook.runner.ray
 
 Progress of the units cooking takes a side channel, a ``ProgressBoard`` actor: each actor posts its
 unit's ``UnitProgress`` there (fire and forget, at most every ``REPORT_INTERVAL_S``), and the driver,
-waiting in ``next_done``, takes the board's reports every ``POLL_S`` and before it hands on a
-cooked unit (so a unit's reports come before its summary), not after every job (a take is a round
+waiting in ``next_done``, takes the board's reports every ``POLL_S``, not per job (a take is a round
 trip to the board: after every job, it doubled Ray's per-job cost in the driver), and passes them to
-``on_progress``. No cook ever waits on it.
+``on_progress``; a report that comes after its unit's summary is moot (the summary moves the bar by
+the rest of the unit). No cook ever waits on it.
 
 When an actor dies on a unit, Ray restarts the actor and the unit is cooked again with a trace
 (``Attempt.trace``, under the output directory, so it must be on storage the driver can read). If
@@ -175,7 +175,7 @@ class RayExecutor:
 
         while True:
             ready, _ = ray.wait(list(self._running), num_returns=1, timeout=POLL_S)
-            if time.monotonic() - self._taken_at >= POLL_S or (ready and isinstance(self._running[ready[0]][0], Unit)):
+            if time.monotonic() - self._taken_at >= POLL_S:
                 self._take_reports()
             if not ready:
                 continue
