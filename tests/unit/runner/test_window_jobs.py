@@ -5,11 +5,16 @@ same bytes."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import ClassVar
+
+import pytest
 
 from cook.config import config_from_dict
+from cook.runner.local import LocalExecutor
+from cook.runner.pipeline import run_pipeline
 from cook.runner.plan import plan_units
 from cook.runner.staging import DiskStore
-from cook.runner.units import PackPlan, ShardTask, UnitDone, WindowDone, WindowTask, WriteDone
+from cook.runner.units import Job, PackPlan, ShardTask, UnitDone, WindowDone, WindowTask, WriteDone, WriteTask
 from cook.runner.windows import SHARDS_PER_WRITE, Planner, Position
 from cook.runner.worker import CookWorker
 from tests.conftest import pipeline_dict, write_jsonl
@@ -97,3 +102,44 @@ def test_a_window_goes_out_as_write_jobs_of_its_uncommitted_shards(tmp_path: Pat
     (out / "shard-000005.tar").unlink()
     single = worker.write_shard(writes[0].shards[0])
     assert single == result.shards[0] and (out / "shard-000005.tar").read_bytes() == first
+
+
+class _RecordingExecutor(LocalExecutor):
+    """Keeps every job the driver hands out."""
+
+    jobs: ClassVar[list[Job]] = []
+
+    def submit(self, job):
+        _RecordingExecutor.jobs.append(job)
+        super().submit(job)
+
+
+@pytest.mark.parametrize("buffer_size", [30, "all"])
+def test_the_driver_writes_each_window_in_write_jobs_of_its_consecutive_shards(
+    tmp_path: Path, buffer_size: int | str
+) -> None:
+    """A write job per window while its shards fit in one (``SHARDS_PER_WRITE``); a larger window
+    (``all``: one window) is spread over several; every shard written once, in numbered order."""
+    write_jsonl(tmp_path / "a.jsonl", _chats(120))
+    config = config_from_dict(
+        pipeline_dict(
+            str(tmp_path / "a.jsonl"),
+            str(tmp_path / "out"),
+            packing={"seq_len": 64, "buffer_size": buffer_size},
+            output={"shard_size": 2},
+        )
+    )
+    _RecordingExecutor.jobs = []
+    summary = run_pipeline(config, _RecordingExecutor, progress=False)
+    windows = [job for job in _RecordingExecutor.jobs if isinstance(job, WindowTask)]
+    writes = [job for job in _RecordingExecutor.jobs if isinstance(job, WriteTask)]
+    written = [task.shard_index for write in writes for task in write.shards]
+    assert sorted(written) == list(range(summary.shards)) and summary.shards > SHARDS_PER_WRITE
+    for write in writes:
+        indexes = [task.shard_index for task in write.shards]
+        assert indexes == list(range(indexes[0], indexes[0] + len(indexes))) and len(indexes) <= SHARDS_PER_WRITE
+        assert len({task.window for task in write.shards}) == 1  # one window's shards
+    shards_of = {window: sum(task.window == window for write in writes for task in write.shards) for window in windows}
+    assert len(writes) == sum(-(-shards // SHARDS_PER_WRITE) for shards in shards_of.values())  # as few as fit
+    if buffer_size == "all":
+        assert len(windows) == 1 and len(writes) > 1
