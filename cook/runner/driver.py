@@ -14,8 +14,8 @@ the shards' writers left: the driver never handles a per-pack row.
   ``SHARDS_PER_WRITE`` shards: Ray's cost per job, not per shard).
 - Plans and writes go out before cooks, so a closed window's shards are written while later units cook.
 - Jobs are bounded (``executor.slots`` outstanding), cooks also by ``executor.lookahead`` (units
-  cooking or waiting for their turn), and cooks are held back while many write jobs wait, so the
-  staged samples stay bounded too.
+  cooking or waiting for their turn), and cooks are held back while many shards wait to be handed
+  out (``2 * executor.slots``, counted in shards, not write jobs), so the staged samples stay bounded too.
 - Summaries are consumed in unit order (a reorder buffer): rejects are written in input order and
   windows are the same whatever finishes first.
 - Shards are committed in index order: their manifest entries kept, their counts summed.
@@ -56,6 +56,7 @@ from cook.runner.units import (
     UnitDone,
     WindowDone,
     WriteDone,
+    WriteTask,
 )
 from cook.runner.windows import Planner, Position, WindowPlan
 from cook.writer.dataset import DatasetWriter
@@ -99,7 +100,8 @@ class Driver:
         self.committed = len(state.shards)
         self.done: dict[int, ShardDone] = {}
         self.windows: deque[WindowPlan] = deque()  # open windows, in order
-        self.tasks: deque[Job] = deque()  # window plans and shard writes to hand out, in order
+        self.tasks: deque[Job] = deque()  # window plans and write jobs to hand out, in order
+        self.queued_shards = 0  # shards in the write jobs of ``tasks``
         self.dropped = self.resume.unit  # staged units below this are gone
         self.unit_bytes: dict[int, int] = {}  # input bytes per unit not yet consumed, for progress
         self.reported: dict[int, UnitProgress] = {}  # the most each unit's reports said, until it is consumed
@@ -118,12 +120,14 @@ class Driver:
         executor = self.executor
         while True:
             while self.tasks and executor.outstanding() < executor.slots:
-                executor.submit(self.tasks.popleft())
+                task = self.tasks.popleft()
+                self.queued_shards -= len(task.shards) if isinstance(task, WriteTask) else 0
+                executor.submit(task)
             while (
                 todo
                 and executor.outstanding() < executor.slots
                 and cooking + len(waiting) < executor.lookahead
-                and len(self.tasks) < 2 * executor.slots
+                and self.queued_shards < 2 * executor.slots
             ):
                 unit = todo.popleft()
                 staged = executor.store.summary(unit.index)
@@ -220,7 +224,9 @@ class Driver:
         while (at := self.planner.to_number - first) < len(self.windows) and self.windows[at].done is not None:
             window = self.windows[at]
             self.planner.number(window)
-            self.tasks.extend(window.writes(self.committed))
+            writes = window.writes(self.committed)
+            self.tasks.extend(writes)
+            self.queued_shards += sum(len(write.shards) for write in writes)
         self._commit()
 
     def _commit(self) -> None:
