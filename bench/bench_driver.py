@@ -76,7 +76,7 @@ from cook.runner.units import (
     decode_result,
     encode_result,
 )
-from cook.runner.windows import plan_window_task
+from cook.runner.windows import SHARDS_PER_WRITE, plan_window_task
 from cook.types import RejectRecord
 
 COMMAND = ".venv/bin/python -m bench.run_all bench_driver"
@@ -197,6 +197,7 @@ class _AnsweredAtOnce:
         self.store = store
         self.slots = IN_FLIGHT_PER_ACTOR * actors
         self.lookahead = LOOKAHEAD_PER_ACTOR * actors
+        self.shards_per_write = SHARDS_PER_WRITE
         self.received_bytes = 0
         self.on_progress: Callable[[UnitProgress], None] = lambda progress: None
         self._jobs: deque[Job] = deque()

@@ -10,8 +10,8 @@ the shards' writers left: the driver never handles a per-pack row.
 
 - Windows are cut from the units' sample counts (``cook.runner.windows.Planner``) and planned on the
   workers; their plans come back in any order and are numbered in window order (packs and shards
-  after the windows before), then cut into shard tasks, which go out a window at a time (one job per
-  ``SHARDS_PER_WRITE`` shards: Ray's cost per job, not per shard).
+  after the windows before), then cut into shard tasks, which go out as write jobs of up to
+  ``executor.shards_per_write`` (under Ray 16: its cost in the driver is per job, not per shard; in-process 1).
 - Plans and writes go out before cooks, so a closed window's shards are written while later units cook.
 - Jobs are bounded (``executor.slots`` outstanding), cooks also by ``executor.lookahead`` (units
   cooking or waiting for their turn), and cooks are held back while many shards wait to be handed
@@ -70,6 +70,7 @@ class Executor(Protocol):
     store: SampleStore  # the driver reads staged summaries (resume) and drops finished units
     slots: int  # jobs it takes at once
     lookahead: int  # units cooking or cooked but not yet consumed, at most
+    shards_per_write: int  # a window's shards per write job, at most (``windows.SHARDS_PER_WRITE`` under Ray)
     received_bytes: int  # what crossed to the driver
     on_progress: Callable[[UnitProgress], None]  # gets the workers' reports of units cooking (set by the driver)
 
@@ -224,7 +225,7 @@ class Driver:
         while (at := self.planner.to_number - first) < len(self.windows) and self.windows[at].done is not None:
             window = self.windows[at]
             self.planner.number(window)
-            writes = window.writes(self.committed)
+            writes = window.writes(self.committed, self.executor.shards_per_write)
             self.tasks.extend(writes)
             self.queued_shards += sum(len(write.shards) for write in writes)
         self._commit()

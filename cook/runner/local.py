@@ -22,6 +22,7 @@ from cook.runner.worker import CookWorker
 class LocalExecutor:
     slots = 1
     lookahead = 1
+    shards_per_write = 1  # no per-job cost to save in-process: a shard a job, so a Ctrl-C keeps each one written
     received_bytes = 0  # nothing crosses a process boundary
 
     def __init__(self, config: PipelineConfig, report_interval_s: float = REPORT_INTERVAL_S) -> None:

@@ -53,6 +53,7 @@ from cook.runner.units import (
     decode_result,
     encode_result,
 )
+from cook.runner.windows import SHARDS_PER_WRITE
 from cook.runner.worker import CookWorker
 from cook.tokenize.tokenizer import SINGLE_THREADED
 
@@ -126,6 +127,7 @@ class RayExecutor:
         self.store: SampleStore = DiskStore(config.output.dir)
         self.slots = IN_FLIGHT_PER_ACTOR * num_actors
         self.lookahead = LOOKAHEAD_PER_ACTOR * num_actors
+        self.shards_per_write = SHARDS_PER_WRITE
         self.received_bytes = 0
         self._trace_dir = os.path.join(config.output.dir, fmt.PROGRESS_DIR)
         self._busy = [0] * num_actors

@@ -8,7 +8,7 @@ a pure function of them, so any worker, any number of times, makes the same plan
 plan; the driver gets its pack count and stats (``WindowDone``). ``Planner.number`` then numbers
 the window's packs and shards after the windows before it, in window order, and cuts it into
 ``ShardTask``s of ``output.shard_size`` packs (a window's last shard may be short), handed out
-``SHARDS_PER_WRITE`` at a time as ``WriteTask``s (``WindowPlan.writes``). Nothing here sees a token,
+up to ``SHARDS_PER_WRITE`` at a time as ``WriteTask``s (``WindowPlan.writes``). Nothing here sees a token,
 a patch or a per-sample length.
 
 Worked example, ``buffer_size=3``, units 0 and 1 holding 2 and 4 samples::
@@ -31,9 +31,10 @@ from cook.packing.metrics import PackingStats, stats_for_flat
 from cook.packing.packer import plan_window
 from cook.runner.units import PackPlan, ShardTask, Slice, UnitDone, WindowDone, WindowTask, WriteTask
 
-# A window's shards go to one worker together, this many at most: the driver's cost is Ray's per job
-# (~0.5 ms), so one job per shard cost it more than the rest of its work (bench_driver); the cap keeps
-# writes spread over the workers where a window is large (``buffer_size: all``: every shard).
+# Under Ray a window's shards go to one worker together, this many at most: the driver's cost is Ray's
+# per job (~0.6 ms), so one job per shard cost it more than the rest of its work (bench_driver); the
+# cap keeps writes spread over the workers where a window is large (``buffer_size: all``: every shard).
+# In-process a job costs nothing to hand out: a shard per job, so a Ctrl-C keeps every shard written.
 SHARDS_PER_WRITE = 16
 
 
@@ -80,10 +81,11 @@ class WindowPlan:
     def shards(self) -> range:
         return range(self.first_shard, self.first_shard + len(self.tasks))
 
-    def writes(self, committed: int) -> list[WriteTask]:
-        """The window's shards not yet committed (below ``committed`` they are, after a resume), in write jobs."""
+    def writes(self, committed: int, per_job: int) -> list[WriteTask]:
+        """The window's shards not yet committed (below ``committed`` they are, after a resume), in write
+        jobs of ``per_job`` shards (the last may hold fewer)."""
         tasks = [task for task in self.tasks if task.shard_index >= committed]
-        return [WriteTask(tuple(tasks[i : i + SHARDS_PER_WRITE])) for i in range(0, len(tasks), SHARDS_PER_WRITE)]
+        return [WriteTask(tuple(tasks[i : i + per_job])) for i in range(0, len(tasks), per_job)]
 
 
 @dataclass

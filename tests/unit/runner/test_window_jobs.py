@@ -85,14 +85,14 @@ def test_a_window_goes_out_as_write_jobs_of_its_uncommitted_shards(tmp_path: Pat
     planner.number(window)
     packs = window.packs
     assert packs > SHARDS_PER_WRITE, packs  # a shard per pack: more shards than one write job takes
-    writes = window.writes(committed=0)
+    writes = window.writes(committed=0, per_job=SHARDS_PER_WRITE)
     assert [len(w.shards) for w in writes] == [SHARDS_PER_WRITE] * (packs // SHARDS_PER_WRITE) + (
         [packs % SHARDS_PER_WRITE] if packs % SHARDS_PER_WRITE else []
     )
     tasks = [task for write in writes for task in write.shards]
     assert [t.shard_index for t in tasks] == list(range(5, 5 + packs))
     assert [(t.first_pack, t.start, t.stop) for t in tasks] == [(100 + k, k, k + 1) for k in range(packs)]
-    resumed = window.writes(committed=7)  # shards 5 and 6 were committed before an interrupt
+    resumed = window.writes(committed=7, per_job=SHARDS_PER_WRITE)  # shards 5 and 6 were committed before an interrupt
     assert [t.shard_index for w in resumed for t in w.shards] == list(range(7, 5 + packs))
 
     result = worker.work(writes[0])
@@ -105,7 +105,9 @@ def test_a_window_goes_out_as_write_jobs_of_its_uncommitted_shards(tmp_path: Pat
 
 
 class _RecordingExecutor(LocalExecutor):
-    """Keeps every job the driver hands out."""
+    """Keeps every job the driver hands out; groups shards in write jobs as the Ray executor does."""
+
+    shards_per_write = SHARDS_PER_WRITE
 
     jobs: ClassVar[list[Job]] = []
 
@@ -143,3 +145,27 @@ def test_the_driver_writes_each_window_in_write_jobs_of_its_consecutive_shards(
     assert len(writes) == sum(-(-shards // SHARDS_PER_WRITE) for shards in shards_of.values())  # as few as fit
     if buffer_size == "all":
         assert len(windows) == 1 and len(writes) > 1
+
+
+def test_in_process_each_shard_is_a_write_job_of_its_own(tmp_path: Path) -> None:
+    """In-process a job costs the driver nothing, so a Ctrl-C keeps every shard written: one per job."""
+    write_jsonl(tmp_path / "a.jsonl", _chats(60))
+    config = config_from_dict(
+        pipeline_dict(
+            str(tmp_path / "a.jsonl"),
+            str(tmp_path / "out"),
+            packing={"seq_len": 64, "buffer_size": "all"},
+            output={"shard_size": 2},
+        )
+    )
+
+    class OneByOne(LocalExecutor):
+        jobs: ClassVar[list[Job]] = []
+
+        def submit(self, job: Job) -> None:
+            OneByOne.jobs.append(job)
+            super().submit(job)
+
+    summary = run_pipeline(config, OneByOne, progress=False)
+    writes = [job for job in OneByOne.jobs if isinstance(job, WriteTask)]
+    assert [len(write.shards) for write in writes] == [1] * summary.shards and summary.shards > 1
