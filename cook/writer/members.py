@@ -9,9 +9,8 @@ the pack's patches are not written as ``pixel_patches.npy``: each visual frame (
 
 from __future__ import annotations
 
-import json
-
 import numpy as np
+import orjson
 
 from cook import format as fmt
 from cook.contract import RAW_STORAGE, FrameStorage
@@ -20,10 +19,13 @@ from cook.types import Pack
 
 
 def meta_json(pack: Pack, frames: bool = False) -> bytes:
-    """The pack's meta.json; ``frames``: the pack holds frame members (schema 2, else 1)."""
+    """The pack's meta.json; ``frames``: the pack holds frame members (schema 2, else 1). Compact UTF-8
+    JSON with sorted keys: the bytes of ``json.dumps(body, sort_keys=True, ensure_ascii=False,
+    separators=(",", ":"))`` (a property test holds them equal), made by orjson, which the validator
+    reads them with (~4 µs a text pack of 22 sequences here, against ~50)."""
     version = fmt.FRAME_SCHEMA_VERSION if frames else fmt.SCHEMA_VERSION
     body = dict(zip(fmt.META_BODY_KEYS, (version, [s.to_meta() for s in pack.sequences]), strict=True))
-    return json.dumps(body, sort_keys=True, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+    return orjson.dumps(body, option=orjson.OPT_SORT_KEYS)
 
 
 _HEADERS: dict[tuple[np.dtype, tuple[int, ...]], bytes] = {}  # (dtype, shape) -> its npy header

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import io
+import json
 import os
 import struct
 import tarfile
@@ -248,3 +249,27 @@ def test_npy_header_matches_np_save_for_any_array(array: np.ndarray, layout: str
         array = array[::2]
     assert fmt.npy_header(array) + array.tobytes(order="A") == _npy(array)
     assert fmt.npy_bytes(array) == _npy(np.ascontiguousarray(array))
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    sources=st.lists(
+        st.text(st.characters(exclude_categories=("Cs",)), min_size=1, max_size=20), min_size=1, max_size=5
+    ),
+    truncated=st.lists(st.booleans(), min_size=5, max_size=5),
+    frames=st.booleans(),
+)
+def test_meta_json_is_the_compact_sorted_json_dumps_of_its_body(
+    sources: list[str], truncated: list[bool], frames: bool
+) -> None:
+    """Any source text (quotes, backslashes, control characters, non-ASCII): the same bytes as the
+    standard library's compact, key-sorted, UTF-8 form."""
+    samples = [
+        TokenizedSample(source, np.arange(3 + k, dtype=np.int32), np.ones(3 + k, np.uint8), truncated=cut)
+        for k, (source, cut) in enumerate(zip(sources, truncated, strict=False))
+    ]
+    pack = build_pack(samples, 0, 8)
+    version = fmt.FRAME_SCHEMA_VERSION if frames else fmt.SCHEMA_VERSION
+    body = {"schema_version": version, "sequences": [s.to_meta() for s in pack.sequences]}
+    expected = json.dumps(body, sort_keys=True, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+    assert meta_json(pack, frames) == expected
