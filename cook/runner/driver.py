@@ -11,7 +11,8 @@ the shards' writers left: the driver never handles a per-pack row.
 - Windows are cut from the units' sample counts (``cook.runner.windows.Planner``) and planned on the
   workers; their plans come back in any order and are numbered in window order (packs and shards
   after the windows before), then cut into shard tasks, which go out as write jobs of up to
-  ``executor.shards_per_write`` (under Ray 16: its cost in the driver is per job, not per shard; in-process 1).
+  ``executor.shards_per_write`` (under Ray 16: its cost in the driver is per job, not per shard; in-process
+  1), a shard a job where the window holds media (``WindowPlan.writes``).
 - Plans and writes go out before cooks, so a closed window's shards are written while later units cook.
 - Jobs are bounded (``executor.slots`` outstanding), cooks also by ``executor.lookahead`` (units
   cooking or waiting for their turn), and cooks are held back while many shards wait to be handed

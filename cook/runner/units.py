@@ -170,12 +170,14 @@ class WindowTask:
 @dataclass(frozen=True)
 class WindowDone:
     """A planned window: how many packs, their packing stats, whether their count misses
-    ``packing.pack_count_multiple``. The plan itself stays in the staging store."""
+    ``packing.pack_count_multiple``, and whether it holds media patches (its shards are heavy: the
+    driver hands them out a shard per job). The plan itself stays in the staging store."""
 
     index: int
     packs: int
     stats: PackingStats
     short_of_multiple: bool
+    media: bool = False
 
 
 @dataclass(frozen=True, eq=False)
@@ -214,8 +216,8 @@ class ShardTask:
 @dataclass(frozen=True)
 class WriteTask:
     """Consecutive shards of one window, written by one worker, one after another, in one job: the
-    driver's cost is per job (Ray's ``.remote``, ``wait``, ``get``: ~0.5 ms), not per shard, so a window's
-    shards go out together (``cook.runner.windows.SHARDS_PER_WRITE`` at most)."""
+    driver's cost is per job (Ray's ``.remote``, ``wait``, ``get``: ~0.6 ms), not per shard, so a text
+    window's shards go out together (``cook.runner.windows.SHARDS_PER_WRITE`` at most)."""
 
     shards: tuple[ShardTask, ...]
 
@@ -301,6 +303,7 @@ def _body(result: Result) -> dict[str, Any]:
             "packs": result.packs,
             "stats": asdict(result.stats),
             "short_of_multiple": result.short_of_multiple,
+            "media": result.media,
         }
     if isinstance(result, IndexDone):
         return {"index_shards": result.shards}
@@ -357,7 +360,7 @@ def decode_result(payload: bytes) -> Result:
         return UnitDone(body["unit"], body["records_in"], rejects, samples, tokens)
     if "window" in body:
         stats = PackingStats.from_fields(body["stats"])
-        return WindowDone(body["window"], body["packs"], stats, body["short_of_multiple"])
+        return WindowDone(body["window"], body["packs"], stats, body["short_of_multiple"], body["media"])
     if "index_shards" in body:
         return IndexDone(body["index_shards"])
     if "lines_from_unit" in body:

@@ -66,8 +66,9 @@ def test_a_sidecar_of_an_older_cook_gives_its_counts() -> None:
 
 def test_window_done_round_trips() -> None:
     stats = stats_for_flat(np.array([5, 9, 30]), np.array([2, 0, 1]), np.array([0, 1, 3]), 32, 4)
-    done = WindowDone(7, 2, stats, True)
-    assert decode_result(encode_result(done)) == done
+    for media in (False, True):
+        done = WindowDone(7, 2, stats, True, media)
+        assert decode_result(encode_result(done)) == done
 
 
 def test_write_done_round_trips_its_shards_in_order_and_is_not_pickle() -> None:

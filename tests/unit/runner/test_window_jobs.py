@@ -10,11 +10,12 @@ from typing import ClassVar
 import pytest
 
 from cook.config import config_from_dict
+from cook.packing.metrics import PackingStats
 from cook.runner.local import LocalExecutor
 from cook.runner.pipeline import run_pipeline
 from cook.runner.plan import plan_units
 from cook.runner.staging import DiskStore
-from cook.runner.units import Job, PackPlan, ShardTask, UnitDone, WindowDone, WindowTask, WriteDone, WriteTask
+from cook.runner.units import Job, PackPlan, Rejects, ShardTask, UnitDone, WindowDone, WindowTask, WriteDone, WriteTask
 from cook.runner.windows import SHARDS_PER_WRITE, Planner, Position
 from cook.runner.worker import CookWorker
 from tests.conftest import pipeline_dict, write_jsonl
@@ -169,3 +170,14 @@ def test_in_process_each_shard_is_a_write_job_of_its_own(tmp_path: Path) -> None
     summary = run_pipeline(config, OneByOne, progress=False)
     writes = [job for job in OneByOne.jobs if isinstance(job, WriteTask)]
     assert [len(write.shards) for write in writes] == [1] * summary.shards and summary.shards > 1
+
+
+def test_a_window_with_media_is_written_a_shard_per_job() -> None:
+    """Image shards are heavy: one job for all of a window's would leave the other actors idle."""
+    stats = PackingStats(64)
+    for media, sizes in ((False, [16, 16, 8]), (True, [1] * 40)):
+        planner = Planner(config_from_dict(pipeline_dict("x.jsonl", "out")).packing, 1, Position(0), 0, 0, 0)
+        (window,) = planner.add(UnitDone(0, 40, Rejects.of(()), 40, 400)) or planner.finish()
+        window.done = WindowDone(window.index, 40, stats, False, media)
+        planner.number(window)
+        assert [len(w.shards) for w in window.writes(0, SHARDS_PER_WRITE)] == sizes
