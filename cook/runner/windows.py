@@ -32,12 +32,10 @@ from cook.packing.packer import plan_window
 from cook.runner.units import PackPlan, ShardTask, Slice, UnitDone, WindowDone, WindowTask, WriteTask
 
 # Under Ray a text window's shards go to one worker together, this many at most: the driver's cost is
-# Ray's per job (~0.6 ms), so one job per shard cost it more than the rest of its work (bench_driver);
-# the cap keeps writes spread over the workers where a window is large (``buffer_size: all``). A window
-# with media patches is written a shard per job: its shards are heavy (megabytes per image), Ray's cost
-# is small beside them, and one job for a window's shards left the other actors idle while it wrote
-# (bench_job, images, 2 actors: 0.55 of the bare loop's speed-up, against 0.74 a shard per job).
-# In-process a job costs nothing to hand out: a shard per job, so a Ctrl-C keeps every shard written.
+# per job, not per shard; the cap keeps a large window (``buffer_size: all``) spread over the workers.
+# A window with media patches goes a shard per job: its shards are heavy, so Ray's cost is small beside
+# them and one job for them all would leave the other actors idle. In-process a job costs nothing to
+# hand out: a shard per job, so a Ctrl-C keeps every shard written. Figures: docs/SCALING.md.
 SHARDS_PER_WRITE = 16
 
 
