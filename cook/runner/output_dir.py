@@ -30,7 +30,7 @@ from typing import Any
 
 from cook import format as fmt
 from cook.errors import ConfigError
-from cook.manifest import Manifest, ShardInfo, load_manifest
+from cook.manifest import Manifest, load_manifest
 from cook.runner.resume import (
     RunIdentity,
     RunState,
@@ -172,14 +172,16 @@ class OutputDir:
 
     def _load_state(self) -> RunState | None:
         """The saved state, its shards from the shard log (the lines it counts: a crash between a log
-        append and state.json leaves lines that the next ``save`` cuts off), or None."""
+        append and state.json leaves lines that the next ``save`` cuts off), or None. Of another run's
+        state (another pipeline or input, or any run of an earlier cook: its fingerprint differs) only
+        the fingerprint is read: it is refused, never resumed."""
         try:
             with open(os.path.join(self.progress_dir, STATE_NAME), encoding="utf-8") as handle:
                 data = json.load(handle)
         except FileNotFoundError:
             return None
-        if "shards" in data:  # cook 0.1.0: the shards listed in state.json; the next save logs them all
-            return state_from_json(data, [ShardInfo(**s) for s in data["shards"]])
+        if data["fingerprint"] != self.identity.fingerprint:
+            return RunState(data["fingerprint"])
         try:
             with open(os.path.join(self.progress_dir, SHARD_LOG_NAME), "rb") as log:
                 shards = read_shard_log(log.read(data["shard_log_bytes"]))
