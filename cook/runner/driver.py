@@ -243,11 +243,11 @@ class Driver:
         while self.windows and self.windows[0].numbered and self.windows[0].shards.stop <= self.committed:
             completed = self.windows.popleft()
             self.executor.store.drop_plan(completed.index)
-            self.stats = self.stats.merge(completed.stats)
-            self.unmet += completed.short_of_multiple
+            self.stats = self.stats.merge(completed.planned.stats)
+            self.unmet += completed.planned.short_of_multiple
             self.state.windows += 1
             self.state.window_shard = completed.shards.stop
-            self.state.window_pack = completed.first_pack + completed.packs
+            self.state.window_pack = completed.first_pack + completed.planned.packs
         if completed is not None:
             self.at = completed.end
             for unit in range(self.dropped, self.at.unit):  # no open window holds their samples (a kill -9

@@ -26,11 +26,10 @@ import json
 import os
 import shutil
 from dataclasses import asdict
-from typing import Any
 
 from cook import format as fmt
 from cook.errors import ConfigError
-from cook.manifest import Manifest, ShardInfo, load_manifest
+from cook.manifest import Manifest, load_manifest
 from cook.runner.resume import (
     RunIdentity,
     RunState,
@@ -144,13 +143,17 @@ class OutputDir:
         self.finished = True
 
     def _finished_differences(self) -> list[str]:
+        path = os.path.join(self.path, fmt.RUN_RECORD_NAME)
         try:
             manifest = load_manifest(self.path)
-            record = _read_json(os.path.join(self.path, fmt.RUN_RECORD_NAME))
+            with open(path, encoding="utf-8") as handle:
+                record = json.load(handle)
         except FileNotFoundError:  # a run by a cook that wrote no record: its inputs are unknown
             return [f"no {fmt.RUN_RECORD_NAME} records its input files"]
         except (OSError, ValueError) as err:
             return [f"it cannot be read: {err}"]
+        if not isinstance(record, dict):
+            return [f"it cannot be read: {path} is not a JSON object"]
         return finished_differences(manifest, record, self.identity)
 
     def finished_on_disk(self) -> bool:
@@ -172,14 +175,16 @@ class OutputDir:
 
     def _load_state(self) -> RunState | None:
         """The saved state, its shards from the shard log (the lines it counts: a crash between a log
-        append and state.json leaves lines that the next ``save`` cuts off), or None."""
+        append and state.json leaves lines that the next ``save`` cuts off), or None. Of another run's
+        state (another pipeline or input, or any run of an earlier cook: its fingerprint differs) only
+        the fingerprint is read: it is refused, never resumed."""
         try:
             with open(os.path.join(self.progress_dir, STATE_NAME), encoding="utf-8") as handle:
                 data = json.load(handle)
         except FileNotFoundError:
             return None
-        if "shards" in data:  # cook 0.1.0: the shards listed in state.json; the next save logs them all
-            return state_from_json(data, [ShardInfo(**s) for s in data["shards"]])
+        if data["fingerprint"] != self.identity.fingerprint:
+            return RunState(data["fingerprint"])
         try:
             with open(os.path.join(self.progress_dir, SHARD_LOG_NAME), "rb") as log:
                 shards = read_shard_log(log.read(data["shard_log_bytes"]))
@@ -221,11 +226,6 @@ class OutputDir:
         state = json.dumps(state_json(self.state, self._logged[1]), sort_keys=True)
         atomic_write(os.path.join(self.progress_dir, STATE_NAME), state)
 
-    def writer(self) -> DatasetWriter:
-        """The dataset writer, continuing from ``state`` (its shards, rejects bytes and counts)."""
-        state = self.state
-        return DatasetWriter(self.path, state.rejects_bytes, state.rejects_by_reason)
-
     def has_staged(self) -> bool:
         """Whether the stage holds anything a resumed run could reuse."""
         try:
@@ -239,8 +239,7 @@ class OutputDir:
 
     def discard_if_nothing_done(self) -> None:
         """After an early failure (before any unit was consumed): leave no partial files behind."""
-        state = self.state
-        if state.next_unit == 0 and not state.shards and state.rejects_bytes == 0:
+        if self.state.next_unit == 0 and not self.state.shards and self.state.rejects_bytes == 0:
             partial = partial_path(self.path)
             if os.path.isfile(partial) and os.path.getsize(partial) == 0:
                 os.unlink(partial)
@@ -292,24 +291,18 @@ class OutputLock:
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
+                holder = os.pread(fd, 64, 0).decode(errors="replace").strip() or "?"  # the pid it wrote
                 os.close(fd)
                 raise ConfigError(
-                    f"output.dir: {os.path.dirname(self.path)!r} is locked by running cook pid {self._holder()} "
-                    f"({self.path})"
+                    f"output.dir: {os.path.dirname(self.path)!r} is locked by running cook pid {holder} ({self.path})"
                 ) from None
-            if _same_file(fd, self.path):
-                break
+            with contextlib.suppress(FileNotFoundError):
+                if os.path.samestat(os.fstat(fd), os.stat(self.path)):
+                    break
             os.close(fd)  # the holder released (and removed) the file between our open and flock: again
         os.ftruncate(fd, 0)
         os.write(fd, str(os.getpid()).encode())
         self._fd = fd
-
-    def _holder(self) -> str:
-        try:
-            with open(self.path) as handle:
-                return handle.read().strip() or "?"
-        except OSError:
-            return "?"
 
     def release(self) -> None:
         """Remove the file, then drop the lock (a taker that opened the old file sees it is gone)."""
@@ -319,20 +312,3 @@ class OutputLock:
             os.unlink(self.path)
         os.close(self._fd)
         self._fd = None
-
-
-def _same_file(fd: int, path: str) -> bool:
-    try:
-        on_disk = os.stat(path)
-    except FileNotFoundError:
-        return False
-    held = os.fstat(fd)
-    return (held.st_dev, held.st_ino) == (on_disk.st_dev, on_disk.st_ino)
-
-
-def _read_json(path: str) -> dict[str, Any]:
-    with open(path, encoding="utf-8") as handle:
-        data = json.load(handle)
-    if not isinstance(data, dict):
-        raise ValueError(f"{path} is not a JSON object")
-    return data

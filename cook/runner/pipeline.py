@@ -44,17 +44,15 @@ from cook.runner.resume import RunState, run_identity
 from cook.runner.units import Unit
 from cook.runner.worker import first_unit_texts
 from cook.tokenize.tokenizer import ChatTokenizer
+from cook.writer.dataset import DatasetWriter
 
 ExecutorFactory = Callable[[PipelineConfig], Executor]
 
 
 class InterruptedAfterFinish(KeyboardInterrupt):
-    """An interrupt that landed once ``out_dir``'s manifest was written: the output is complete (a
-    leftover progress directory is removed by the next run, which reports the finished run)."""
-
-    def __init__(self, out_dir: str) -> None:
-        super().__init__(out_dir)
-        self.out_dir = out_dir
+    """An interrupt that landed once the manifest in the output directory (its argument) was written:
+    the output is complete (a leftover progress directory is removed by the next run, which reports
+    the finished run)."""
 
 
 @dataclass
@@ -193,7 +191,7 @@ def _run(
     resolved = replace(config.tokenizer, backend=tokenizer.backend.name)  # every worker encodes alike
     state = output.state
     output.save()  # from here on, staged units survive an interrupt
-    writer = output.writer()
+    writer = DatasetWriter(output.path, state.rejects_bytes, state.rejects_by_reason)  # continues from the state
     bar = Progress(sum(unit.size_bytes for unit in units[state.next_unit :]), enabled=progress)
     try:
         workers = max(1, min(config.ray.num_actors, len(units) - state.next_unit))  # never more than units

@@ -85,9 +85,8 @@ class Progress:
         """``unit`` "B" shows the total in MB; ``last_line`` also prints a line when the work is done."""
         self.total, self.done, self.desc, self.unit = total, 0, desc, unit
         self.counts: dict[str, int] = {}
-        self.start = time.monotonic()
         self._first: tuple[float, int, dict[str, int]] | None = None  # when, done, counts at the first work
-        self._last_line = self.start
+        self._last_line = time.monotonic()
         self._interval_s = interval_s
         self._enabled = enabled
         self._print_last = last_line
@@ -127,23 +126,19 @@ class Progress:
         elapsed = time.monotonic() - self._first[0]
         return elapsed if elapsed >= MIN_RATE_S and self.done > self._first[1] else None
 
-    def eta_s(self) -> float | None:
-        """Seconds left at the rate since the first work reported; None until there is a rate."""
-        elapsed = self._since_first()
-        if elapsed is None or self._first is None:
-            return None
-        return max(0, self.total - self.done) * elapsed / (self.done - self._first[1])
-
     def _beside(self) -> list[str]:
-        """The counters (the first with its rate since the first work, once there is one) and the ETA."""
+        """The counters (the first with its rate since the first work, once there is one) and the ETA
+        at that rate."""
         elapsed = self._since_first()
         parts = []
         for i, (name, value) in enumerate(self.counts.items()):
             parts.append(f"{value} {name}")
             if i == 0 and elapsed is not None and self._first is not None:
                 parts[-1] += f" ({(value - self._first[2].get(name, 0)) / elapsed:.0f}/s)"
-        eta = self.eta_s()
-        return parts if eta is None else [*parts, f"ETA {eta:.0f}s"]
+        if elapsed is None or self._first is None:
+            return parts
+        eta = max(0, self.total - self.done) * elapsed / (self.done - self._first[1])
+        return [*parts, f"ETA {eta:.0f}s"]
 
     def line(self) -> str:
         share = self.done / self.total if self.total else 1.0

@@ -67,15 +67,6 @@ POLL_S = 0.5  # the driver takes the progress board's reports this often while i
 UNIT_POLL_S = 0.05  # ... and before it hands on a cooked unit, unless it took them this recently
 
 
-def _last_traced(path: str) -> int | None:
-    try:
-        with open(path) as handle:
-            lines = handle.read().split()
-    except FileNotFoundError:
-        return None
-    return int(lines[-1]) if lines else None
-
-
 class ProgressBoard:
     """The ``UnitProgress`` reports the actors post, in the order posted, until the driver takes them."""
 
@@ -101,7 +92,7 @@ class RayWorker(CookWorker):
         super().__init__(config, report=ray.get_actor(board).post.remote, report_interval_s=report_interval_s)
 
     def run(self, sent: bytes) -> bytes:
-        """``sent``: ``pickle.dumps((job, attempt))``, made by the driver (``RayExecutor._submit``) from its
+        """``sent``: ``pickle.dumps((job, attempt))``, made by the driver (``RayExecutor.submit``) from its
         own job dataclasses, never from dataset bytes: the trust Ray already gives every actor argument,
         which it unpickles too. Dataset bytes reach a worker only through the sources' parsers."""
         job, attempt = pickle.loads(sent)
@@ -161,15 +152,14 @@ class RayExecutor:
         else:
             heapq.heappush(self._ranks, (self._busy[actor], self._writes[actor], actor))
 
-    def _submit(self, job: Job, attempt: Attempt, tries: int) -> None:
+    def submit(self, job: Job, attempt: Attempt | None = None, tries: int = 0) -> None:
+        """Run ``job`` on the least busy actor (``attempt`` and ``tries``: a job run again after a crash)."""
+        attempt = attempt or Attempt()
         actor = self._pick()
         self._load(actor, 1, isinstance(job, WriteTask))
         sent = pickle.dumps((job, attempt), protocol=pickle.HIGHEST_PROTOCOL)  # bytes: Ray's cloudpickle of
         # the dataclasses themselves cost the driver ~0.2 ms a job
         self._running[self.actors[actor].run.remote(sent)] = (job, attempt, actor, tries)
-
-    def submit(self, job: Job) -> None:
-        self._submit(job, Attempt(), 0)
 
     def outstanding(self) -> int:
         return len(self._running)
@@ -183,7 +173,9 @@ class RayExecutor:
             ready, _ = ray.wait(list(self._running), num_returns=1, timeout=POLL_S)
             since = time.monotonic() - self._taken_at
             if since >= POLL_S or (ready and since >= UNIT_POLL_S and isinstance(self._running[ready[0]][0], Unit)):
-                self._take_reports()
+                for progress in ray.get(self._board.take.remote()):
+                    self.on_progress(progress)
+                self._taken_at = time.monotonic()
             if not ready:
                 continue
             (ref,) = ready
@@ -194,17 +186,10 @@ class RayExecutor:
             except (RayActorError, WorkerCrashedError):
                 if tries + 1 >= MAX_ATTEMPTS:
                     raise RuntimeError(f"{_describe(job)} kept killing workers after {MAX_ATTEMPTS} attempts") from None
-                self._submit(job, self._next_attempt(job, attempt), tries + 1)
+                self.submit(job, self._next_attempt(job, attempt), tries + 1)
                 continue
             self.received_bytes += len(payload)
             return decode_result(payload)
-
-    def _take_reports(self) -> None:
-        import ray
-
-        for progress in ray.get(self._board.take.remote()):
-            self.on_progress(progress)
-        self._taken_at = time.monotonic()
 
     def _next_attempt(self, job: Job, attempt: Attempt) -> Attempt:
         """After a crash, trace the unit's records; after a traced crash, blame the last record."""
@@ -213,9 +198,13 @@ class RayExecutor:
         if attempt.trace is None:
             os.makedirs(self._trace_dir, exist_ok=True)
             return Attempt(os.path.join(self._trace_dir, f"trace-{job.index:06d}"), attempt.crashed)
-        last = _last_traced(attempt.trace)
-        if last is not None and last not in attempt.crashed:
-            return Attempt(attempt.trace, attempt.crashed | {last})
+        try:
+            with open(attempt.trace) as handle:
+                traced = [int(line) for line in handle.read().split()]
+        except FileNotFoundError:
+            traced = []
+        if traced and traced[-1] not in attempt.crashed:
+            return Attempt(attempt.trace, attempt.crashed | {traced[-1]})
         return attempt
 
     def close(self) -> None:

@@ -93,6 +93,7 @@ def index_source(source: SourceManifest) -> CookedSource:
     shard_of: list[int] = []
     offsets: list[int] = []
     seqs: list[int] = []
+    pack_of: list[int] = []
     lengths: list[int] = []
     pack_bytes: list[int] = []
     for number, shard_path in enumerate(shards):
@@ -105,8 +106,7 @@ def index_source(source: SourceManifest) -> CookedSource:
             listed = manifest.shards[number].packs
             why = walk.faults[0][1] if walk.faults else f"{len(packs)} packs, the manifest lists {listed}"
             raise ConfigError(f"repack source {path!r}: {shard_path} is damaged ({why}); run cook validate")
-        pack_bytes += np.diff(np.array(walk.offsets, dtype=np.int64)).tolist()
-        for raw in packs:
+        for pack_number, raw in enumerate(packs, len(pack_bytes)):  # numbered across the source's shards
             try:
                 sequences = orjson.loads(bytes(raw.members[fmt.META]))["sequences"]
             except (KeyError, TypeError, orjson.JSONDecodeError) as err:
@@ -118,8 +118,10 @@ def index_source(source: SourceManifest) -> CookedSource:
                 shard_of.append(number)
                 offsets.append(raw.offset)
                 seqs.append(position)
+                pack_of.append(pack_number)
                 lengths.append(entry["length"])
-    pack = np.repeat(np.arange(len(pack_bytes), dtype=np.int64), _per_pack(offsets, shard_of))
+        pack_bytes += np.diff(np.array(walk.offsets, dtype=np.int64)).tolist()
+    pack = np.array(pack_of, dtype=np.int64)
     tokens = np.array(lengths, dtype=np.float64)  # float64 [N]
     pack_tokens = np.bincount(pack, weights=tokens, minlength=len(pack_bytes))  # float64 [packs]
     seq_bytes = np.array(pack_bytes, dtype=np.float64)[pack] * tokens / np.maximum(pack_tokens[pack], 1)
@@ -133,15 +135,6 @@ def index_source(source: SourceManifest) -> CookedSource:
         pack=pack[order],
         seq_bytes=seq_bytes[order],
     )
-
-
-def _per_pack(offsets: list[int], shard_of: list[int]) -> np.ndarray:
-    """int64 [packs]: how many consecutive sequences share each (shard, offset)."""
-    if not offsets:
-        return np.zeros(0, dtype=np.int64)
-    keys = np.array(shard_of, dtype=np.int64) * (1 << 40) + np.array(offsets, dtype=np.int64)
-    starts = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]])
-    return np.diff(np.r_[starts, keys.shape[0]])
 
 
 def input_order(names: list[str], ids: list[str]) -> np.ndarray:

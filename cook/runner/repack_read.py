@@ -85,20 +85,17 @@ class _PackFile:
         """The member's array, a read-only view of the mapped shard (nothing is read until it is used)."""
         return read_npy(self.bytes(name))
 
-    def patch_span(self, first: int, rows: int) -> PatchSpan:
-        """Where rows ``first ..`` of ``pixel_patches`` lie in the shard."""
+    def patch_rows(self, first: int, rows: int) -> tuple[PatchSpan, np.ndarray]:
+        """Where rows ``first ..`` of ``pixel_patches`` lie in the shard, and those rows (uint8 [rows, 768]):
+        a read-only view of the mapped shard (the writer copies it once, from the page cache into the new shard)."""
         offset, size = self.spans[fmt.PIXEL_PATCHES]
         head = self.mapped[offset : offset + 12]
         start = 10 + head[8] + (head[9] << 8) if head[6] == 1 else 12 + int.from_bytes(head[8:12], "little")
         if start + (first + rows) * fmt.PATCH_VALUES > size:
             raise RuntimeError(f"pixel_patches holds fewer than {first + rows} rows")
-        return PatchSpan(self.path, offset + start + first * fmt.PATCH_VALUES, rows)
-
-    def patch_rows(self, span: PatchSpan) -> np.ndarray:
-        """uint8 [rows, 768]: the rows at ``span``, a read-only view of the mapped shard (the writer
-        copies it once, from the page cache into the new shard)."""
-        view = np.frombuffer(self.mapped, np.uint8, span.rows * fmt.PATCH_VALUES, span.offset)
-        return view.reshape(span.rows, fmt.PATCH_VALUES)
+        at = offset + start + first * fmt.PATCH_VALUES
+        view = np.frombuffer(self.mapped, np.uint8, rows * fmt.PATCH_VALUES, at)
+        return PatchSpan(self.path, at, rows), view.reshape(rows, fmt.PATCH_VALUES)
 
 
 def _cut_pack(
@@ -176,8 +173,7 @@ class _MediaCursor:
             stored = tuple(self.pack.bytes(name) for name in names)
             return MediaItem(kind, (), None, size, label, stored_frames=stored), spans  # type: ignore[arg-type]
         rows = frames * fmt.frame_patches(height, width)
-        span = self.pack.patch_span(self.patch, rows) if wanted else None
-        patches = self.pack.patch_rows(span) if span is not None else None
+        span, patches = self.pack.patch_rows(self.patch, rows) if wanted else (None, None)
         self.patch += rows
         return MediaItem(kind, (), patches, size, label, None, None), span  # type: ignore[arg-type]
 

@@ -25,7 +25,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
 from cook import __version__
@@ -58,9 +58,7 @@ class RunState:
     windows_short_of_pack_count_multiple: int = 0
 
 
-# windows that packed short of packing.pack_count_multiple: a top-level key of state.json; an older
-# state.json (cook 0.1.0) keeps it inside "packing", where state_from_json still finds it
-_UNMET = "windows_short_of_pack_count_multiple"
+_CONVERTED = ("shards", "counts", "packing")  # the fields of RunState that state.json holds in another form
 
 
 def shard_line(shard: ShardInfo) -> bytes:
@@ -76,46 +74,25 @@ def read_shard_log(data: bytes) -> list[ShardInfo]:
 
 def state_json(state: RunState, shard_log_bytes: int) -> dict[str, Any]:
     """``state`` as the JSON object of ``state.json`` (``state_from_json`` reads it back). Its shards
-    are the first ``shard_count`` entries of the shard log, ``shard_log_bytes`` long (a state.json of
-    cook 0.1.0 lists them itself, under ``shards``)."""
+    are the first ``shard_count`` entries of the shard log, ``shard_log_bytes`` long."""
     checkpointed = state.packing is not None
-    return {
-        "fingerprint": state.fingerprint,
-        "next_unit": state.next_unit,
-        "skip": state.skip,
-        "windows": state.windows,
-        "window_shard": state.window_shard,
-        "window_pack": state.window_pack,
-        "rejects_bytes": state.rejects_bytes,
-        "shard_count": len(state.shards),
-        "shard_log_bytes": shard_log_bytes,
-        "counts": state.counts.to_dict() if checkpointed else {},
-        "rejects_by_reason": state.rejects_by_reason,
-        "packing": asdict(state.packing) if state.packing is not None else {},
-        _UNMET: state.windows_short_of_pack_count_multiple,
-    }
+    data = {f.name: getattr(state, f.name) for f in fields(RunState) if f.name not in _CONVERTED}
+    data.update(
+        shard_count=len(state.shards),
+        shard_log_bytes=shard_log_bytes,
+        counts=state.counts.to_dict() if checkpointed else {},
+        packing=asdict(state.packing) if state.packing is not None else {},
+    )
+    return data
 
 
 def state_from_json(data: dict[str, Any], shards: list[ShardInfo]) -> RunState:
-    """``state.json``'s object, with its shards (read from the shard log, or from ``data["shards"]``
-    in an older state.json), as a ``RunState``."""
-    packing = dict(data["packing"])
-    inside = int(packing.pop(_UNMET, 0))  # an older state.json
-    unmet = int(data[_UNMET]) if _UNMET in data else inside
-    stats = PackingStats.from_fields(packing) if packing else None
+    """``state.json``'s object, with its shards (read from the shard log), as a ``RunState``."""
     return RunState(
-        fingerprint=data["fingerprint"],
-        next_unit=data["next_unit"],
-        skip=data["skip"],
-        windows=data["windows"],
-        window_shard=data["window_shard"],
-        window_pack=data["window_pack"],
-        rejects_bytes=data["rejects_bytes"],
+        **{f.name: data[f.name] for f in fields(RunState) if f.name not in _CONVERTED},
         shards=shards,
         counts=fmt.Counts.from_dict(data["counts"]),
-        rejects_by_reason=dict(data["rejects_by_reason"]),
-        packing=stats,
-        windows_short_of_pack_count_multiple=unmet,
+        packing=PackingStats.from_fields(data["packing"]) if data["packing"] else None,
     )
 
 

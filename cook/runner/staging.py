@@ -72,7 +72,6 @@ Spans = Sequence[tuple[MediaSpan | None, ...]]  # per sample, per media item; No
 
 class SampleStore(Protocol):
     def put(self, summary: UnitSummary, samples: Sequence[TokenizedSample], spans: Spans | None = None) -> None: ...
-    def get(self, unit: int) -> Sequence[TokenizedSample]: ...
     def take(self, refs: np.ndarray) -> list[TokenizedSample]: ...
     def summary(self, unit: int) -> UnitDone | None: ...
     def lengths(self, unit: int) -> tuple[np.ndarray, np.ndarray]: ...
@@ -354,7 +353,7 @@ class StagedUnit(Sequence[TokenizedSample]):
         self._sources: list[str] = header["sources"]
         self._truncated: list[int] = header["truncated"]
         self._media: list[list[Any]] = header["media"]
-        self._shards: list[str] = header.get("shards", [])  # absent in stage files of an older cook
+        self._shards: list[str] = header["shards"]
         self._shard_maps: dict[int, mmap.mmap] = {}  # the source shards PatchSpans refer to, mapped on first use
         lengths = header["lengths"]
         self._starts = [0, *itertools.accumulate(lengths)]
@@ -396,12 +395,12 @@ class StagedUnit(Sequence[TokenizedSample]):
     def _read_item(self, item: list[Any]) -> MediaItem:
         """A staged media item; its arrays are views of the stage file or, for a ``PatchSpan``, of the
         source shard."""
-        kind, visual_kind, size, patches, audio, lengths, *more = item  # no 7th field: a stage file of an older cook
+        kind, visual_kind, size, patches, audio, lengths, frames = item
         mapped, base = self._mapped, self._base
         pixel = features = clip_lengths = None
         stored: tuple[memoryview, ...] = ()
-        if more and more[0] is not None:
-            source, members = more[0]
+        if frames is not None:
+            source, members = frames
             view, at = (memoryview(mapped), base) if source is None else (memoryview(self._shard_map(source)), 0)
             stored = tuple(view[at + offset : at + offset + nbytes] for offset, nbytes in members)
         if patches is not None:

@@ -347,17 +347,9 @@ def staged_lengths(payload: bytes) -> tuple[np.ndarray, np.ndarray]:
 def decode_result(payload: bytes) -> Result:
     body = orjson.loads(payload)
     if "unit" in body:
-        if "samples" in body:
-            samples, tokens = body["samples"], body["tokens"]
-        else:  # a sidecar staged by an older cook: the counts from its lengths
-            lengths = _from_int32s(body["lengths"])
-            samples, tokens = int(lengths.shape[0]), int(lengths.sum())
-        if "rejects" in body:  # staged by an older cook: the records themselves
-            rejects = Rejects.of([RejectRecord(s, RejectReason(r), d) for s, r, d in body["rejects"]])
-        else:
-            by_reason = tuple((RejectReason(reason).value, int(n)) for reason, n in body["rejects_by_reason"])
-            rejects = Rejects(body["reject_lines"], by_reason)
-        return UnitDone(body["unit"], body["records_in"], rejects, samples, tokens)
+        by_reason = tuple((RejectReason(reason).value, int(n)) for reason, n in body["rejects_by_reason"])
+        rejects = Rejects(body["reject_lines"], by_reason)
+        return UnitDone(body["unit"], body["records_in"], rejects, body["samples"], body["tokens"])
     if "window" in body:
         stats = PackingStats.from_fields(body["stats"])
         return WindowDone(body["window"], body["packs"], stats, body["short_of_multiple"], body["media"])

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from cook.config import PackingConfig
-from cook.packing.metrics import PackingStats, stats_for_flat
+from cook.packing.metrics import stats_for_flat
 from cook.packing.packer import plan_window
 from cook.runner.units import PackPlan, ShardTask, Slice, UnitDone, WindowDone, WindowTask, WriteTask
 
@@ -65,18 +65,9 @@ class WindowPlan:
         return self.task.index
 
     @property
-    def packs(self) -> int:
+    def planned(self) -> WindowDone:
         assert self.done is not None, "a planned window"
-        return self.done.packs
-
-    @property
-    def stats(self) -> PackingStats:
-        assert self.done is not None, "a planned window"
-        return self.done.stats
-
-    @property
-    def short_of_multiple(self) -> bool:
-        return self.done is not None and self.done.short_of_multiple
+        return self.done
 
     @property
     def shards(self) -> range:
@@ -85,8 +76,7 @@ class WindowPlan:
     def writes(self, committed: int, per_job: int) -> list[WriteTask]:
         """The window's shards not yet committed (below ``committed`` they are, after a resume), in write
         jobs of ``per_job`` shards (the last may hold fewer; a shard each where the window holds media)."""
-        assert self.done is not None, "a planned window"
-        per_job = 1 if self.done.media else per_job
+        per_job = 1 if self.planned.media else per_job
         tasks = [task for task in self.tasks if task.shard_index >= committed]
         return [WriteTask(tuple(tasks[i : i + per_job])) for i in range(0, len(tasks), per_job)]
 
@@ -149,8 +139,8 @@ class Planner:
     def number(self, window: WindowPlan) -> None:
         """Number ``window``'s packs and shards after the windows before it and cut its shard tasks
         (its plan is back: ``window.done``)."""
-        assert window.done is not None and window.index == self.to_number, "windows are numbered in order"
-        packs = window.done.packs
+        assert window.index == self.to_number, "windows are numbered in order"
+        packs = window.planned.packs
         window.first_shard, window.first_pack = self._shard, self._pack
         window.numbered = True
         for first in range(0, packs, self.shard_size):

@@ -1,10 +1,13 @@
-"""A run interrupted under the previous ``state.json`` layout (cook 0.1.0: the pack-count shortfall
-inside its ``packing`` object, the shards listed in state.json, no shard log) resumes with the shortfall
-and shards it had counted: the finished dataset equals an uninterrupted run's, shortfall included."""
+"""A run interrupted by cook 0.1.0 (its ``state.json`` layout: the pack-count shortfall inside
+``packing``, the shards listed in state.json, no shard log; its fingerprint with each unit's first
+line number) is another run's: ``cook run`` exits 2 with one line, and ``--overwrite`` cooks the
+dataset an uninterrupted run cooks."""
 
 from __future__ import annotations
 
+import hashlib
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -13,9 +16,9 @@ import yaml
 
 from cook import format as fmt
 from cook.cli.main import main
-from cook.manifest import ShardInfo
+from cook.config import load_config
 from cook.runner.output_dir import SHARD_LOG_NAME, STATE_NAME, OutputDir
-from cook.runner.resume import state_from_json
+from cook.runner.plan import plan_units
 from tests.conftest import pipeline_dict, write_jsonl
 
 UNMET = "windows_short_of_pack_count_multiple"
@@ -44,11 +47,22 @@ def _finished(out: Path) -> dict[str, Any]:
     return {key: value for key, value in manifest.items() if key != "pipeline"}  # pipeline: the output dir differs
 
 
-def test_resume_from_the_previous_state_layout(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def _fingerprint_of_cook_0_1_0(pipeline: Path) -> str:
+    """The fingerprint cook 0.1.0 gave this run: its plan held each unit's first line number."""
+    config = load_config(str(pipeline))
+    body = {
+        "pipeline": {key: value for key, value in config.to_dict().items() if key != "ray"},
+        "plan": [(u.path, u.format, u.span, u.first_index, os.path.getsize(u.path)) for u in plan_units(config.input)],
+    }
+    return hashlib.sha256(json.dumps(body, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def test_a_run_interrupted_by_cook_0_1_0_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     write_jsonl(tmp_path / "in.jsonl", ROWS)
     assert main(["run", str(_pipeline(tmp_path, "reference")), "--workers", "0", "--quiet"]) == 0
     reference = _finished(tmp_path / "reference")
-    assert reference["packing"][UNMET] == reference["packing"]["windows"] == 10
 
     real_save = OutputDir.save
 
@@ -63,16 +77,17 @@ def test_resume_from_the_previous_state_layout(tmp_path: Path, monkeypatch: pyte
     monkeypatch.undo()
     path = tmp_path / "out" / fmt.PROGRESS_DIR / STATE_NAME
     state = json.loads(path.read_text())
-    assert state[UNMET] == 3 and UNMET not in state["packing"]  # this layout: its own key
-
-    state["packing"][UNMET] = state.pop(UNMET)  # the previous layout (cook 0.1.0): its own key, and
+    state["packing"][UNMET] = state.pop(UNMET)  # cook 0.1.0's layout: the shortfall inside "packing",
     log = path.parent / SHARD_LOG_NAME  # the shards listed in state.json, with no shard log
     state["shards"] = [json.loads(line) for line in log.read_bytes()[: state.pop("shard_log_bytes")].splitlines()]
     assert len(state["shards"]) == state.pop("shard_count") > 0
     log.unlink()
+    state["fingerprint"] = _fingerprint_of_cook_0_1_0(pipeline)
     path.write_text(json.dumps(state))
-    old = state_from_json(state, [ShardInfo(**entry) for entry in state["shards"]])
-    assert old.windows_short_of_pack_count_multiple == 3
+    capsys.readouterr()
 
-    assert main(["run", str(pipeline), "--workers", "0", "--quiet"]) == 0
+    assert main(["run", str(pipeline), "--workers", "0", "--quiet"]) == 2
+    (line,) = capsys.readouterr().err.splitlines()
+    assert line.endswith("holds an interrupted run of a different pipeline or input; pass --overwrite to discard it")
+    assert main(["run", str(pipeline), "--workers", "0", "--quiet", "--overwrite"]) == 0
     assert _finished(tmp_path / "out") == reference

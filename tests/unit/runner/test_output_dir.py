@@ -292,21 +292,21 @@ def test_a_shard_logged_after_the_last_state_is_cut_off_by_the_next_save(tmp_pat
         assert output.state.shards == [SHARD, replace(later, sha256="cd" * 32)]
 
 
-def test_a_state_json_listing_its_shards_resumes_and_is_logged_on_save(tmp_path: Path) -> None:
-    """cook 0.1.0 listed the shards in state.json itself: such a run resumes, and its next save moves
-    them to the shard log."""
+def test_a_state_json_of_cook_0_1_0_is_refused(tmp_path: Path) -> None:
+    """cook 0.1.0 listed the shards in state.json itself and fingerprinted another plan (with first line
+    numbers): its interrupted run is another run's, refused before its shards are read."""
     identity = _identity(tmp_path)
     out = tmp_path / "out"
-    state = RunState(identity.fingerprint, next_unit=1, windows=1, window_shard=1, shards=[SHARD])
-    _interrupted(out, state)
+    _interrupted(out, RunState("made by cook 0.1.0", next_unit=1, windows=1, window_shard=1, shards=[SHARD]))
     path = out / fmt.PROGRESS_DIR / STATE_NAME
     data = json.loads(path.read_text())
     del data["shard_count"], data["shard_log_bytes"]
     data["shards"] = [asdict(SHARD)]
     path.write_text(json.dumps(data))
     (out / fmt.PROGRESS_DIR / SHARD_LOG_NAME).unlink()
-    with OutputDir(str(out), identity) as output:
-        assert output.state.shards == [SHARD]
-        output.save()
-    assert (out / fmt.PROGRESS_DIR / SHARD_LOG_NAME).read_bytes() == shard_line(SHARD)
-    assert json.loads(path.read_text())["shard_count"] == 1
+    before = _names(out)
+    with pytest.raises(
+        ConfigError, match="holds an interrupted run of a different pipeline or input; pass --overwrite"
+    ):
+        _open(str(out), identity)
+    assert _names(out) == before

@@ -31,8 +31,8 @@ class CountingRayExecutor(RayExecutor):
 
     peak = 0
 
-    def _submit(self, job, attempt, tries):
-        super()._submit(job, attempt, tries)
+    def submit(self, job, attempt=None, tries=0):
+        super().submit(job, attempt, tries)
         CountingRayExecutor.peak = max(CountingRayExecutor.peak, self.outstanding())
 
 

@@ -1,6 +1,5 @@
-"""``state.json``: read back, the typed ``RunState`` writes the same JSON again; a state.json of the
-previous layout (the pack-count shortfall inside ``packing``, the shards listed) reads the same and is
-written in this one, its shards in the shard log. (``OutputDir`` saves and loads the files:
+"""``state.json``: read back, the typed ``RunState`` writes the same JSON again, its shards in the shard
+log. (``OutputDir`` saves and loads the files, and refuses a state.json of cook 0.1.0:
 tests/unit/runner/test_output_dir.py.)"""
 
 import json
@@ -69,18 +68,6 @@ def test_checkpointed_state_reads_typed_and_writes_the_same_json() -> None:
     assert state.windows_short_of_pack_count_multiple == 3
     assert isinstance(state.packing, PackingStats) and state.packing.sequences_per_pack == ((5, 1), (6, 1))
     assert state.packing.efficiency == 900 / (2 * 512)
-
-
-def test_previous_layout_reads_the_same_and_is_written_in_this_one() -> None:
-    previous = {k: v for k, v in CHECKPOINTED.items() if k not in (UNMET, "shard_count", "shard_log_bytes")}
-    previous["packing"] = {**CHECKPOINTED["packing"], UNMET: 3}
-    previous["shards"] = [SHARD]
-    state = state_from_json(json.loads(json.dumps(previous)), [ShardInfo(**s) for s in previous["shards"]])
-    assert state.windows_short_of_pack_count_multiple == 3
-    assert json.loads(json.dumps(state_json(state, 152))) == CHECKPOINTED
-    fresh = {**state_json(RunState("f" * 64), 0), "packing": {}}
-    del fresh[UNMET]  # a fresh state of the previous layout: no shortfall anywhere
-    assert state_from_json(fresh, []).windows_short_of_pack_count_multiple == 0
 
 
 def test_fresh_state_has_no_counts_and_no_stats() -> None:

@@ -56,14 +56,6 @@ def test_the_staged_sidecar_holds_the_counts_and_the_lengths() -> None:
     assert lengths.dtype == np.int32 and lengths.tolist() == [5, 70000, 1] and n_patches.tolist() == [0, 4096, 0]
 
 
-def test_a_sidecar_of_an_older_cook_gives_its_counts() -> None:
-    """cook before issue 31 staged lengths and patch counts only (samples and tokens come from them), and
-    the reject records themselves (their lines are made here, as the worker makes them now)."""
-    old = b'{"unit":2,"records_in":4,"rejects":[["b#3","bad_json","x"]],"lengths":"BQAAAAMAAAA=","n_patches":"AAAAAAQAAAA="}'
-    rejects = Rejects(reject_line(RejectRecord("b#3", RejectReason.BAD_JSON, "x")), (("bad_json", 1),))
-    assert decode_result(old) == UnitDone(2, 4, rejects, 2, 8)
-
-
 def test_window_done_round_trips() -> None:
     stats = stats_for_flat(np.array([5, 9, 30]), np.array([2, 0, 1]), np.array([0, 1, 3]), 32, 4)
     for media in (False, True):

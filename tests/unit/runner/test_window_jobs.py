@@ -84,7 +84,7 @@ def test_a_window_goes_out_as_write_jobs_of_its_uncommitted_shards(tmp_path: Pat
     (window,) = planner.add(done)
     window.done = worker.plan_window(window.task)
     planner.number(window)
-    packs = window.packs
+    packs = window.planned.packs
     assert packs > SHARDS_PER_WRITE, packs  # a shard per pack: more shards than one write job takes
     writes = window.writes(committed=0, per_job=SHARDS_PER_WRITE)
     assert [len(w.shards) for w in writes] == [SHARDS_PER_WRITE] * (packs // SHARDS_PER_WRITE) + (

@@ -66,7 +66,7 @@ def test_every_sample_once_in_window_order(sizes: list[list[int]], buffer_size: 
         refs = _refs(window, plan)
         if buffer_size != "all":
             assert len(refs) == buffer_size or window is planned[-1][0]
-        assert len(refs) == window.task.samples == window.stats.sequences
+        assert len(refs) == window.task.samples == window.planned.stats.sequences
         seen += refs
         for task in window.tasks:
             assert task.shard_index == shard and task.first_pack == pack and 1 <= task.packs <= shard_size
@@ -75,7 +75,7 @@ def test_every_sample_once_in_window_order(sizes: list[list[int]], buffer_size: 
             for a, b in itertools.pairwise(bounds.tolist()):
                 assert sum(-(-sizes[u][p] // 4) * 4 for u, p in task_refs[a:b].tolist()) <= 64
             shard, pack = shard + 1, pack + task.packs
-        assert window.packs == pack - window.first_pack == plan.packs
+        assert window.planned.packs == pack - window.first_pack == plan.packs
     assert seen == every  # windows are consecutive runs of the input, covering it once
 
 
