@@ -78,13 +78,7 @@ class TokenizerEntry:
     control_ids: Mapping[str, int]
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "path": self.path,
-            "sha256": dict(self.sha256),
-            "vocab_size": self.vocab_size,
-            "pad_id": self.pad_id,
-            "control_ids": dict(sorted(self.control_ids.items())),
-        }
+        return {**asdict(self), "sha256": dict(self.sha256), "control_ids": dict(sorted(self.control_ids.items()))}
 
 
 @dataclass(frozen=True)
