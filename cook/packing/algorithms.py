@@ -219,16 +219,13 @@ def pack_flat(
     core = ALGORITHMS.get(algorithm)
     if core is None:
         raise ValueError(f"unknown packing algorithm {algorithm!r}; valid: {', '.join(sorted(ALGORITHMS))}")
-    multiple = request.pack_count_multiple
-    if multiple is not None and multiple < 1:
-        raise ValueError(f"pack_count_multiple must be >= 1, got {multiple}")
     p = make_problem(lengths, request, media)
     if not len(p.cost):
         return np.zeros(0, np.int64), np.zeros(1, np.int64)
     order, bounds = _canonical_flat(core(p))
-    if multiple in (None, 1):
+    if request.pack_count_multiple in (None, 1):
         return order, bounds
-    packs = _split_to_multiple(_lists(order, bounds), p.cost, multiple)  # works on lists
+    packs = _split_to_multiple(_lists(order, bounds), p.cost, request.pack_count_multiple)  # works on lists
     sizes = np.array([len(q) for q in packs], dtype=np.int64)
     flat = np.fromiter((i for q in packs for i in q), dtype=np.int64, count=int(sizes.sum()))
     return flat, np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
