@@ -81,22 +81,17 @@ class PartShare:
 
 @dataclass(frozen=True)
 class BlendReport:
+    """``to_dict`` (the ``--json`` object) keeps the field order."""
+
     seq_len: int
-    parts: tuple[PartShare, ...]
+    global_batch_size: int | None
+    steps: int | None
     target_tokens_per_pack: float  # expected, over the blend's draws
     packing_efficiency: float  # expected true tokens of a drawn pack / seq_len
-    global_batch_size: int | None = None
-    steps: int | None = None
+    parts: tuple[PartShare, ...]
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "seq_len": self.seq_len,
-            "global_batch_size": self.global_batch_size,
-            "steps": self.steps,
-            "target_tokens_per_pack": self.target_tokens_per_pack,
-            "packing_efficiency": self.packing_efficiency,
-            "parts": [vars(part) for part in self.parts],
-        }
+        return {**vars(self), "parts": [vars(part) for part in self.parts]}
 
 
 def check_weight(name: str, text: str) -> float:

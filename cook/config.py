@@ -234,10 +234,12 @@ def _dataclass_schema(cls: type) -> dict[str, Any]:
         else:
             schema.update(constraints)
         schema["description"] = f.metadata["doc"]
-        if f.default is not dataclasses.MISSING:
-            schema["default"] = _plain(f.default)
-        elif f.default_factory is not dataclasses.MISSING:
-            schema["default"] = _plain(f.default_factory())
+        if dataclasses.is_dataclass(f.default):  # a section: its default as a mapping
+            schema["default"] = dataclasses.asdict(f.default)  # type: ignore[arg-type]
+        elif f.default is not dataclasses.MISSING:
+            schema["default"] = f.default
+        elif f.default_factory is not dataclasses.MISSING:  # a list or dict key (``_key``)
+            schema["default"] = f.default_factory()
         else:
             required.append(f.name)
         properties[f.name] = schema
@@ -245,10 +247,6 @@ def _dataclass_schema(cls: type) -> dict[str, Any]:
     if required:
         out["required"] = required
     return out
-
-
-def _plain(value: Any) -> Any:
-    return dataclasses.asdict(value) if dataclasses.is_dataclass(value) else value  # type: ignore[arg-type]
 
 
 def pipeline_schema() -> dict[str, Any]:

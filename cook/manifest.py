@@ -78,13 +78,7 @@ class TokenizerEntry:
     control_ids: Mapping[str, int]
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "path": self.path,
-            "sha256": dict(self.sha256),
-            "vocab_size": self.vocab_size,
-            "pad_id": self.pad_id,
-            "control_ids": dict(sorted(self.control_ids.items())),
-        }
+        return {**asdict(self), "sha256": dict(self.sha256), "control_ids": dict(sorted(self.control_ids.items()))}
 
 
 @dataclass(frozen=True)
@@ -97,12 +91,7 @@ class PackingEntry:
     windows_short_of_pack_count_multiple: int
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            **self.stats,
-            "algorithm": self.algorithm,
-            "windows": self.windows,
-            "windows_short_of_pack_count_multiple": self.windows_short_of_pack_count_multiple,
-        }
+        return {**self.stats, **{key: getattr(self, key) for key in _PACKING_KEYS}}
 
 
 @dataclass(frozen=True)
@@ -227,9 +216,7 @@ def _parse(data: object) -> Manifest:
         counts=fmt.Counts.from_dict(counts),
         packing=PackingEntry(
             stats={k: v for k, v in packing.items() if k not in _PACKING_KEYS},
-            algorithm=packing["algorithm"],
-            windows=packing["windows"],
-            windows_short_of_pack_count_multiple=packing["windows_short_of_pack_count_multiple"],
+            **{key: packing[key] for key in _PACKING_KEYS},
         ),
         rejects_by_reason=_mapping(data, "rejects_by_reason", int),
         shards=tuple(ShardInfo(**entry) for entry in _entries(data, "shards", _SHARD_KINDS)),

@@ -204,23 +204,7 @@ def pack(
     request = PackRequest(
         capacity, pad_multiple, max_sequences_per_pack, media_budget, pack_count_multiple, seed, delta
     )
-    p, bin_of = _place(lengths, request, algorithm, media)
-    packs = _canonical(bin_of) if len(p.cost) else []
-    return _split_to_multiple(packs, p.cost, request.pack_count_multiple or 1)
-
-
-def _place(
-    lengths: Sequence[int] | np.ndarray, request: PackRequest, algorithm: str, media: Sequence[int] | np.ndarray | None
-) -> tuple[Problem, I64]:
-    """Validate, then each item's bin number from ``algorithm`` (int64 [n]; unplaced when n is 0)."""
-    core = ALGORITHMS.get(algorithm)
-    if core is None:
-        raise ValueError(f"unknown packing algorithm {algorithm!r}; valid: {', '.join(sorted(ALGORITHMS))}")
-    multiple = request.pack_count_multiple
-    if multiple is not None and multiple < 1:
-        raise ValueError(f"pack_count_multiple must be >= 1, got {multiple}")
-    p = make_problem(lengths, request, media)
-    return p, core(p) if len(p.cost) else np.zeros(0, np.int64)
+    return _lists(*pack_flat(lengths, request, algorithm, media))
 
 
 def pack_flat(
@@ -232,12 +216,16 @@ def pack_flat(
     """``pack`` as two arrays, for windows of millions: ``order`` (int64 [N], the items pack by pack)
     and ``bounds`` (int64 [P + 1]); pack ``j`` is ``order[bounds[j]:bounds[j + 1]]``. The same packs
     in the same order as ``pack``, without a Python object per item."""
-    p, bin_of = _place(lengths, request, algorithm, media)
+    core = ALGORITHMS.get(algorithm)
+    if core is None:
+        raise ValueError(f"unknown packing algorithm {algorithm!r}; valid: {', '.join(sorted(ALGORITHMS))}")
+    p = make_problem(lengths, request, media)
     if not len(p.cost):
         return np.zeros(0, np.int64), np.zeros(1, np.int64)
+    order, bounds = _canonical_flat(core(p))
     if request.pack_count_multiple in (None, 1):
-        return _canonical_flat(bin_of)
-    packs = _split_to_multiple(_canonical(bin_of), p.cost, request.pack_count_multiple)  # works on lists
+        return order, bounds
+    packs = _split_to_multiple(_lists(order, bounds), p.cost, request.pack_count_multiple)  # works on lists
     sizes = np.array([len(q) for q in packs], dtype=np.int64)
     flat = np.fromiter((i for q in packs for i in q), dtype=np.int64, count=int(sizes.sum()))
     return flat, np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
@@ -259,9 +247,8 @@ def _canonical_flat(bin_of: I64) -> tuple[I64, I64]:
     return order[index].astype(np.int64), bounds
 
 
-def _canonical(bin_of: I64) -> list[list[int]]:
-    """Bin numbers -> packs, each sorted ascending, packs sorted by first index."""
-    order, bounds = _canonical_flat(bin_of)
+def _lists(order: I64, bounds: I64) -> list[list[int]]:
+    """``(order, bounds)`` -> the packs as index lists."""
     flat = order.tolist()
     return [flat[a:e] for a, e in itertools.pairwise(bounds.tolist())]
 

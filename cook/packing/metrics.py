@@ -21,7 +21,7 @@ Worked example, capacity 12, pad_multiple 4, lengths [5, 2, 8], packs [[0, 1], [
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass, replace
 from itertools import chain
 from typing import Any
 
@@ -95,13 +95,7 @@ class PackingStats:
         """Plain JSON types; histogram keys are strings (``"3"``, ``"90-100%"``)."""
         step = 100 // FILL_BINS
         return {
-            "capacity": self.capacity,
-            "pad_multiple": self.pad_multiple,
-            "packs": self.packs,
-            "sequences": self.sequences,
-            "tokens": self.tokens,
-            "pad_multiple_padding": self.pad_multiple_padding,
-            "tail_padding": self.tail_padding,
+            **asdict(self),
             "efficiency": self.efficiency,
             "sequences_per_pack": {str(k): v for k, v in self.sequences_per_pack},
             "fill_histogram": {f"{b * step}-{(b + 1) * step}%": n for b, n in enumerate(self.fill_histogram)},

@@ -26,7 +26,7 @@ from cook import format as fmt
 from cook.config import PackingConfig
 from cook.errors import Rejected, RejectReason
 from cook.packing.algorithms import PackRequest, pack_flat
-from cook.types import MediaItem, Pack, SequenceMeta, TokenizedSample
+from cook.types import Pack, SequenceMeta, TokenizedSample
 
 
 def fit_sample(sample: TokenizedSample, config: PackingConfig) -> TokenizedSample:
@@ -61,11 +61,6 @@ def fit_sample(sample: TokenizedSample, config: PackingConfig) -> TokenizedSampl
         truncated=True,
         truncated_tokens=sample.length - seq_len,
     )
-
-
-def _media_label(item: MediaItem) -> str:
-    """``meta.json``'s name for a media item: image, video, tiles or audio."""
-    return item.visual_kind or item.kind
 
 
 def build_pack(samples: Sequence[TokenizedSample], pad_id: int, pad_multiple: int, join_patches: bool = True) -> Pack:
@@ -105,7 +100,7 @@ def build_pack(samples: Sequence[TokenizedSample], pad_id: int, pad_multiple: in
                 source=s.source,
                 length=length,
                 targets=n_targets,
-                media=tuple(_media_label(m) for m in s.media) if s.media else (),
+                media=tuple(m.visual_kind or m.kind for m in s.media),  # image, video, tiles or audio
                 truncated=s.truncated,
             )
             for s, length, n_targets in zip(samples, lengths.tolist(), targets, strict=True)

@@ -65,8 +65,8 @@ def make_problem(
     capacity, pad_multiple, max_items = request.capacity, request.pad_multiple, request.max_sequences_per_pack
     budget = request.media_budget
     raw = np.asarray(lengths, dtype=np.int64).reshape(-1)
-    for name, value in (("capacity", capacity), ("pad_multiple", pad_multiple), ("max_sequences_per_pack", max_items)):
-        if value is not None and value < 1:
+    for name in ("capacity", "pad_multiple", "max_sequences_per_pack", "pack_count_multiple"):
+        if (value := getattr(request, name)) is not None and value < 1:
             raise ValueError(f"{name} must be >= 1, got {value}")
     if len(raw) and raw.min() < 1:
         raise ValueError(f"item {int(np.argmin(raw))} has length {raw.min()}; lengths must be >= 1")

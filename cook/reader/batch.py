@@ -45,7 +45,7 @@ import torch.nn.functional as F
 from megatron.core.packed_seq_params import PackedSeqParams
 from megatron.energon import Batch, edataclass
 
-from cook.reader.pack import PackedSample
+from cook.reader.pack import PackArrays, PackedSample
 
 IGNORE_INDEX = -100  # torch.nn.functional.cross_entropy's default ignore_index
 INLINE_BYTES = 1 << 20  # CPU tensors up to this size cross a worker boundary inside the pickle stream
@@ -155,50 +155,33 @@ def _stream_targets(
     return labels, loss_mask, position_ids, padding_mask, sequence_targets
 
 
-def _cat(tensors: Sequence[torch.Tensor | None]) -> torch.Tensor | None:
-    """The present tensors concatenated; a single one is passed through uncopied (media are megabytes)."""
+def _cat(tensors: Sequence[torch.Tensor | None], pad_frames: bool = False) -> torch.Tensor | None:
+    """The present tensors concatenated (``pad_frames``: audio features, F zero-padded to the longest);
+    a single one is passed through uncopied (media are megabytes)."""
     present = [x for x in tensors if x is not None]
     if len(present) <= 1:
         return present[0] if present else None
+    if pad_frames:
+        frames = max(x.shape[1] for x in present)
+        present = [F.pad(x, (0, 0, 0, frames - x.shape[1])) for x in present]
     return torch.cat(present)
 
 
-def _cat_audio(features: Sequence[torch.Tensor | None]) -> torch.Tensor | None:
-    present = [x for x in features if x is not None]
-    if len(present) <= 1:
-        return present[0] if present else None
-    frames = max(x.shape[1] for x in present)
-    return torch.cat([F.pad(x, (0, 0, 0, frames - x.shape[1])) for x in present])
-
-
-_Stream = tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, np.ndarray]
-
-
-def _stream(samples: Sequence[PackedSample]) -> _Stream:
-    """The packs end to end: ``(input_ids, target_mask, cu_seqlens, cu_seqlens_padded, cu_packs)``,
+def _stream(samples: Sequence[PackedSample]) -> tuple[PackArrays, np.ndarray]:
+    """The packs end to end: ``((input_ids, target_mask, cu_seqlens, cu_seqlens_padded), cu_packs)``,
     each pack's boundaries shifted by the packs before it."""
     true_cu = [s.cu_seqlens.numpy() for s in samples]
     padded_cu = [s.cu_seqlens_padded.numpy() for s in samples]
     real = np.cumsum([0] + [int(c[-1]) for c in true_cu], dtype=np.int32)
     cu_packs = np.cumsum([0] + [int(c[-1]) for c in padded_cu], dtype=np.int32)
     zero = np.zeros(1, dtype=np.int32)
-    return (
-        torch.from_numpy(np.concatenate([s.input_ids.numpy() for s in samples])),
-        torch.from_numpy(np.concatenate([s.target_mask.numpy() for s in samples])),
-        torch.from_numpy(np.concatenate([zero, *(c[1:] + r for c, r in zip(true_cu, real[:-1], strict=True))])),
-        torch.from_numpy(np.concatenate([zero, *(c[1:] + r for c, r in zip(padded_cu, cu_packs[:-1], strict=True))])),
-        cu_packs,
+    arrays = (
+        np.concatenate([s.input_ids.numpy() for s in samples]),
+        np.concatenate([s.target_mask.numpy() for s in samples]),
+        np.concatenate([zero, *(c[1:] + r for c, r in zip(true_cu, real[:-1], strict=True))]),
+        np.concatenate([zero, *(c[1:] + r for c, r in zip(padded_cu, cu_packs[:-1], strict=True))]),
     )
-
-
-def _media(samples: Sequence[PackedSample]) -> dict[str, torch.Tensor | None]:
-    """The packs' media fields, concatenated (a field only one pack has: its own tensor)."""
-    return {
-        "pixel_patches": _cat([s.pixel_patches for s in samples]),
-        "media_sizes": _cat([s.media_sizes for s in samples]),
-        "audio_features": _cat_audio([s.audio_features for s in samples]),
-        "audio_lengths": _cat([s.audio_lengths for s in samples]),
-    }
+    return arrays, cu_packs
 
 
 def collate_packs(samples: Sequence[PackedSample]) -> PackedBatch:
@@ -208,11 +191,22 @@ def collate_packs(samples: Sequence[PackedSample]) -> PackedBatch:
 
 def _collate_stream(samples: Sequence[PackedSample]) -> PackedBatch:
     """Any number of packs: concatenated into one stream, then the stream's targets."""
-    ids, mask, cu, cu_padded, cu_packs = _stream(samples)
-    padded_array = cu_padded.numpy()
-    labels, loss_mask, position_ids, padding_mask, sequence_targets = _stream_targets(
-        ids.numpy(), mask.numpy(), cu.numpy(), padded_array
-    )
+    return _batch(samples, *_stream(samples))
+
+
+def _collate_one(s: PackedSample) -> PackedBatch:
+    """``collate_packs([s])``, the common micro-batch of one pack, with no stream to build: the batch
+    holds the pack's own arrays (``input_ids`` as a ``[1, T]`` view), boundaries and media."""
+    arrays = s.arrays or (s.input_ids.numpy(), s.target_mask.numpy(), s.cu_seqlens.numpy(), s.cu_seqlens_padded.numpy())
+    return _batch([s], arrays, np.array([0, arrays[3][-1]], dtype=np.int32))
+
+
+def _batch(samples: Sequence[PackedSample], arrays: PackArrays, cu_packs: np.ndarray) -> PackedBatch:
+    """The batch of ``samples`` from their stream's stored arrays; the per-batch Python values come
+    from one ``tolist()`` of the padded boundaries."""
+    ids, _, cu, padded = arrays
+    labels, loss_mask, position_ids, padding_mask, sequence_targets = _stream_targets(*arrays)
+    bounds = padded.tolist()
     subflavors = [s.__subflavors__ for s in samples]
     sources = tuple(src for s in samples for src in (s.__sources__ or ()))
     return PackedBatch(
@@ -220,47 +214,19 @@ def _collate_stream(samples: Sequence[PackedSample]) -> PackedBatch:
         __restore_key__=(),
         __subflavors__=subflavors if any(x is not None for x in subflavors) else None,
         __sources__=sources or None,
-        input_ids=ids[None],
+        input_ids=torch.from_numpy(ids[None]),  # one pack: a view of its own tensor
         labels=torch.from_numpy(labels[None]),
         loss_mask=torch.from_numpy(loss_mask[None]),
         position_ids=torch.from_numpy(position_ids[None]),
         padding_mask=torch.from_numpy(padding_mask[None]),
-        cu_seqlens=cu,
-        cu_seqlens_padded=cu_padded,
+        cu_seqlens=torch.from_numpy(cu),
+        cu_seqlens_padded=torch.from_numpy(padded),
         cu_packs=torch.from_numpy(cu_packs),
-        max_seqlen=int((padded_array[1:] - padded_array[:-1]).max()),
-        target_tokens=sum(sequence_targets.tolist()),
-        sequence_targets=torch.from_numpy(sequence_targets),
-        **_media(samples),
-    )
-
-
-def _collate_one(s: PackedSample) -> PackedBatch:
-    """``collate_packs([s])``, the common micro-batch of one pack, with no stream to build: the batch
-    holds the pack's own tensors (``input_ids`` as a ``[1, T]`` view) and its boundaries, and the
-    per-pack Python values come from one ``tolist()`` of the padded boundaries."""
-    arrays = s.arrays or (s.input_ids.numpy(), s.target_mask.numpy(), s.cu_seqlens.numpy(), s.cu_seqlens_padded.numpy())
-    ids, padded = arrays[0], arrays[3]
-    labels, loss_mask, position_ids, padding_mask, sequence_targets = _stream_targets(*arrays)
-    bounds = padded.tolist()
-    return PackedBatch(
-        __key__=[s.__key__],
-        __restore_key__=(),
-        __subflavors__=None if s.__subflavors__ is None else [s.__subflavors__],
-        __sources__=tuple(s.__sources__) if s.__sources__ else None,
-        input_ids=torch.from_numpy(ids[None]),  # a view of the pack's own tensor
-        labels=torch.from_numpy(labels[None]),
-        loss_mask=torch.from_numpy(loss_mask[None]),
-        position_ids=torch.from_numpy(position_ids[None]),
-        padding_mask=torch.from_numpy(padding_mask[None]),
-        cu_seqlens=s.cu_seqlens,
-        cu_seqlens_padded=s.cu_seqlens_padded,
-        cu_packs=torch.from_numpy(np.array([0, bounds[-1]], dtype=np.int32)),
         max_seqlen=max([b - a for a, b in pairwise(bounds)]),
         target_tokens=sum(sequence_targets.tolist()),
         sequence_targets=torch.from_numpy(sequence_targets),
-        pixel_patches=s.pixel_patches,
-        media_sizes=s.media_sizes,
-        audio_features=s.audio_features,
-        audio_lengths=s.audio_lengths,
+        pixel_patches=_cat([s.pixel_patches for s in samples]),
+        media_sizes=_cat([s.media_sizes for s in samples]),
+        audio_features=_cat([s.audio_features for s in samples], pad_frames=True),
+        audio_lengths=_cat([s.audio_lengths for s in samples]),
     )

@@ -48,8 +48,8 @@ def cook_pack(crude: dict[str, Any]) -> PackedSample:
 
 class PackedTaskEncoder(DefaultTaskEncoder[PackedSample, PackedSample, PackedBatch, PackedBatch]):
     """Task encoder for schema-v1 packs: cook (decode) each pack, concatenate a micro-batch into one
-    THD stream (``collate_packs``). Nothing is left to do per batch on the host: pixel normalization
-    happens on the device (``to_device``)."""
+    THD stream (``collate_packs``). Nothing is left to do per batch on the host (``encode_batch`` is
+    Energon's identity): pixel normalization happens on the device (``to_device``)."""
 
     decoder = None
     cookers = (Cooker(cook_pack, has_subflavors=fmt.SUBFLAVOR),)
@@ -57,10 +57,6 @@ class PackedTaskEncoder(DefaultTaskEncoder[PackedSample, PackedSample, PackedBat
     @stateless
     def batch(self, samples: list[PackedSample]) -> PackedBatch:
         return collate_packs(samples)
-
-    @stateless
-    def encode_batch(self, batch: PackedBatch) -> PackedBatch:
-        return batch
 
 
 def make_loader(

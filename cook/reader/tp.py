@@ -111,26 +111,23 @@ class TensorParallelBroadcast:
         """(item ids, new flags, evicted ids, new patches) for the batch's visual items."""
         if batch.media_sizes is None or batch.pixel_patches is None:
             return [], [], [], None
-        ids, new, fresh, used = [], [], [], set()
+        ids, new, fresh = [], [], []
         offset = 0
         for count in item_patches(batch.media_sizes):
             rows = batch.pixel_patches[offset : offset + count]
             offset += count
             digest = hashlib.blake2b(rows.numpy().tobytes(), digest_size=16).digest()
-            if digest in self._ids:
-                ids.append(self._ids[digest][0])
-                new.append(0)
+            known = digest in self._ids
+            if known:
                 self.stats.patches_cached += count
             else:
                 self._ids[digest] = (self._next_id, count)
-                ids.append(self._next_id)
-                new.append(1)
-                fresh.append(rows)
                 self._next_id += 1
+                fresh.append(rows)
                 self.stats.patches_sent += count
-            used.add(ids[-1])
-        evicted = self._evict(used)
-        return ids, new, evicted, torch.cat(fresh) if fresh else None
+            ids.append(self._ids[digest][0])
+            new.append(int(not known))
+        return ids, new, self._evict(set(ids)), torch.cat(fresh) if fresh else None
 
     def _evict(self, used: set[int]) -> list[int]:
         held = sum(count for _, count in self._ids.values())

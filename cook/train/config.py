@@ -59,11 +59,6 @@ class TrainConfig:
     loss_normalization: LossNormalization = "token"
 
     def __post_init__(self) -> None:
-        if self.loss_normalization not in LOSS_NORMALIZATIONS:
-            raise ValueError(
-                f"train.loss_normalization={self.loss_normalization!r}: expected one of {list(LOSS_NORMALIZATIONS)}"
-            )
-        if self.moe_aux_loss_scaling not in AUX_LOSS_SCALINGS:
-            raise ValueError(
-                f"moe_aux_loss_scaling={self.moe_aux_loss_scaling!r}: expected one of {list(AUX_LOSS_SCALINGS)}"
-            )
+        for key, valid in (("loss_normalization", LOSS_NORMALIZATIONS), ("moe_aux_loss_scaling", AUX_LOSS_SCALINGS)):
+            if (value := getattr(self, key)) not in valid:
+                raise ValueError(f"train.{key}={value!r}: expected one of {list(valid)}")

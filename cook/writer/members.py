@@ -64,16 +64,6 @@ def member_pieces(
     pieces, its header and a uint8 view of the pack's own buffer (when it already has the member
     dtype and C order), so the shard writer hands the array's memory to the kernel without a copy.
     """
-    arrays = {
-        fmt.INPUT_IDS: pack.input_ids,
-        fmt.LOSS_MASK: pack.loss_mask,
-        fmt.CU_SEQLENS: pack.cu_seqlens,
-        fmt.CU_SEQLENS_PADDED: pack.cu_seqlens_padded,
-        fmt.PIXEL_PATCHES: pack.pixel_patches,
-        fmt.MEDIA_SIZES: pack.media_sizes,
-        fmt.AUDIO_FEATURES: pack.audio_features,
-        fmt.AUDIO_LENGTHS: pack.audio_lengths,
-    }
     video = storage if video_storage is None else video_storage
     if storage.stores_frames != video.stores_frames:
         raise ValueError(f"frames stored as {storage.codec} and {video.codec}: raw cannot be mixed with png/jpeg")
@@ -83,7 +73,7 @@ def member_pieces(
         if name == fmt.META:
             out.append((name, (memoryview(meta_json(pack, bool(frames))),)))
             continue
-        array = arrays[name]
+        array = getattr(pack, name.removesuffix(".npy"))  # every array member is named after its Pack field
         if name == fmt.PIXEL_PATCHES and storage.stores_frames:
             out += frames
         elif array is not None:
