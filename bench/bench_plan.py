@@ -1,5 +1,6 @@
 """The driver's global plan (issue 12, item 2): ``buffer_size: all`` over 10 M lengths, from the
-lengths alone, as the driver does it (``Planner``: summaries of 10,000 samples each, then ``finish``).
+lengths alone: the driver cuts the one window (``Planner``: unit counts of 10,000 samples each, then
+``finish``), a worker plans it from the staged lengths (``plan_window_task``), the driver numbers its shards.
 
 Each size runs in its own process, so its peak RSS is its own; the figures are CPU seconds and the
 peak RSS above the process's RSS after imports. Baseline, in the same process: ``np.argsort`` of the
@@ -23,8 +24,8 @@ JOB = """
 import json, resource, sys, time
 import numpy as np
 from cook.config import PackingConfig
-from cook.runner.units import UnitSummary
-from cook.runner.windows import Planner, Position
+from cook.runner.units import Rejects, UnitDone
+from cook.runner.windows import Planner, Position, plan_window_task
 n, per = int(sys.argv[1]), int(sys.argv[2])
 rng = np.random.default_rng(0)
 lengths = np.clip(rng.lognormal(6.5, 1.0, n), 16, 16384).astype(np.int32)
@@ -35,12 +36,14 @@ packing = PackingConfig(seq_len=16384, pad_multiple=64, buffer_size="all", algor
 t = time.process_time()
 planner = Planner(packing, 256, Position(0), 0, 0, 0)
 for u in range(n // per):
-    planner.add(UnitSummary(u, per, (), lengths[u * per:(u + 1) * per], zeros))
-(plan,) = planner.finish()
+    planner.add(UnitDone(u, per, Rejects(), per, int(lengths[u * per:(u + 1) * per].sum())))
+(window,) = planner.finish()
+_, window.done = plan_window_task(window.task, lambda u: (lengths[u * per:(u + 1) * per], zeros), packing)
+planner.number(window)
 plan_s = time.process_time() - t
 peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 print(json.dumps({"sort_s": sort_s, "plan_s": plan_s, "peak_mb": peak_mb, "start_mb": start_mb,
-                  "packs": plan.packs, "tasks": len(plan.tasks), "efficiency": plan.stats.efficiency}))
+                  "packs": window.done.packs, "tasks": len(window.tasks), "efficiency": window.done.stats.efficiency}))
 """
 
 
