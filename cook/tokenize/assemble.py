@@ -18,13 +18,12 @@ from dataclasses import dataclass
 import numpy as np
 
 from cook.errors import Rejected, RejectReason
-from cook.format import AUDIO_END, IM_END, IM_START, IMG_END, THINK_END, THINK_START
+from cook.format import AUDIO_END, IMG_END
 from cook.tokenize.boundaries import run_mask
 from cook.tokenize.chat_format import Control, Piece, Text
-from cook.tokenize.tokenizer import ChatTokenizer
+from cook.tokenize.tokenizer import REQUIRED_TOKENS, ChatTokenizer
 
 MEDIA_END_TOKENS = (IMG_END, AUDIO_END)
-CHATML_TOKENS = (IM_START, IM_END, THINK_START, THINK_END)
 CACHED_MAX_CHARS = 16  # role headers and newlines: encoded once per worker
 
 
@@ -57,7 +56,7 @@ Layout = list[TextRun | FixedIds]
 def _token_id(ids: Mapping[str, int], name: str) -> int:
     token_id = ids.get(name)
     if token_id is None:
-        if name in CHATML_TOKENS:  # preformatted ChatML text, cooked with a tokenizer of another format
+        if name in REQUIRED_TOKENS:  # preformatted ChatML text, cooked with a tokenizer of another format
             raise Rejected(RejectReason.BAD_MARKUP, f"the tokenizer has no {name} token for this ChatML markup")
         raise Rejected(RejectReason.MEDIA_UNSUPPORTED, f"the tokenizer has no {name} token")
     return token_id
@@ -252,7 +251,7 @@ def _encode_runs(tokenizer: ChatTokenizer, layouts: Sequence[Layout | Rejected])
 
 
 def assemble_batch(
-    tokenizer: ChatTokenizer, layouts: Sequence[Layout | Rejected], table: np.ndarray | None
+    tokenizer: ChatTokenizer, layouts: Sequence[Layout | Rejected], table: np.ndarray
 ) -> list[tuple[np.ndarray, np.ndarray, int] | Rejected]:
     """Per layout: int32 ids [L], uint8 mask [L] and the index just past the last media placeholder
     (0: none); a ``Rejected`` layout stays in place. ``table`` is the per-id byte-length table.
@@ -294,7 +293,6 @@ def assemble_batch(
         loss_mask[first:stop] = 1
     for number, first, run, run_ids, at_zero in partial:
         try:
-            assert table is not None
             loss_mask[first : first + len(run_ids)] = run_mask(tokenizer, run_ids, table, run.text, run.spans, at_zero)
         except Rejected as rejected:
             bounds[number] = rejected

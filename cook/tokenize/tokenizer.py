@@ -145,14 +145,11 @@ class ChatTokenizer:
         probed = [t for t in self.control_ids if chat_format == "chatml" or t not in REQUIRED_TOKENS]
         control = {self.control_ids[t] for t in probed}
         for token in probed:
-            if control & set(self._encode_raw([token])[0]):
+            if control & set(self._encoder.encode_batch([token])[0]):
                 raise ConfigError(
                     f"tokenizer.path: {token!r} is an added token that is not special, so data text could "
                     f"forge it; mark it special in tokenizer.json"
                 )
-
-    def _encode_raw(self, texts: list[str]) -> list[list[int]]:
-        return self._encoder.encode_batch(texts)
 
     def encode_flat(self, texts: list[str]) -> FlatIds:
         """``encode_texts`` as one int32 id buffer plus int64 offsets (text i is ``ids[o[i]:o[i+1]]``),
@@ -170,7 +167,7 @@ class ChatTokenizer:
 
     def encode_texts(self, texts: list[str]) -> list[list[int]]:
         """Data text -> ids, never producing a control token."""
-        return self._encode_raw(texts) if texts else []
+        return self._encoder.encode_batch(texts) if texts else []
 
     def encode_first(self, texts: list[str]) -> list[list[int]]:
         """``encode_texts`` for runs at offset 0 of their sequence (the only ones a ``prepend_scheme:
@@ -194,7 +191,7 @@ class ChatTokenizer:
         encoded once per tokenizer."""
         ids = self._cache.get(text)
         if ids is None:
-            ids = self._cache[text] = np.asarray(self._encode_raw([text])[0], dtype=np.int32)
+            ids = self._cache[text] = np.asarray(self._encoder.encode_batch([text])[0], dtype=np.int32)
         return ids
 
     @cached_property
