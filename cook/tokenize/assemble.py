@@ -104,10 +104,13 @@ class LayoutBuilder:
 
     def _token(self, token_id: int) -> None:
         """Before a token is appended: the whitespace it swallows before it goes (and the pending text
-        with it when that was all); it swallows what follows when it is an ``rstrip`` token."""
+        with it when that was all), the pending text is flushed; it swallows what follows when it is an
+        ``rstrip`` token."""
         if self._size and token_id in self._lstrip:
             self._strip_pending()
         self._swallow = token_id in self._rstrip
+        if self._size:
+            self._flush_text()
 
     def _flush_controls(self) -> None:
         self._out.append(FixedIds(self._controls, self._target, self._media_end))
@@ -138,8 +141,6 @@ class LayoutBuilder:
 
     def control(self, token_id: int, target: bool, media_end: bool = False) -> None:
         self._token(token_id)
-        if self._size:
-            self._flush_text()
         if self._controls and (self._target != target or self._media_end):
             self._flush_controls()
         self._controls.append(token_id)
@@ -147,8 +148,6 @@ class LayoutBuilder:
 
     def repeat(self, token_id: int, times: int, target: bool) -> None:
         self._token(token_id)
-        if self._size:
-            self._flush_text()
         if self._controls:
             self._flush_controls()
         self._out.append(FixedIds([token_id] * times, target))

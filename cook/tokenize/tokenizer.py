@@ -24,12 +24,6 @@ REQUIRED_TOKENS = (IM_START, IM_END, THINK_START, THINK_END)
 SINGLE_THREADED: Final = {"TOKENIZERS_PARALLELISM": "false"}  # cook parallelises by process, never by thread
 
 
-def special_added_tokens(tokenizer_json: str) -> dict[str, int]:
-    """The special added tokens of a backend JSON: content -> id (those only markup may produce)."""
-    added = json.loads(tokenizer_json).get("added_tokens") or []
-    return {t["content"]: int(t["id"]) for t in added if t.get("special")}
-
-
 def _stripping(added: list[dict[str, Any]], flag: str) -> frozenset[int]:
     """Ids of the special added tokens that swallow the whitespace on one side (``lstrip``/``rstrip``)."""
     return frozenset(int(t["id"]) for t in added if t.get("special") and t.get(flag))
@@ -98,8 +92,11 @@ class ChatTokenizer:
         self.vocab_size = files.vocab_size
         unk = files.unk_id
         self.control_ids: dict[str, int] = {t: i for t, i in files.token_ids.items() if i is not None and i != unk}
+        data = json.loads(files.tokenizer_json)
+        added = list(data.get("added_tokens") or [])
+        # the special added tokens, content -> id: those only markup may produce
+        self.special_ids: dict[str, int] = {t["content"]: int(t["id"]) for t in added if t.get("special")}
         # template mode: the chat markup comes from the tokenizer's own chat_template (self.hf, loaded lazily)
-        self.special_ids: dict[str, int] = special_added_tokens(files.tokenizer_json)
         if chat_format == "template":
             hf = self.hf
             if not hf.chat_template:
@@ -115,8 +112,6 @@ class ChatTokenizer:
         if files.pad_id is None:
             raise ConfigError(f"tokenizer.path: {path!r} defines no pad_token")
         self.pad_id = int(files.pad_id)
-        data = json.loads(files.tokenizer_json)
-        added = list(data.get("added_tokens") or [])
         self.lstrip_ids = _stripping(added, "lstrip")  # HF strips the whitespace before these tokens
         self.rstrip_ids = _stripping(added, "rstrip")  # ... and after these
         self.normalizer_kind = _normalizer_kind(data.get("normalizer"))
