@@ -50,8 +50,6 @@ MediaGroups = Sequence[tuple[MediaItem, ...]]
 
 def merge_text(parts: Sequence[Part]) -> tuple[Part, ...]:
     """Join adjacent text parts: ``["Hello ", "world"]`` tokenizes as ``"Hello world"``."""
-    if len(parts) < 2:
-        return tuple(parts)
     out: list[Part] = []
     for part in parts:
         if isinstance(part, TextPart) and out and isinstance(out[-1], TextPart):
