@@ -17,7 +17,7 @@ import numpy as np
 
 from cook.errors import ConfigError
 from cook.format import CONTROL_TOKENS, IM_END, IM_START, THINK_END, THINK_START
-from cook.tokenize.backends import BackendChoice, Encoder, FlatIds, HFEncoder, check_sample, choose_encoder
+from cook.tokenize.backends import Encoder, FlatIds, HFEncoder, check_sample, choose_encoder
 from cook.tokenize.tokenizer_files import read_tokenizer_dir
 
 REQUIRED_TOKENS = (IM_START, IM_END, THINK_START, THINK_END)
@@ -130,7 +130,6 @@ class ChatTokenizer:
         self._encoder: Encoder = self._reference
         self._cache: dict[str, np.ndarray] = {}
         self._probe_injection(chat_format)
-        self.backend: BackendChoice
         self._encoder, self.backend = choose_encoder(backend, run_json, self._reference)
 
     def _probe_injection(self, chat_format: str) -> None:
