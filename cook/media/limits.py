@@ -135,7 +135,6 @@ def open_image_header(data: bytes, max_pixels: int) -> Image.Image:
 
 
 def check_pixels(width: int, height: int, max_pixels: int) -> None:
-    """``MEDIA_LIMIT`` when ``width * height > max_pixels`` (``media.image.max_pixels``)."""
     if width * height > max_pixels:
         raise Rejected(
             RejectReason.MEDIA_LIMIT,
@@ -150,7 +149,6 @@ def check_duration(duration_s: float, max_duration_s: float, knob: str) -> None:
 
 
 def video_stream(container: InputContainer) -> VideoStream:
-    """The first video stream; ``MEDIA_DECODE`` when there is none."""
     if not container.streams.video:
         raise Rejected(RejectReason.MEDIA_DECODE, "no video stream")
     return container.streams.video[0]

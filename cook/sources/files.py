@@ -55,19 +55,15 @@ def first_byte(path: str) -> bytes:
         return first_nonblank(handle)[1]
 
 
-def _json_format(path: str) -> str:
-    try:
-        return "json" if first_byte(path) == b"[" else "jsonl"
-    except OSError as err:
-        raise ConfigError(f"input.path: cannot read {path!r}: {err.strerror}") from None
-
-
 def detect_format(path: str, configured: str) -> str:
     """``configured`` unless it is ``auto``; then by suffix (module docstring). A ``.json`` file is
     ``json`` or ``jsonl`` by its first byte, whether the format is ``auto`` or ``jsonl``."""
     suffix = os.path.splitext(path)[1].lower()
     if suffix == ".json" and configured in ("auto", "jsonl"):
-        return _json_format(path)
+        try:
+            return "json" if first_byte(path) == b"[" else "jsonl"
+        except OSError as err:
+            raise ConfigError(f"input.path: cannot read {path!r}: {err.strerror}") from None
     if configured != "auto":
         return configured
     if suffix not in SUFFIX_FORMATS:

@@ -51,22 +51,6 @@ class Tokenized:
         return TokenizedSample(self.source, input_ids, loss_mask, media=self.media, media_end=media_end)
 
 
-def _layout(
-    tokenizer: ChatTokenizer,
-    conv: Conversation,
-    media: MediaGroups,
-    config: TokenizerConfig,
-    ids: dict[str, int],
-    call_tokens: bool,
-) -> Layout:
-    if config.chat_format == "template" and not conv.template_applied:
-        from cook.tokenize.template import render_template, template_context
-
-        return render_template(conv, media, config.train_on, template_context(tokenizer))
-    pieces = render(conv, media, config.train_on, config.normalize_thinking, call_tokens)
-    return layout(pieces, ids, tokenizer.lstrip_ids, tokenizer.rstrip_ids)
-
-
 def tokenize_batch(
     tokenizer: ChatTokenizer,
     conversations: Sequence[Conversation],
@@ -100,8 +84,15 @@ def tokenize_batch(
     if general:
         layouts: list[Layout | Rejected] = []
         for k in general:
+            conv = conversations[k]
             try:
-                layouts.append(_layout(tokenizer, conversations[k], media[k], config, ids, call_tokens))
+                if config.chat_format == "template" and not conv.template_applied:
+                    from cook.tokenize.template import render_template, template_context
+
+                    layouts.append(render_template(conv, media[k], config.train_on, template_context(tokenizer)))
+                else:
+                    pieces = render(conv, media[k], config.train_on, config.normalize_thinking, call_tokens)
+                    layouts.append(layout(pieces, ids, tokenizer.lstrip_ids, tokenizer.rstrip_ids))
             except Rejected as rejected:
                 layouts.append(rejected)
         for k, general_result in zip(general, assemble_batch(tokenizer, layouts, table), strict=True):

@@ -18,13 +18,12 @@ from dataclasses import dataclass
 import numpy as np
 
 from cook.errors import Rejected, RejectReason
-from cook.format import AUDIO_END, IM_END, IM_START, IMG_END, THINK_END, THINK_START
+from cook.format import AUDIO_END, IMG_END
 from cook.tokenize.boundaries import run_mask
 from cook.tokenize.chat_format import Control, Piece, Text
-from cook.tokenize.tokenizer import ChatTokenizer
+from cook.tokenize.tokenizer import REQUIRED_TOKENS, ChatTokenizer
 
 MEDIA_END_TOKENS = (IMG_END, AUDIO_END)
-CHATML_TOKENS = (IM_START, IM_END, THINK_START, THINK_END)
 CACHED_MAX_CHARS = 16  # role headers and newlines: encoded once per worker
 
 
@@ -57,7 +56,7 @@ Layout = list[TextRun | FixedIds]
 def _token_id(ids: Mapping[str, int], name: str) -> int:
     token_id = ids.get(name)
     if token_id is None:
-        if name in CHATML_TOKENS:  # preformatted ChatML text, cooked with a tokenizer of another format
+        if name in REQUIRED_TOKENS:  # preformatted ChatML text, cooked with a tokenizer of another format
             raise Rejected(RejectReason.BAD_MARKUP, f"the tokenizer has no {name} token for this ChatML markup")
         raise Rejected(RejectReason.MEDIA_UNSUPPORTED, f"the tokenizer has no {name} token")
     return token_id
@@ -105,10 +104,13 @@ class LayoutBuilder:
 
     def _token(self, token_id: int) -> None:
         """Before a token is appended: the whitespace it swallows before it goes (and the pending text
-        with it when that was all); it swallows what follows when it is an ``rstrip`` token."""
+        with it when that was all), the pending text is flushed; it swallows what follows when it is an
+        ``rstrip`` token."""
         if self._size and token_id in self._lstrip:
             self._strip_pending()
         self._swallow = token_id in self._rstrip
+        if self._size:
+            self._flush_text()
 
     def _flush_controls(self) -> None:
         self._out.append(FixedIds(self._controls, self._target, self._media_end))
@@ -139,8 +141,6 @@ class LayoutBuilder:
 
     def control(self, token_id: int, target: bool, media_end: bool = False) -> None:
         self._token(token_id)
-        if self._size:
-            self._flush_text()
         if self._controls and (self._target != target or self._media_end):
             self._flush_controls()
         self._controls.append(token_id)
@@ -148,8 +148,6 @@ class LayoutBuilder:
 
     def repeat(self, token_id: int, times: int, target: bool) -> None:
         self._token(token_id)
-        if self._size:
-            self._flush_text()
         if self._controls:
             self._flush_controls()
         self._out.append(FixedIds([token_id] * times, target))
@@ -252,7 +250,7 @@ def _encode_runs(tokenizer: ChatTokenizer, layouts: Sequence[Layout | Rejected])
 
 
 def assemble_batch(
-    tokenizer: ChatTokenizer, layouts: Sequence[Layout | Rejected], table: np.ndarray | None
+    tokenizer: ChatTokenizer, layouts: Sequence[Layout | Rejected], table: np.ndarray
 ) -> list[tuple[np.ndarray, np.ndarray, int] | Rejected]:
     """Per layout: int32 ids [L], uint8 mask [L] and the index just past the last media placeholder
     (0: none); a ``Rejected`` layout stays in place. ``table`` is the per-id byte-length table.
@@ -294,7 +292,6 @@ def assemble_batch(
         loss_mask[first:stop] = 1
     for number, first, run, run_ids, at_zero in partial:
         try:
-            assert table is not None
             loss_mask[first : first + len(run_ids)] = run_mask(tokenizer, run_ids, table, run.text, run.spans, at_zero)
         except Rejected as rejected:
             bounds[number] = rejected

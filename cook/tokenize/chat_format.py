@@ -50,8 +50,6 @@ MediaGroups = Sequence[tuple[MediaItem, ...]]
 
 def merge_text(parts: Sequence[Part]) -> tuple[Part, ...]:
     """Join adjacent text parts: ``["Hello ", "world"]`` tokenizes as ``"Hello world"``."""
-    if len(parts) < 2:
-        return tuple(parts)
     out: list[Part] = []
     for part in parts:
         if isinstance(part, TextPart) and out and isinstance(out[-1], TextPart):
@@ -95,10 +93,7 @@ def chatml_turns(conv: Conversation, calls_as_text: bool = True) -> tuple[Turn, 
     turns = conv.turns
     if calls_as_text and any([turn.tool_calls for turn in turns]):
         turns = tuple(with_tool_calls(turn) if turn.tool_calls else turn for turn in turns)
-    return with_tools(turns, conv.tools) if conv.tools else turns
-
-
-def with_tools(turns: tuple[Turn, ...], tools: str | None) -> tuple[Turn, ...]:
+    tools = conv.tools
     if not tools:
         return turns
     if turns and turns[0].role == "system":

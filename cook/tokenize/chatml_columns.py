@@ -30,7 +30,7 @@ from cook.format import IM_END, IM_START, THINK_END, THINK_START
 from cook.tokenize.boundaries import run_mask
 from cook.tokenize.chat_format import chatml_turns, split_thinking_text
 from cook.tokenize.targets import target_flags
-from cook.tokenize.tokenizer import ChatTokenizer
+from cook.tokenize.tokenizer import REQUIRED_TOKENS, ChatTokenizer
 from cook.types import Conversation, TextPart
 
 FRESH = 0  # segment code of the next text in ``fresh`` (pool entries are negative)
@@ -73,8 +73,7 @@ def fast_path_ready(ids: Mapping[str, int], stripping: frozenset[int] = frozense
     """The tokenizer has every ChatML control token (otherwise the general path rejects properly), and
     none of them swallows whitespace beside it (``stripping``: lstrip/rstrip ids; the general path
     handles those)."""
-    names = (IM_START, IM_END, THINK_START, THINK_END)
-    return all(name in ids for name in names) and not any(ids[name] in stripping for name in names)
+    return all(name in ids for name in REQUIRED_TOKENS) and not any(ids[name] in stripping for name in REQUIRED_TOKENS)
 
 
 def text_only(conv: Conversation) -> bool:
@@ -88,7 +87,7 @@ class _Columns:
     def __init__(self, tokenizer: ChatTokenizer, ids: Mapping[str, int]) -> None:
         self.tokenizer = tokenizer
         self.pool = pool = _POOLS.setdefault(tokenizer, _Pool())
-        for name in (IM_START, IM_END, THINK_START, THINK_END):
+        for name in REQUIRED_TOKENS:
             if ids[name] not in pool.codes:
                 pool.add(ids[name], [ids[name]])
         self.im_start, self.im_end = pool.codes[ids[IM_START]], pool.codes[ids[IM_END]]
@@ -108,14 +107,8 @@ class _Columns:
         return code
 
     def add(self, conv: Conversation, train_on: str, normalize: bool) -> None:
-        codes, targets, fresh, im_start, im_end, newline = (
-            self.codes,
-            self.targets,
-            self.fresh,
-            self.im_start,
-            self.im_end,
-            self.newline,
-        )
+        codes, targets, fresh = self.codes, self.targets, self.fresh
+        im_start, im_end, newline = self.im_start, self.im_end, self.newline
         self.firsts.append(len(codes))
         turns = chatml_turns(conv)
         for turn, target in zip(turns, target_flags(turns, train_on), strict=True):
@@ -150,7 +143,7 @@ class _Columns:
                 codes += (im_start, self.markup(f"{turn.role}\n"), im_end, newline)
                 targets += (0, 0, flag, 0)
 
-    def assemble(self, table: np.ndarray | None) -> list[Assembled | Rejected]:
+    def assemble(self, table: np.ndarray) -> list[Assembled | Rejected]:
         """One gather for the ids of the whole batch, one repeat for its mask; per conversation, views."""
         flat, offsets = self.tokenizer.encode_flat(self.fresh)  # int32 [N], int64 [F + 1]
         pool_ids, pool_starts, pool_lengths = self.pool.arrays()
@@ -172,7 +165,6 @@ class _Columns:
         for segment, text, spans in self.partial:
             a, b = int(starts[segment]), int(ends[segment])
             try:
-                assert table is not None
                 loss_mask[a:b] = run_mask(self.tokenizer, input_ids[a:b], table, text, spans)
             except Rejected as err:
                 rejected[int(np.searchsorted(firsts, segment, side="right")) - 1] = err
@@ -190,7 +182,7 @@ def assemble_text_only(
     ids: Mapping[str, int],
     train_on: str,
     normalize_thinking: bool,
-    table: np.ndarray | None,
+    table: np.ndarray,
 ) -> list[Assembled | Rejected]:
     """ChatML ids, masks for text-only conversations (``text_only``), as ``assemble_batch`` would give."""
     columns = _Columns(tokenizer, ids)

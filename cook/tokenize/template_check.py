@@ -160,12 +160,6 @@ def rewritten_parts(out: str, sentinel_render: tuple[list[int], list[str]]) -> d
     return rewritten
 
 
-def _control_matches(context: TemplateContext, text: str) -> list[tuple[int, int, int]]:
-    if context.control_re is None:
-        return []
-    return [(m.start(), m.end(), context.ids[m.group(0)]) for m in context.control_re.finditer(text)]
-
-
 def rebuild(
     context: TemplateContext,
     rendered: str,
@@ -197,7 +191,8 @@ def rebuild(
             raise _reject("a part is rendered twice")
         ends[int(match.group(1))] = match.start() - removed
         removed += match.end() - match.start()
-    controls = _control_matches(context, rendered)
+    found = () if context.control_re is None else context.control_re.finditer(rendered)
+    controls = [(m.start(), m.end(), context.ids[m.group(0)]) for m in found]
     order, segments = sentinel_render
     in_order = sorted(ends, key=ends.__getitem__)
     starts: dict[int, int] = {}

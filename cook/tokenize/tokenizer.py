@@ -17,17 +17,11 @@ import numpy as np
 
 from cook.errors import ConfigError
 from cook.format import CONTROL_TOKENS, IM_END, IM_START, THINK_END, THINK_START
-from cook.tokenize.backends import BackendChoice, Encoder, FlatIds, HFEncoder, check_sample, choose_encoder
+from cook.tokenize.backends import Encoder, FlatIds, HFEncoder, check_sample, choose_encoder
 from cook.tokenize.tokenizer_files import read_tokenizer_dir
 
 REQUIRED_TOKENS = (IM_START, IM_END, THINK_START, THINK_END)
 SINGLE_THREADED: Final = {"TOKENIZERS_PARALLELISM": "false"}  # cook parallelises by process, never by thread
-
-
-def special_added_tokens(tokenizer_json: str) -> dict[str, int]:
-    """The special added tokens of a backend JSON: content -> id (those only markup may produce)."""
-    added = json.loads(tokenizer_json).get("added_tokens") or []
-    return {t["content"]: int(t["id"]) for t in added if t.get("special")}
 
 
 def _stripping(added: list[dict[str, Any]], flag: str) -> frozenset[int]:
@@ -98,8 +92,11 @@ class ChatTokenizer:
         self.vocab_size = files.vocab_size
         unk = files.unk_id
         self.control_ids: dict[str, int] = {t: i for t, i in files.token_ids.items() if i is not None and i != unk}
+        data = json.loads(files.tokenizer_json)
+        added = list(data.get("added_tokens") or [])
+        # the special added tokens, content -> id: those only markup may produce
+        self.special_ids: dict[str, int] = {t["content"]: int(t["id"]) for t in added if t.get("special")}
         # template mode: the chat markup comes from the tokenizer's own chat_template (self.hf, loaded lazily)
-        self.special_ids: dict[str, int] = special_added_tokens(files.tokenizer_json)
         if chat_format == "template":
             hf = self.hf
             if not hf.chat_template:
@@ -115,8 +112,6 @@ class ChatTokenizer:
         if files.pad_id is None:
             raise ConfigError(f"tokenizer.path: {path!r} defines no pad_token")
         self.pad_id = int(files.pad_id)
-        data = json.loads(files.tokenizer_json)
-        added = list(data.get("added_tokens") or [])
         self.lstrip_ids = _stripping(added, "lstrip")  # HF strips the whitespace before these tokens
         self.rstrip_ids = _stripping(added, "rstrip")  # ... and after these
         self.normalizer_kind = _normalizer_kind(data.get("normalizer"))
@@ -135,7 +130,6 @@ class ChatTokenizer:
         self._encoder: Encoder = self._reference
         self._cache: dict[str, np.ndarray] = {}
         self._probe_injection(chat_format)
-        self.backend: BackendChoice
         self._encoder, self.backend = choose_encoder(backend, run_json, self._reference)
 
     def _probe_injection(self, chat_format: str) -> None:
@@ -145,14 +139,11 @@ class ChatTokenizer:
         probed = [t for t in self.control_ids if chat_format == "chatml" or t not in REQUIRED_TOKENS]
         control = {self.control_ids[t] for t in probed}
         for token in probed:
-            if control & set(self._encode_raw([token])[0]):
+            if control & set(self._encoder.encode_batch([token])[0]):
                 raise ConfigError(
                     f"tokenizer.path: {token!r} is an added token that is not special, so data text could "
                     f"forge it; mark it special in tokenizer.json"
                 )
-
-    def _encode_raw(self, texts: list[str]) -> list[list[int]]:
-        return self._encoder.encode_batch(texts)
 
     def encode_flat(self, texts: list[str]) -> FlatIds:
         """``encode_texts`` as one int32 id buffer plus int64 offsets (text i is ``ids[o[i]:o[i+1]]``),
@@ -170,7 +161,7 @@ class ChatTokenizer:
 
     def encode_texts(self, texts: list[str]) -> list[list[int]]:
         """Data text -> ids, never producing a control token."""
-        return self._encode_raw(texts) if texts else []
+        return self._encoder.encode_batch(texts) if texts else []
 
     def encode_first(self, texts: list[str]) -> list[list[int]]:
         """``encode_texts`` for runs at offset 0 of their sequence (the only ones a ``prepend_scheme:
@@ -194,7 +185,7 @@ class ChatTokenizer:
         encoded once per tokenizer."""
         ids = self._cache.get(text)
         if ids is None:
-            ids = self._cache[text] = np.asarray(self._encode_raw([text])[0], dtype=np.int32)
+            ids = self._cache[text] = np.asarray(self._encoder.encode_batch([text])[0], dtype=np.int32)
         return ids
 
     @cached_property
