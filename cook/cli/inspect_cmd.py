@@ -27,7 +27,6 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
-import os
 import sys
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -56,11 +55,12 @@ from cook.validate.tokenizer_info import load_tokenizer
 from cook.view import tokens as view_tokens
 from cook.view.media_images import stored_frames
 from cook.view.pack_page import DEFAULT_MAX_BYTES, render_pack_page
+from cook.view.page import CONTROL_CHARS
+from cook.view.pieces import COLLAPSIBLE
+from cook.view.stats_page import read_rejects
 from cook.writer.atomic import atomic_write
 
 SHOWN_MATCHES = 5
-_ESCAPES = {c: f"\\x{c:02x}" for c in [*range(32), 127, *range(0x80, 0xA0)] if c not in (9, 10)}
-COLLAPSED = (fmt.IMAGE_TOKEN, fmt.AUDIO_TOKEN, fmt.PAD_TOKEN)
 
 
 def add_parser(sub: Any) -> None:
@@ -148,24 +148,6 @@ def _pack_sources(root: str) -> Iterator[tuple[int, list[str]]]:
             yield int(digits), [str(s.get("source", "")) for s in sequences if isinstance(s, dict)]
 
 
-def _rejected(root: str, source: str) -> dict[str, dict[str, Any]]:
-    """Rejected sources equal to ``source`` or ending with it -> their rejects.jsonl line."""
-    found: dict[str, dict[str, Any]] = {}
-    try:
-        with open(os.path.join(root, fmt.REJECTS_NAME), encoding="utf-8") as handle:
-            for line in handle:
-                try:
-                    row = json.loads(line)
-                except ValueError:
-                    continue  # cook validate reports a broken rejects.jsonl
-                name = str(row.get("source", "")) if isinstance(row, dict) else ""
-                if name.endswith(source):
-                    found.setdefault(name, row)
-    except FileNotFoundError:
-        pass
-    return found
-
-
 def _listed(names: list[str]) -> str:
     shown = ", ".join(one_line(name) for name in sorted(names)[:SHOWN_MATCHES])
     return shown + (f", ... ({len(names) - SHOWN_MATCHES} more)" if len(names) > SHOWN_MATCHES else "")
@@ -181,7 +163,10 @@ def locate_source(root: str, source: str) -> tuple[int | None, str]:
         for name in names:
             if name.endswith(source):
                 suffix.setdefault(name, index)
-    rejected = _rejected(root, source)
+    rejected: dict[str, dict[str, Any]] = {}  # rejected sources equal to ``source`` or ending with it
+    for row in read_rejects(root):
+        if (name := str(row.get("source", ""))).endswith(source):
+            rejected.setdefault(name, row)
     if source in rejected:
         return None, _rejection(source, rejected[source])
     if len(suffix) == 1 and not rejected:
@@ -199,7 +184,7 @@ def locate_source(root: str, source: str) -> tuple[int | None, str]:
 
 def one_line(text: str) -> str:
     """Data text made safe for one stderr line: control characters (newlines too) escaped."""
-    return text.translate(_ESCAPES).replace("\n", "\\n").replace("\t", "\\t")
+    return text.translate(CONTROL_CHARS).replace("\n", "\\n").replace("\t", "\\t")
 
 
 def _rejection(name: str, row: dict[str, Any]) -> str:
@@ -222,7 +207,7 @@ def render(pack: Pack, key: str, shard: str, source: str | None, tokenizer: Any,
         "text (targets " + ("in bold green" if color else "in [[brackets]]") + ")",
     ]
     view = view_tokens.from_tokenizer(tokenizer) if tokenizer is not None else view_tokens.from_ids({}, None)
-    collapse = {i: name for i, name in view.controls.items() if name in COLLAPSED}
+    collapse = {i: name for i, name in view.controls.items() if name in COLLAPSIBLE}
     starts = pack.cu_seqlens_padded.astype(np.int64)
     for i, seq in enumerate(pack.sequences):
         lines.append(f"── sequence {i}: {seq.source} " + "─" * 8)
@@ -286,7 +271,7 @@ def marked_text(
     for lo, hi in itertools.pairwise(bounds):
         token = collapse.get(int(placeholder[lo]))
         text = (token if hi - lo == 1 else f"{token}×{hi - lo}") if token else decode(ids[lo:hi].tolist())
-        text = text.translate(_ESCAPES)
+        text = text.translate(CONTROL_CHARS)
         if mask[lo]:
             text = f"\x1b[1;32m{text}\x1b[0m" if color else f"[[{text}]]"
         out.append(text)

@@ -9,6 +9,7 @@ Per-file rows come from every pack's meta.json (``source_rows``) and rejects.jso
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 from collections import Counter, defaultdict
@@ -59,11 +60,16 @@ def source_rows(root: str) -> dict[str, SourceRow]:
 
 
 def read_rejects(root: str) -> list[dict[str, Any]]:
+    """The lines of ``rejects.jsonl`` that are JSON objects (none without the file; cook validate reports the rest)."""
     path = os.path.join(root, fmt.REJECTS_NAME)
     if not os.path.isfile(path):
         return []
+    rows = []
     with open(path, encoding="utf-8") as handle:
-        return [row for row in map(json.loads, filter(str.strip, handle)) if isinstance(row, dict)]
+        for line in handle:
+            with contextlib.suppress(ValueError):
+                rows.append(json.loads(line))
+    return [row for row in rows if isinstance(row, dict)]
 
 
 def _headline(s: StatsSummary) -> str:
