@@ -118,11 +118,11 @@ def handle(args: argparse.Namespace) -> int:
     tokenizer, warnings = load_tokenizer(args.dir, args.tokenizer)
     for warning in warnings:
         print(f"cook inspect: warning: {warning}; showing token ids", file=sys.stderr)
-    if args.html:  # without a tokenizer: token ids, control tokens from the manifest; stored frames as they are
-        if tokenizer is not None:
-            view = view_tokens.from_tokenizer(tokenizer)
-        else:
-            view = view_tokens.from_ids(manifest.tokenizer.control_ids, manifest.tokenizer.pad_id)
+    if tokenizer is not None:
+        view = view_tokens.from_tokenizer(tokenizer)
+    else:  # token ids, control tokens from the manifest
+        view = view_tokens.from_ids(manifest.tokenizer.control_ids, manifest.tokenizer.pad_id)
+    if args.html:  # stored frames as they are
         budget = round(args.html_max_mb * 1e6) or None
         stored = stored_frames(raw.members)
         atomic_write(
@@ -130,7 +130,7 @@ def handle(args: argparse.Namespace) -> int:
         )
         print(f"cook inspect: wrote {args.html}", file=sys.stderr)
         return 0
-    show(render(pack, raw.key, shard, args.source, tokenizer, sys.stdout.isatty()))
+    show(render(pack, raw.key, shard, args.source, view, sys.stdout.isatty()))
     return 0
 
 
@@ -193,7 +193,7 @@ def _rejection(name: str, row: dict[str, Any]) -> str:
     return f"source {one_line(name)!r} was rejected ({reason}: {detail}), so no pack holds it; see rejects.jsonl"
 
 
-def render(pack: Pack, key: str, shard: str, source: str | None, tokenizer: Any, color: bool) -> str:
+def render(pack: Pack, key: str, shard: str, source: str | None, view: view_tokens.TokenView, color: bool) -> str:
     padded = pack.padded_tokens
     lines = [
         f"pack {int(key.removeprefix(fmt.PACK_KEY_PREFIX))} ({key}) in {shard}",
@@ -206,7 +206,6 @@ def render(pack: Pack, key: str, shard: str, source: str | None, tokenizer: Any,
         "",
         "text (targets " + ("in bold green" if color else "in [[brackets]]") + ")",
     ]
-    view = view_tokens.from_tokenizer(tokenizer) if tokenizer is not None else view_tokens.from_ids({}, None)
     collapse = {i: name for i, name in view.controls.items() if name in COLLAPSIBLE}
     starts = pack.cu_seqlens_padded.astype(np.int64)
     for i, seq in enumerate(pack.sequences):
