@@ -92,13 +92,8 @@ def handle(args: argparse.Namespace) -> int:
         check_output_file("--html", args.html, "pack.html")
     if not args.html_max_mb >= 0:
         raise ConfigError(f"--html-max-mb: must be >= 0 (0 = no budget), got {args.html_max_mb}")
-    index = args.pack
     try:
-        if args.source is not None:
-            found_index, problem = locate_source(args.dir, args.source)
-            if found_index is None:
-                raise ConfigError(problem)
-            index = found_index
+        index = args.pack if args.source is None else locate_source(args.dir, args.source)
         found = find_pack(args.dir, index) if index >= 0 else None
     except PackUnreadable as err:
         print(f"cook: error: {args.dir}: {one_line(str(err))}; run cook validate", file=sys.stderr)
@@ -153,13 +148,13 @@ def _listed(names: list[str]) -> str:
     return shown + (f", ... ({len(names) - SHOWN_MATCHES} more)" if len(names) > SHOWN_MATCHES else "")
 
 
-def locate_source(root: str, source: str) -> tuple[int | None, str]:
-    """(pack index, "") of the pack holding ``source`` (exact, else the one source ending with it), or
-    (None, one line saying why not: ambiguous, rejected with its reason, or held nowhere)."""
+def locate_source(root: str, source: str) -> int:
+    """The index of the pack holding ``source`` (exact, else the one source ending with it); else a
+    ``ConfigError``, one line saying why not: ambiguous, rejected with its reason, or held nowhere."""
     suffix: dict[str, int] = {}
     for index, names in _pack_sources(root):
         if source in names:
-            return index, ""
+            return index
         for name in names:
             if name.endswith(source):
                 suffix.setdefault(name, index)
@@ -168,18 +163,17 @@ def locate_source(root: str, source: str) -> tuple[int | None, str]:
         if (name := str(row.get("source", ""))).endswith(source):
             rejected.setdefault(name, row)
     if source in rejected:
-        return None, _rejection(source, rejected[source])
+        raise ConfigError(_rejection(source, rejected[source]))
     if len(suffix) == 1 and not rejected:
-        return next(iter(suffix.values())), ""
+        return next(iter(suffix.values()))
     if len(suffix) + len(rejected) > 1:
-        return None, (
+        raise ConfigError(
             f"--source {source!r} is ambiguous: {len(suffix) + len(rejected)} sources end with it "
             f"({_listed([*suffix, *rejected])}); give more of it"
         )
     if rejected:
-        name, row = next(iter(rejected.items()))
-        return None, _rejection(name, row)
-    return None, f"no pack in {root} holds source {source!r}, and rejects.jsonl does not name it"
+        raise ConfigError(_rejection(*next(iter(rejected.items()))))
+    raise ConfigError(f"no pack in {root} holds source {source!r}, and rejects.jsonl does not name it")
 
 
 def one_line(text: str) -> str:

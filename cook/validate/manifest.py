@@ -245,14 +245,13 @@ def _compare_totals(manifest: Mapping[str, Any], counts: Mapping[str, Any], tota
     seq_len = lookup(manifest, "pipeline.packing.seq_len", int)
     if seq_len:  # a missing seq_len is reported as a missing key
         efficiency = packing_efficiency(totals.tokens, totals.packs, seq_len)
-        problems += _check_figure(manifest, "packing_efficiency", PACKING_EFFICIENCY, efficiency)
-    return problems + _check_figure(manifest, "stored_fill", STORED_FILL, stored_fill(totals.tokens, totals.padded))
+        problems += _check_figure(manifest, "packing_efficiency", PACKING_EFFICIENCY[1], efficiency)
+    return problems + _check_figure(manifest, "stored_fill", STORED_FILL[1], stored_fill(totals.tokens, totals.padded))
 
 
-def _check_figure(manifest: Mapping[str, Any], key: str, figure: tuple[str, str], want: float) -> list[Problem]:
-    """The manifest's ``key`` (when present and a number) equals ``want``, the figure of the shards' totals."""
+def _check_figure(manifest: Mapping[str, Any], key: str, rule: str, want: float) -> list[Problem]:
+    """The manifest's ``key`` (when present and a number) equals ``want``, the ``rule`` of the shards' totals."""
     stored = lookup(manifest, key, (int, float))
     if stored is None or math.isclose(stored, want, rel_tol=1e-9, abs_tol=1e-12):
         return []
-    _, rule = figure
     return [problem(Code.MANIFEST_COUNT, f"{key} {stored} != {rule} = {want}")]

@@ -72,11 +72,6 @@ def read_rejects(root: str) -> list[dict[str, Any]]:
     return [row for row in rows if isinstance(row, dict)]
 
 
-def _headline(s: StatsSummary) -> str:
-    rows = "".join(f"<tr><th>{name}</th><td>{text(value)}</td></tr>" for name, value in s.rows())
-    return f"<table>{rows}</table>"
-
-
 def _source_table(rows: dict[str, SourceRow]) -> str:
     head = (
         '<tr><th>input file</th><th class="n">packed</th><th class="n">rejected</th><th class="n">tokens</th>'
@@ -111,8 +106,10 @@ def _reject_table(summary: StatsSummary, rejects: list[dict[str, Any]]) -> str:
 
 def render_stats_page(root: str, summary: StatsSummary, plot_png: bytes) -> str:
     """The page: headline numbers, the plot, the per-file table and the reject reasons."""
+    headline = "".join(f"<tr><th>{name}</th><td>{text(value)}</td></tr>" for name, value in summary.rows())
     body = (
-        f'<header class="top" id="top"><h1>cook stats <small>{text(root)}</small></h1>{_headline(summary)}</header>'
+        f'<header class="top" id="top"><h1>cook stats <small>{text(root)}</small></h1>'
+        f"<table>{headline}</table></header>"
         f'<main><section class="sequence"><h2>histograms</h2><img class="plot" src="{data_uri(plot_png)}" '
         f'alt="fill, sequence length, sources per pack and reject reasons" style="max-width:100%"></section>'
         f'<section class="sequence"><h2>per input file</h2>{_source_table(source_rows(root))}</section>'
