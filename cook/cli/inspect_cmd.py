@@ -138,8 +138,7 @@ def _pack_sources(root: str) -> Iterator[tuple[int, list[str]]]:
         except ValueError:
             continue  # an unreadable meta.json holds no findable source; cook validate reports it
         sequences = body.get("sequences") if isinstance(body, dict) else None
-        sequences = sequences if isinstance(sequences, list) else []
-        if digits.isdigit():
+        if digits.isdigit() and isinstance(sequences, list):
             yield int(digits), [str(s.get("source", "")) for s in sequences if isinstance(s, dict)]
 
 

@@ -79,16 +79,15 @@ def read_manifest(root: str) -> tuple[dict[str, Any] | None, list[Problem]]:
         ("shards", list),
         *((f"counts.{key}", int) for key in fmt.COUNT_KEYS),
     ]
-    optional: list[tuple[str, type | tuple[type, ...]]] = [("stored_fill", (int, float))]  # added within v1
     problems = [
         problem(Code.MANIFEST_INVALID, f"{fmt.MANIFEST_NAME}: {path} is missing or not {_kind_name(kind)}")
         for path, kind in required
         if lookup(manifest, path, kind) is None
-    ] + [
-        problem(Code.MANIFEST_INVALID, f"{fmt.MANIFEST_NAME}: {path} is not {_kind_name(kind)}")
-        for path, kind in optional
-        if path in manifest and lookup(manifest, path, kind) is None
     ]
+    if "stored_fill" in manifest and lookup(manifest, "stored_fill", (int, float)) is None:  # optional: added within v1
+        problems.append(
+            problem(Code.MANIFEST_INVALID, f"{fmt.MANIFEST_NAME}: stored_fill is not {_kind_name((int, float))}")
+        )
     for key, want in (("schema_version", fmt.MANIFEST_SCHEMA_VERSION), ("pack_schema_version", fmt.SCHEMA_VERSION)):
         if lookup(manifest, key, int) not in (None, want):
             problems.append(
