@@ -27,7 +27,6 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
-import os
 import sys
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -56,11 +55,12 @@ from cook.validate.tokenizer_info import load_tokenizer
 from cook.view import tokens as view_tokens
 from cook.view.media_images import stored_frames
 from cook.view.pack_page import DEFAULT_MAX_BYTES, render_pack_page
+from cook.view.page import CONTROL_CHARS
+from cook.view.pieces import COLLAPSIBLE
+from cook.view.stats_page import read_rejects
 from cook.writer.atomic import atomic_write
 
 SHOWN_MATCHES = 5
-_ESCAPES = {c: f"\\x{c:02x}" for c in [*range(32), 127, *range(0x80, 0xA0)] if c not in (9, 10)}
-COLLAPSED = (fmt.IMAGE_TOKEN, fmt.AUDIO_TOKEN, fmt.PAD_TOKEN)
 
 
 def add_parser(sub: Any) -> None:
@@ -92,13 +92,8 @@ def handle(args: argparse.Namespace) -> int:
         check_output_file("--html", args.html, "pack.html")
     if not args.html_max_mb >= 0:
         raise ConfigError(f"--html-max-mb: must be >= 0 (0 = no budget), got {args.html_max_mb}")
-    index = args.pack
     try:
-        if args.source is not None:
-            found_index, problem = locate_source(args.dir, args.source)
-            if found_index is None:
-                raise ConfigError(problem)
-            index = found_index
+        index = args.pack if args.source is None else locate_source(args.dir, args.source)
         found = find_pack(args.dir, index) if index >= 0 else None
     except PackUnreadable as err:
         print(f"cook: error: {args.dir}: {one_line(str(err))}; run cook validate", file=sys.stderr)
@@ -118,11 +113,11 @@ def handle(args: argparse.Namespace) -> int:
     tokenizer, warnings = load_tokenizer(args.dir, args.tokenizer)
     for warning in warnings:
         print(f"cook inspect: warning: {warning}; showing token ids", file=sys.stderr)
-    if args.html:  # without a tokenizer: token ids, control tokens from the manifest; stored frames as they are
-        if tokenizer is not None:
-            view = view_tokens.from_tokenizer(tokenizer)
-        else:
-            view = view_tokens.from_ids(manifest.tokenizer.control_ids, manifest.tokenizer.pad_id)
+    if tokenizer is not None:
+        view = view_tokens.from_tokenizer(tokenizer)
+    else:  # token ids, control tokens from the manifest
+        view = view_tokens.from_ids(manifest.tokenizer.control_ids, manifest.tokenizer.pad_id)
+    if args.html:  # stored frames as they are
         budget = round(args.html_max_mb * 1e6) or None
         stored = stored_frames(raw.members)
         atomic_write(
@@ -130,7 +125,7 @@ def handle(args: argparse.Namespace) -> int:
         )
         print(f"cook inspect: wrote {args.html}", file=sys.stderr)
         return 0
-    show(render(pack, raw.key, shard, args.source, tokenizer, sys.stdout.isatty()))
+    show(render(pack, raw.key, shard, args.source, view, sys.stdout.isatty()))
     return 0
 
 
@@ -143,27 +138,8 @@ def _pack_sources(root: str) -> Iterator[tuple[int, list[str]]]:
         except ValueError:
             continue  # an unreadable meta.json holds no findable source; cook validate reports it
         sequences = body.get("sequences") if isinstance(body, dict) else None
-        sequences = sequences if isinstance(sequences, list) else []
-        if digits.isdigit():
+        if digits.isdigit() and isinstance(sequences, list):
             yield int(digits), [str(s.get("source", "")) for s in sequences if isinstance(s, dict)]
-
-
-def _rejected(root: str, source: str) -> dict[str, dict[str, Any]]:
-    """Rejected sources equal to ``source`` or ending with it -> their rejects.jsonl line."""
-    found: dict[str, dict[str, Any]] = {}
-    try:
-        with open(os.path.join(root, fmt.REJECTS_NAME), encoding="utf-8") as handle:
-            for line in handle:
-                try:
-                    row = json.loads(line)
-                except ValueError:
-                    continue  # cook validate reports a broken rejects.jsonl
-                name = str(row.get("source", "")) if isinstance(row, dict) else ""
-                if name.endswith(source):
-                    found.setdefault(name, row)
-    except FileNotFoundError:
-        pass
-    return found
 
 
 def _listed(names: list[str]) -> str:
@@ -171,35 +147,37 @@ def _listed(names: list[str]) -> str:
     return shown + (f", ... ({len(names) - SHOWN_MATCHES} more)" if len(names) > SHOWN_MATCHES else "")
 
 
-def locate_source(root: str, source: str) -> tuple[int | None, str]:
-    """(pack index, "") of the pack holding ``source`` (exact, else the one source ending with it), or
-    (None, one line saying why not: ambiguous, rejected with its reason, or held nowhere)."""
+def locate_source(root: str, source: str) -> int:
+    """The index of the pack holding ``source`` (exact, else the one source ending with it); else a
+    ``ConfigError``, one line saying why not: ambiguous, rejected with its reason, or held nowhere."""
     suffix: dict[str, int] = {}
     for index, names in _pack_sources(root):
         if source in names:
-            return index, ""
+            return index
         for name in names:
             if name.endswith(source):
                 suffix.setdefault(name, index)
-    rejected = _rejected(root, source)
+    rejected: dict[str, dict[str, Any]] = {}  # rejected sources equal to ``source`` or ending with it
+    for row in read_rejects(root):
+        if (name := str(row.get("source", ""))).endswith(source):
+            rejected.setdefault(name, row)
     if source in rejected:
-        return None, _rejection(source, rejected[source])
+        raise ConfigError(_rejection(source, rejected[source]))
     if len(suffix) == 1 and not rejected:
-        return next(iter(suffix.values())), ""
+        return next(iter(suffix.values()))
     if len(suffix) + len(rejected) > 1:
-        return None, (
+        raise ConfigError(
             f"--source {source!r} is ambiguous: {len(suffix) + len(rejected)} sources end with it "
             f"({_listed([*suffix, *rejected])}); give more of it"
         )
     if rejected:
-        name, row = next(iter(rejected.items()))
-        return None, _rejection(name, row)
-    return None, f"no pack in {root} holds source {source!r}, and rejects.jsonl does not name it"
+        raise ConfigError(_rejection(*next(iter(rejected.items()))))
+    raise ConfigError(f"no pack in {root} holds source {source!r}, and rejects.jsonl does not name it")
 
 
 def one_line(text: str) -> str:
     """Data text made safe for one stderr line: control characters (newlines too) escaped."""
-    return text.translate(_ESCAPES).replace("\n", "\\n").replace("\t", "\\t")
+    return text.translate(CONTROL_CHARS).replace("\n", "\\n").replace("\t", "\\t")
 
 
 def _rejection(name: str, row: dict[str, Any]) -> str:
@@ -208,7 +186,7 @@ def _rejection(name: str, row: dict[str, Any]) -> str:
     return f"source {one_line(name)!r} was rejected ({reason}: {detail}), so no pack holds it; see rejects.jsonl"
 
 
-def render(pack: Pack, key: str, shard: str, source: str | None, tokenizer: Any, color: bool) -> str:
+def render(pack: Pack, key: str, shard: str, source: str | None, view: view_tokens.TokenView, color: bool) -> str:
     padded = pack.padded_tokens
     lines = [
         f"pack {int(key.removeprefix(fmt.PACK_KEY_PREFIX))} ({key}) in {shard}",
@@ -221,8 +199,7 @@ def render(pack: Pack, key: str, shard: str, source: str | None, tokenizer: Any,
         "",
         "text (targets " + ("in bold green" if color else "in [[brackets]]") + ")",
     ]
-    view = view_tokens.from_tokenizer(tokenizer) if tokenizer is not None else view_tokens.from_ids({}, None)
-    collapse = {i: name for i, name in view.controls.items() if name in COLLAPSED}
+    collapse = {i: name for i, name in view.controls.items() if name in COLLAPSIBLE}
     starts = pack.cu_seqlens_padded.astype(np.int64)
     for i, seq in enumerate(pack.sequences):
         lines.append(f"── sequence {i}: {seq.source} " + "─" * 8)
@@ -286,7 +263,7 @@ def marked_text(
     for lo, hi in itertools.pairwise(bounds):
         token = collapse.get(int(placeholder[lo]))
         text = (token if hi - lo == 1 else f"{token}×{hi - lo}") if token else decode(ids[lo:hi].tolist())
-        text = text.translate(_ESCAPES)
+        text = text.translate(CONTROL_CHARS)
         if mask[lo]:
             text = f"\x1b[1;32m{text}\x1b[0m" if color else f"[[{text}]]"
         out.append(text)

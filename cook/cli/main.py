@@ -26,18 +26,10 @@ class _Parser(argparse.ArgumentParser):
 def build_parser() -> argparse.ArgumentParser:
     from cook.cli import blend_cmd, inspect_cmd, repack_cmd, run_cmd, stats_cmd, validate_cmd
 
-    commands = {
-        "run": run_cmd,
-        "validate": validate_cmd,
-        "inspect": inspect_cmd,
-        "stats": stats_cmd,
-        "repack": repack_cmd,
-        "blend": blend_cmd,
-    }
     parser = _Parser(prog="cook", description="Cook raw multimodal conversations into packed Energon shards.")
     parser.add_argument("--version", action="store_true", help="print the version and exit")
     sub = parser.add_subparsers(dest="command", parser_class=_Parser)
-    for module in commands.values():
+    for module in (run_cmd, validate_cmd, inspect_cmd, stats_cmd, repack_cmd, blend_cmd):
         module.add_parser(sub)
     return parser
 

@@ -58,6 +58,7 @@ def add_parser(sub: Any) -> None:
 
 
 def handle(args: argparse.Namespace) -> int:
+    check_run_length(args.global_batch_size, None)
     if os.path.isfile(args.dir):
         return handle_blend(args)
     check_is_dataset(args.dir)  # NotADataset is a ConfigError: exit 2, one line
@@ -65,7 +66,6 @@ def handle(args: argparse.Namespace) -> int:
         check_plot_path(args.plot)
     if args.html:
         check_output_file("--html", args.html, "stats.html")
-    check_run_length(args.global_batch_size, None)
     summary = read_summary(args.dir, args.global_batch_size)
     if summary is None:
         return 1
@@ -96,7 +96,6 @@ def handle_blend(args: argparse.Namespace) -> int:
     """``cook stats blend.yaml``: each part's figures, then the blend's shares (``cook.blend``)."""
     if args.plot or args.html:
         raise ConfigError(f"--plot/--html: give one cooked dataset, not the blend {args.dir}")
-    check_run_length(args.global_batch_size, None)
     specs = read_blend(args.dir)
     parts = load_datasets(specs)
     summaries = []

@@ -4,15 +4,5 @@ over batches of packs (batch.py). Imports only L0 (format, types, errors, packfi
 standard library, so a writer bug cannot hide in shared code."""
 
 from cook.validate.dataset import NotADataset, Report, ValidateOptions, check_is_dataset, validate_dataset
-from cook.validate.problems import Code, Problem, TokenInfo
 
-__all__ = [
-    "Code",
-    "NotADataset",
-    "Problem",
-    "Report",
-    "TokenInfo",
-    "ValidateOptions",
-    "check_is_dataset",
-    "validate_dataset",
-]
+__all__ = ["NotADataset", "Report", "ValidateOptions", "check_is_dataset", "validate_dataset"]

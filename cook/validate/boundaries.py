@@ -44,19 +44,19 @@ def check_boundaries(batch: PackBatch, rules: PackRules) -> tuple[Findings, np.n
     rows, pack = batch.sequence_rows(), batch.sequence_pack()
     lengths = batch.cu[rows] - batch.cu[rows - 1]  # int64 [S]
     padded = batch.padded_cu[rows] - batch.padded_cu[rows - 1]
+    index = np.arange(pack.shape[0]) - batch.first_sequence[pack]  # int64 [S]: each sequence's index in its pack
     open_ = ~blocked[pack]
     for k, s, _ in per_pack_of((padded < lengths) & open_, pack):
-        i = s - int(batch.first_sequence[k])
-        findings[k].append((Code.CU_SEQLENS, f"sequence {i}: padded length {padded[s]} < true length {lengths[s]}"))
+        detail = f"sequence {index[s]}: padded length {padded[s]} < true length {lengths[s]}"
+        findings[k].append((Code.CU_SEQLENS, detail))
         blocked[k] = True
     open_ = ~blocked[pack]
     meta = batch.columns.lengths
     for k, s, count in per_pack_of((meta != lengths) & open_, pack):
-        i = s - int(batch.first_sequence[k])
         findings[k].append(
             (
                 Code.META_LENGTH,
-                f"{fmt.META} sequences[{i}] ({batch.columns.sources[s]}) has length {meta[s]}, "
+                f"{fmt.META} sequences[{index[s]}] ({batch.columns.sources[s]}) has length {meta[s]}, "
                 f"{fmt.CU_SEQLENS} says {lengths[s]} ({count} sequences disagree)",
             )
         )
@@ -64,11 +64,10 @@ def check_boundaries(batch: PackBatch, rules: PackRules) -> tuple[Findings, np.n
     if multiple:
         expected = -(-lengths // multiple) * multiple
         for k, s, _ in per_pack_of((padded != expected) & open_, pack):
-            i = s - int(batch.first_sequence[k])
             findings[k].append(
                 (
                     Code.PAD_MULTIPLE,
-                    f"sequence {i}: padded length {padded[s]} for {lengths[s]} tokens, "
+                    f"sequence {index[s]}: padded length {padded[s]} for {lengths[s]} tokens, "
                     f"expected {expected[s]} (packing.pad_multiple={multiple})",
                 )
             )

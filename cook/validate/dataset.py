@@ -17,7 +17,7 @@ import contextlib
 import multiprocessing
 import os
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any, Final
 
 import numpy as np
@@ -76,7 +76,7 @@ class Report:
             "sources": self.sources,
             "shards": self.shards,
             "bytes": self.bytes,
-            "errors": [p.as_dict() for p in self.problems],
+            "errors": [asdict(p) for p in self.problems],
             "errors_total": self.problems_total,
             "warnings": self.warnings,
         }

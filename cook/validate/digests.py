@@ -30,10 +30,8 @@ SHORT_BYTES: Final = 256  # sources up to this long are digested together
 
 
 def _fmix(h: np.ndarray) -> np.ndarray:
-    h = h ^ (h >> _SHIFT)
-    h = h * _FMIX_1
-    h = h ^ (h >> _SHIFT)
-    h = h * _FMIX_2
+    for multiplier in (_FMIX_1, _FMIX_2):
+        h = (h ^ (h >> _SHIFT)) * multiplier
     out: np.ndarray = h ^ (h >> _SHIFT)
     return out
 

@@ -94,8 +94,7 @@ def storage_findings(
         return []
     video = image if video is None else video
     stored = sorted({codec for _, _, codec in found}) or ["raw"]
-    allowed = sorted({image, video})
-    if not set(stored) <= set(allowed):
+    if not set(stored) <= {image, video}:
         wanted = f"media.image.storage {image}" + (f", media.video.storage {video}" if video != image else "")
         return [(Code.FRAME_CODEC, f"visual frames stored as {', '.join(stored)}, the manifest says {wanted}")]
     if image == video or sizes is None or kinds is None or not found:

@@ -79,16 +79,15 @@ def read_manifest(root: str) -> tuple[dict[str, Any] | None, list[Problem]]:
         ("shards", list),
         *((f"counts.{key}", int) for key in fmt.COUNT_KEYS),
     ]
-    optional: list[tuple[str, type | tuple[type, ...]]] = [("stored_fill", (int, float))]  # added within v1
     problems = [
         problem(Code.MANIFEST_INVALID, f"{fmt.MANIFEST_NAME}: {path} is missing or not {_kind_name(kind)}")
         for path, kind in required
         if lookup(manifest, path, kind) is None
-    ] + [
-        problem(Code.MANIFEST_INVALID, f"{fmt.MANIFEST_NAME}: {path} is not {_kind_name(kind)}")
-        for path, kind in optional
-        if path in manifest and lookup(manifest, path, kind) is None
     ]
+    if "stored_fill" in manifest and lookup(manifest, "stored_fill", (int, float)) is None:  # optional: added within v1
+        problems.append(
+            problem(Code.MANIFEST_INVALID, f"{fmt.MANIFEST_NAME}: stored_fill is not {_kind_name((int, float))}")
+        )
     for key, want in (("schema_version", fmt.MANIFEST_SCHEMA_VERSION), ("pack_schema_version", fmt.SCHEMA_VERSION)):
         if lookup(manifest, key, int) not in (None, want):
             problems.append(
@@ -245,14 +244,13 @@ def _compare_totals(manifest: Mapping[str, Any], counts: Mapping[str, Any], tota
     seq_len = lookup(manifest, "pipeline.packing.seq_len", int)
     if seq_len:  # a missing seq_len is reported as a missing key
         efficiency = packing_efficiency(totals.tokens, totals.packs, seq_len)
-        problems += _check_figure(manifest, "packing_efficiency", PACKING_EFFICIENCY, efficiency)
-    return problems + _check_figure(manifest, "stored_fill", STORED_FILL, stored_fill(totals.tokens, totals.padded))
+        problems += _check_figure(manifest, "packing_efficiency", PACKING_EFFICIENCY[1], efficiency)
+    return problems + _check_figure(manifest, "stored_fill", STORED_FILL[1], stored_fill(totals.tokens, totals.padded))
 
 
-def _check_figure(manifest: Mapping[str, Any], key: str, figure: tuple[str, str], want: float) -> list[Problem]:
-    """The manifest's ``key`` (when present and a number) equals ``want``, the figure of the shards' totals."""
+def _check_figure(manifest: Mapping[str, Any], key: str, rule: str, want: float) -> list[Problem]:
+    """The manifest's ``key`` (when present and a number) equals ``want``, the ``rule`` of the shards' totals."""
     stored = lookup(manifest, key, (int, float))
     if stored is None or math.isclose(stored, want, rel_tol=1e-9, abs_tol=1e-12):
         return []
-    _, rule = figure
     return [problem(Code.MANIFEST_COUNT, f"{key} {stored} != {rule} = {want}")]

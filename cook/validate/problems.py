@@ -8,7 +8,7 @@ function yields ``Finding``s (code, detail); the shard scan attaches the shard a
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from enum import StrEnum
 
 from cook import format as fmt
@@ -84,9 +84,6 @@ class Problem:
     shard: str
     key: str
     detail: str
-
-    def as_dict(self) -> dict[str, str]:
-        return asdict(self)
 
 
 def problem(code: Code, detail: str, shard: str = "", key: str = "") -> Problem:

@@ -69,17 +69,11 @@ def _line_problem(line: bytes) -> str:
 def check_by_reason(manifest: Mapping[str, Any], rejects: Rejects) -> list[Problem]:
     """The manifest's ``rejects_by_reason`` equals the reasons counted in the file."""
     stored = manifest.get("rejects_by_reason")
-    if rejects.lines is None or not isinstance(stored, dict) or rejects.problems:
+    counted = dict(sorted(rejects.by_reason.items()))
+    if rejects.lines is None or not isinstance(stored, dict) or rejects.problems or stored == counted:
         return []
-    if dict(sorted(stored.items())) == dict(sorted(rejects.by_reason.items())):
-        return []
-    return [
-        problem(
-            Code.REJECTS_COUNT,
-            f"rejects_by_reason {dict(sorted(stored.items()))} != "
-            f"{fmt.REJECTS_NAME} {dict(sorted(rejects.by_reason.items()))}",
-        )
-    ]
+    detail = f"rejects_by_reason {dict(sorted(stored.items()))} != {fmt.REJECTS_NAME} {counted}"
+    return [problem(Code.REJECTS_COUNT, detail)]
 
 
 def check_sources(digests: np.ndarray, packs: np.ndarray, rejected: list[str], limit: int = 20) -> list[Problem]:

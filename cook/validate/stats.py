@@ -180,11 +180,11 @@ def compute_stats(root: str) -> DatasetStats:
 
 def distribution(values: list[int] | list[float], edges: np.ndarray) -> Distribution:
     """The figures of ``values`` and their histogram over ``edges``."""
-    bins, _ = np.histogram(np.asarray(values, dtype=np.float64), bins=edges)
+    array = np.asarray(values, dtype=np.float64)
+    bins, _ = np.histogram(array, bins=edges)
     counts = Histogram(edges=tuple(round(float(e), 6) for e in edges), counts=tuple(bins.tolist()))
     if not values:
         return Distribution(min=0, median=0, p90=0, max=0, mean=0, histogram=counts)
-    array = np.asarray(values, dtype=np.float64)
     return Distribution(
         min=float(array.min()),
         median=float(np.median(array)),

@@ -5,12 +5,12 @@ library, else through ``transformers``). Used by ``cook validate``, ``cook inspe
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 from typing import Any
 
 from cook import format as fmt
+from cook.contract import tokenizer_files_sha256
 from cook.validate.problems import TokenInfo
 
 
@@ -33,8 +33,9 @@ def tokenizer_path(root: str, override: str | None) -> tuple[str | None, list[st
     if not os.path.isdir(path):
         return None, [f"tokenizer directory {path} does not exist; pass --tokenizer"]
     recorded = entry.get("sha256")
-    if isinstance(recorded, dict) and os.path.isdir(path):
-        changed = [name for name, digest in sorted(recorded.items()) if _sha256(os.path.join(path, name)) != digest]
+    if isinstance(recorded, dict):
+        current = tokenizer_files_sha256(path)
+        changed = [name for name, digest in sorted(recorded.items()) if current.get(name) != digest]
         if changed:
             return path, [f"tokenizer {path} differs from the one the dataset was cooked with ({', '.join(changed)})"]
     return path, []
@@ -84,14 +85,6 @@ def _recorded_token_info(root: str) -> TokenInfo | None:
     if not isinstance(ids, dict) or not isinstance(vocab, int):
         return None
     return TokenInfo(vocab_size=vocab, pad_id=entry.get("pad_id"), control_ids={k: int(v) for k, v in ids.items()})
-
-
-def _sha256(path: str) -> str | None:
-    try:
-        with open(path, "rb") as handle:
-            return hashlib.sha256(handle.read()).hexdigest()
-    except OSError:
-        return None
 
 
 def token_info(tokenizer: Any) -> TokenInfo:

@@ -75,17 +75,9 @@ def visual_items(pack: Pack) -> list[VisualItem]:
 def item_frames(pack: Pack, item: VisualItem) -> np.ndarray:
     """uint8 [frames, H, W, 3]: the item's frames (tiles, thumbnail last) from the pack's patches."""
     assert pack.pixel_patches is not None
-    per = item.patches_per_frame
-    return np.stack(
-        [
-            unpatchify(
-                pack.pixel_patches[item.first_patch + f * per : item.first_patch + (f + 1) * per],
-                item.height_px,
-                item.width_px,
-            )
-            for f in range(item.frames)
-        ]
-    )
+    end = item.first_patch + item.frames * item.patches_per_frame
+    frames = pack.pixel_patches[item.first_patch : end].reshape(item.frames, item.patches_per_frame, fmt.PATCH_VALUES)
+    return np.stack([unpatchify(frame, item.height_px, item.width_px) for frame in frames])
 
 
 def _arrangements(tiles: int) -> list[tuple[int, int]]:

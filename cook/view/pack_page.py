@@ -57,13 +57,6 @@ def render_pack_page(
     return page(f"cook inspect: {key}", '<input type="checkbox" id="show-grid" hidden>\n' + body)
 
 
-def _media_share(pack: Pack) -> tuple[int, int]:
-    """(image tokens, audio tokens) implied by media_sizes and audio_lengths."""
-    image = sum(visual_embeddings(i.kind, i.frames, i.height_px, i.width_px) for i in mi.visual_items(pack))
-    audio = int(clip_tokens(pack.audio_lengths).sum()) if pack.audio_lengths is not None else 0
-    return image, audio
-
-
 def _header_html(pack: Pack, key: str, shard: str, seq_len: int | None, previews: int, source: str | None) -> str:
     tokens, padded = pack.tokens, pack.padded_tokens
     capacity = max(seq_len or padded, padded)
@@ -77,7 +70,9 @@ def _header_html(pack: Pack, key: str, shard: str, seq_len: int | None, previews
         for css, n, name in parts
     )
     legend = "".join(f'<span class="sw {css}"></span>{name} {n:,}' for css, n, name in parts)
-    image, audio = _media_share(pack)
+    # the media share: image and audio tokens implied by media_sizes and audio_lengths
+    image = sum(visual_embeddings(i.kind, i.frames, i.height_px, i.width_px) for i in mi.visual_items(pack))
+    audio = int(clip_tokens(pack.audio_lengths).sum()) if pack.audio_lengths is not None else 0
 
     def share(n: int) -> str:
         return f"{n / tokens:.1%}" if tokens else "0%"

@@ -12,7 +12,7 @@ from __future__ import annotations
 import html
 from typing import Final
 
-_CONTROL_CHARS: Final = {c: f"\\x{c:02x}" for c in [*range(32), 127, *range(0x80, 0xA0)] if c not in (9, 10)}
+CONTROL_CHARS: Final = {c: f"\\x{c:02x}" for c in [*range(32), 127, *range(0x80, 0xA0)] if c not in (9, 10)}
 CSP: Final = "default-src 'none'; img-src data:; style-src 'unsafe-inline'"
 
 CSS: Final = """
@@ -63,7 +63,7 @@ a{color:#2a5db0}
 
 def text(value: object) -> str:
     """Data text -> safe HTML text: control characters as ``\\xNN``, then ``html.escape`` (quotes too)."""
-    return html.escape(str(value).translate(_CONTROL_CHARS), quote=True)
+    return html.escape(str(value).translate(CONTROL_CHARS), quote=True)
 
 
 def page(title: str, body: str) -> str:

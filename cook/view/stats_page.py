@@ -9,6 +9,7 @@ Per-file rows come from every pack's meta.json (``source_rows``) and rejects.jso
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 from collections import Counter, defaultdict
@@ -59,16 +60,16 @@ def source_rows(root: str) -> dict[str, SourceRow]:
 
 
 def read_rejects(root: str) -> list[dict[str, Any]]:
+    """The lines of ``rejects.jsonl`` that are JSON objects (none without the file; cook validate reports the rest)."""
     path = os.path.join(root, fmt.REJECTS_NAME)
     if not os.path.isfile(path):
         return []
+    rows = []
     with open(path, encoding="utf-8") as handle:
-        return [row for row in map(json.loads, filter(str.strip, handle)) if isinstance(row, dict)]
-
-
-def _headline(s: StatsSummary) -> str:
-    rows = "".join(f"<tr><th>{name}</th><td>{text(value)}</td></tr>" for name, value in s.rows())
-    return f"<table>{rows}</table>"
+        for line in handle:
+            with contextlib.suppress(ValueError):
+                rows.append(json.loads(line))
+    return [row for row in rows if isinstance(row, dict)]
 
 
 def _source_table(rows: dict[str, SourceRow]) -> str:
@@ -105,8 +106,10 @@ def _reject_table(summary: StatsSummary, rejects: list[dict[str, Any]]) -> str:
 
 def render_stats_page(root: str, summary: StatsSummary, plot_png: bytes) -> str:
     """The page: headline numbers, the plot, the per-file table and the reject reasons."""
+    headline = "".join(f"<tr><th>{name}</th><td>{text(value)}</td></tr>" for name, value in summary.rows())
     body = (
-        f'<header class="top" id="top"><h1>cook stats <small>{text(root)}</small></h1>{_headline(summary)}</header>'
+        f'<header class="top" id="top"><h1>cook stats <small>{text(root)}</small></h1>'
+        f"<table>{headline}</table></header>"
         f'<main><section class="sequence"><h2>histograms</h2><img class="plot" src="{data_uri(plot_png)}" '
         f'alt="fill, sequence length, sources per pack and reject reasons" style="max-width:100%"></section>'
         f'<section class="sequence"><h2>per input file</h2>{_source_table(source_rows(root))}</section>'

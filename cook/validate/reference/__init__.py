@@ -6,7 +6,7 @@ it imports only L0 (``cook.format``), so a bug in cook's sources, cookers or tok
 ``sample.py`` the seeded draw of packed sequences; ``check.py`` the comparison and its report.
 """
 
-from cook.validate.reference.check import Mismatch, ReferenceReport, check_reference
+from cook.validate.reference.check import ReferenceReport, check_reference
 from cook.validate.reference.sample import DatasetUnreadable
 
-__all__ = ["DatasetUnreadable", "Mismatch", "ReferenceReport", "check_reference"]
+__all__ = ["DatasetUnreadable", "ReferenceReport", "check_reference"]

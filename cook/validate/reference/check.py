@@ -35,9 +35,6 @@ class Mismatch:
     position: int  # token index in the sequence (-1: the reference could not render the record)
     detail: str
 
-    def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
 
 @dataclass
 class ReferenceReport:
@@ -63,7 +60,7 @@ class ReferenceReport:
             "matched": self.checked - len(self.mismatches),
             "masks_compared": self.masks_compared,
             "truncated_prefix_only": self.truncated,
-            "mismatches": [m.as_dict() for m in self.mismatches],
+            "mismatches": [asdict(m) for m in self.mismatches],
             "not_checkable": len(self.not_checkable),
             "not_checkable_reasons": dict(sorted(Counter(r for _, r in self.not_checkable).items())),
             "not_checkable_sources": [s for s, _ in self.not_checkable[:LISTED]],

@@ -161,16 +161,10 @@ def _json_object(data: bytes) -> dict[str, Any]:
     return value
 
 
-def cooker_of(fields: Mapping[str, Any], cooker: str) -> str:
-    """The cooker that made the record: the pipeline's, or for ``auto`` the first field it finds."""
-    if cooker != "auto":
-        return cooker
-    return next((name for key, name in _AUTO_FIELDS if key in fields), "preformatted")
-
-
 def to_record(fields: Mapping[str, Any], source: str, cooker: str, train_on: str) -> RefRecord:
-    """The raw record as Hugging Face messages (openai and preformatted rows); raises ``NotCheckable``."""
-    kind = cooker_of(fields, cooker)
+    """The raw record as Hugging Face messages (openai and preformatted rows); raises ``NotCheckable``.
+    The cooker that made it: the pipeline's, or for ``auto`` the first field it finds."""
+    kind = cooker if cooker != "auto" else next((name for key, name in _AUTO_FIELDS if key in fields), "preformatted")
     if kind == "openai":
         messages, tools = _openai_messages(fields)
         return RefRecord(source, _with_targets(messages, train_on), tools)
