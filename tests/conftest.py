@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import settings
 
 REPO = Path(__file__).resolve().parents[1]
 DEMO_TOKENIZER = REPO / "tests" / "assets" / "demo_tokenizer"
@@ -22,6 +23,10 @@ os.environ.setdefault("RAY_AUTH_MODE", "disabled")
 # never see the interrupt they are sent. With Python's own handler here, they start with the default.
 if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
     signal.signal(signal.SIGINT, signal.default_int_handler)
+# No timed assertions: Hypothesis's default 200 ms deadline per example fails property tests on a
+# loaded machine (two xdist workers beside other jobs), not on wrong behaviour.
+settings.register_profile("cook", deadline=None)
+settings.load_profile("cook")
 
 
 @pytest.fixture(scope="session")
