@@ -204,7 +204,7 @@ def render(pack: Pack, key: str, shard: str, source: str | None, view: view_toke
     for i, seq in enumerate(pack.sequences):
         lines.append(f"── sequence {i}: {seq.source} " + "─" * 8)
         span = slice(int(starts[i]), int(starts[i]) + seq.length)
-        lines.append(marked_text(pack.input_ids[span], pack.loss_mask[span], view.decode, collapse, color))
+        lines.append(marked_text(pack.input_ids[span], pack.loss_mask[span], view, collapse, color))
         pad = int(starts[i + 1] - starts[i]) - seq.length
         if pad:
             lines.append(f"(+ {pad} padding)")
@@ -251,7 +251,7 @@ def media_summary(pack: Pack) -> list[str]:
 
 
 def marked_text(
-    ids: np.ndarray, mask: np.ndarray, decode: Callable[[list[int]], str], collapse: dict[int, str], color: bool
+    ids: np.ndarray, mask: np.ndarray, view: view_tokens.TokenView, collapse: dict[int, str], color: bool
 ) -> str:
     """Decode ``ids`` run by run: a run is constant in target-ness and in which placeholder it repeats."""
     if not ids.size:
@@ -262,7 +262,10 @@ def marked_text(
     out = []
     for lo, hi in itertools.pairwise(bounds):
         token = collapse.get(int(placeholder[lo]))
-        text = (token if hi - lo == 1 else f"{token}×{hi - lo}") if token else decode(ids[lo:hi].tolist())
+        if token:
+            text = (token if hi - lo == 1 else f"{token}×{hi - lo}") + view.separator
+        else:
+            text = view.decode(ids[lo:hi].tolist())
         text = text.translate(CONTROL_CHARS)
         if mask[lo]:
             text = f"\x1b[1;32m{text}\x1b[0m" if color else f"[[{text}]]"

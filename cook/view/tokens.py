@@ -18,6 +18,7 @@ class TokenView:
     decode: Callable[[list[int]], str]  # ids -> text, special tokens kept
     controls: Mapping[int, str] = field(default_factory=dict)  # id -> token text, drawn as a chip
     pad_id: int | None = None
+    separator: str = ""  # after a token run written by name (``<image>×80``): " " where ``decode`` spaces its ids
 
 
 def from_tokenizer(tokenizer: Any) -> TokenView:
@@ -40,8 +41,12 @@ def from_tokenizer(tokenizer: Any) -> TokenView:
 
 
 def from_ids(control_ids: Mapping[str, int], pad_id: int | None) -> TokenView:
-    """No tokenizer: text shown as token ids, control tokens still recognised by id."""
+    """No tokenizer: text shown as token ids, control tokens by name (recognised by id)."""
     controls = {int(i): name for name, i in control_ids.items()}
     if pad_id is not None:
         controls.setdefault(pad_id, fmt.PAD_TOKEN)
-    return TokenView(decode=lambda ids: " ".join(map(str, ids)) + " ", controls=controls, pad_id=pad_id)
+
+    def decode(ids: list[int]) -> str:
+        return "".join(f"{controls.get(i, i)} " for i in ids)
+
+    return TokenView(decode=decode, controls=controls, pad_id=pad_id, separator=" ")

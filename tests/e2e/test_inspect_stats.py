@@ -13,6 +13,7 @@ import yaml
 from cook import format as fmt
 from cook.cli.inspect_cmd import marked_text
 from cook.cli.main import main
+from cook.view.tokens import TokenView
 from tests.conftest import pipeline_dict, write_jsonl
 from tests.unit.validate.dataset_edits import add_media, free_prompt_span, load, rewrite_pack, save
 from tests.unit.validate.packs_data import IDS
@@ -126,8 +127,26 @@ def test_marked_text_in_colour() -> None:
     import numpy as np
 
     ids, mask = np.array([1, 2, 3, 5, 5, 5]), np.array([0, 1, 1, 0, 0, 0])
-    text = marked_text(ids, mask, lambda t: "".join(f"<{i}>" for i in t), {5: "<image>"}, color=True)
+    view = TokenView(decode=lambda t: "".join(f"<{i}>" for i in t))
+    text = marked_text(ids, mask, view, {5: "<image>"}, color=True)
     assert text == "<1>\x1b[1;32m<2><3>\x1b[0m<image>×3"
+
+
+def test_inspect_without_a_tokenizer_shows_ids_and_control_tokens_by_name(
+    with_media: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """No tokenizer loads: each id is a number, the manifest's control ids are named, a placeholder
+    run is collapsed, and every token stays apart from the next (``<image>`` then ``</img>``)."""
+    code, out, err = _run(capsys, "inspect", str(with_media), "--pack", "1", "--tokenizer", "/nonexistent")
+    assert code == 0 and "showing token ids" in err
+    text = out.split("text (targets in [[brackets]])\n", 1)[1]
+    assert (
+        f"{fmt.IMG_START} {fmt.IMAGE_TOKEN} {fmt.IMG_END} {fmt.AUDIO_START} {fmt.AUDIO_TOKEN}×13 {fmt.AUDIO_END} "
+        in text
+    )
+    assert "<|im_start|> " in text
+    plain = text.split(f"{fmt.AUDIO_END} ", 1)[1].split(f"{fmt.IM_END}", 1)[0].replace("[[", " ")
+    assert plain.split() and all(word.isdigit() for word in plain.split())  # the text between: ids
 
 
 def test_stats_json_matches_the_manifest(cooked: Path, capsys: pytest.CaptureFixture[str]) -> None:
