@@ -28,7 +28,7 @@ import argparse
 import itertools
 import json
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
