@@ -89,10 +89,11 @@ class TemplateContext:
             ArithmeticError,
         )
         self.templates = {False: hf.get_chat_template(None, None), True: hf.get_chat_template(None, [{}])}
+        self.compiled: dict[bool, Any] | None = None
         try:  # the compiled template itself, as render_jinja_template runs it (our inputs are plain JSON already)
             from transformers.utils.chat_template_utils import _alias_reasoning_fields, _compile_jinja_template
 
-            self.compiled: dict[bool, Any] | None = {k: _compile_jinja_template(t) for k, t in self.templates.items()}
+            self.compiled = {tools: _compile_jinja_template(t) for tools, t in self.templates.items()}
             self.alias_reasoning: Any = _alias_reasoning_fields
         except (ImportError, jinja2.TemplateError):
             self.compiled = None  # fall back to the public function (a broken template rejects each record)
@@ -205,6 +206,15 @@ def _tools(conv: Conversation, context: TemplateContext) -> list[Any] | None:
 
 
 def _slot(turn: int, key: str, target: bool, parts: Sequence[Any], media: MediaGroups, required: bool = True) -> Slot:
+    if len(parts) == 1 and isinstance(parts[0], TextPart):  # the common case: one text part
+        text = parts[0].text
+        if SENTINEL_OPEN in text or SENTINEL_CLOSE in text:
+            raise Rejected(RejectReason.TEMPLATE_ERROR, "the text holds cook's sentinel characters U+F00C0/U+F00C1")
+        core = text.strip()
+        if not core:
+            return Slot(turn, key, target, text, (), "", required)
+        start = text.index(core[0])
+        return Slot(turn, key, target, text[:start], (Text(core, target),), text[start + len(core) :], required)
     parts = list(merge_text(parts))
     lead = trail = ""
     if parts and isinstance(parts[0], TextPart):
@@ -357,6 +367,27 @@ def _edges(
     return edges
 
 
+def _add_gap(
+    context: TemplateContext,
+    builder: LayoutBuilder,
+    markup: str,
+    cuts: Sequence[tuple[int, int, int]],
+    owner: int | None,
+    after: Slot | None,
+) -> None:
+    """The markup between two parts. ``owner``: the target turn whose part precedes it (the markup
+    continues that turn: inner markup up to its next part, or its closing token); ``cuts``: (start,
+    stop, turn) of target turns' tool-call markup in it, all target, each continuing its turn."""
+    position = 0
+    for start, stop, turn in cuts:
+        own = owner == turn
+        context.add_markup(builder, markup[position:start], own, owner is not None and not own)
+        context.add_markup(builder, markup[start:stop], True, False)
+        owner, position = turn, stop
+    own = owner is not None and after is not None and after.turn == owner
+    context.add_markup(builder, markup[position:], own, owner is not None and not own)
+
+
 class _BlankParts(Exception):
     """The template renders an empty or whitespace-only part otherwise than its sentinel."""
 
@@ -461,20 +492,15 @@ def _build(
         else:
             markup = kept_trail + markup
         owner = before.turn if before is not None and target_before else None
-        gap_cuts = [(max(a - shift, 0), min(b - shift, len(markup)), t) for a, b, t in sorted(cuts.get(j, ()))]
-        if any(b > c for (_, b, _), (c, _, _) in itertools.pairwise(gap_cuts)):
-            raise Rejected(RejectReason.TEMPLATE_ERROR, "the chat template prints tool calls of two messages as one")
-        # the markup continues the target turn whose part precedes it (``owner``: inner markup up to its
-        # next part, or its closing token); each target turn's tool-call markup in it (``gap_cuts``: start,
-        # stop, turn) is all target and continues that turn
-        position = 0
-        for start, stop, turn in gap_cuts:
-            own = owner == turn
-            context.add_markup(builder, markup[position:start], own, owner is not None and not own)
-            context.add_markup(builder, markup[start:stop], True, False)
-            owner, position = turn, stop
-        own = owner is not None and after is not None and after.turn == owner
-        context.add_markup(builder, markup[position:], own, owner is not None and not own)
+        if j in cuts:
+            gap_cuts = [(max(a - shift, 0), min(b - shift, len(markup)), t) for a, b, t in sorted(cuts[j])]
+            if any(b > c for (_, b, _), (c, _, _) in itertools.pairwise(gap_cuts)):
+                why = "the chat template prints tool calls of two messages as one"
+                raise Rejected(RejectReason.TEMPLATE_ERROR, why)
+            _add_gap(context, builder, markup, gap_cuts, owner, after)
+        else:  # the common case: no tool-call markup in this gap
+            own = owner is not None and after is not None and after.turn == owner
+            context.add_markup(builder, markup, own, owner is not None and not own)
         if after is not None:
             if kept_lead:
                 builder.text(kept_lead, after.target)
