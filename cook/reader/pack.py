@@ -120,7 +120,10 @@ def decode_pack(crude: Mapping[str, Any]) -> PackedSample:
     missing = [name for name in fmt.REQUIRED_MEMBERS if name not in crude]
     if missing:
         raise PackFormatError(f"{key}: missing members {missing}")
-    ids, mask, cu, cu_padded = (_array(key, crude, name) for name in fmt.REQUIRED_MEMBERS if name != fmt.META)
+    ids = _array(key, crude, fmt.INPUT_IDS)
+    mask = _array(key, crude, fmt.LOSS_MASK)
+    cu = _array(key, crude, fmt.CU_SEQLENS)
+    cu_padded = _array(key, crude, fmt.CU_SEQLENS_PADDED)
     assert ids is not None and mask is not None and cu is not None and cu_padded is not None
     if mask.shape != ids.shape:
         raise PackFormatError(f"{key}: {fmt.LOSS_MASK} has {mask.shape[0]} tokens, {fmt.INPUT_IDS} {ids.shape[0]}")
