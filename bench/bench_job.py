@@ -63,14 +63,9 @@ BARE_TEXT_REPEATS = 3  # one process, CPU time: steadier than the jobs, and ~100
 TEXT_CEILING_COPIES = 64  # the text ceiling's input (bare_text_scaling): ~5 s a pass in one process
 CEILING_SHARE_TARGET = 0.87  # 2-actor speed-up / the bare loop's 2-process speed-up, at least (issue 31 item 5)
 PATCH_PX = 16
-IMAGE_SETS = ("--set", "input.format=wds", "--set", "cooker=llava", "--set", "packing.seq_len=16384")
-IMAGE_SETS += ("--set", "ray.direct_io=true")  # O_DIRECT shard writes: the switch that pays on images (SCALING.md)
-IMAGE_SETS += (
-    "--set",
-    "media.image.storage=raw",
-    "--set",
-    "media.video.storage=raw",
-)  # patches, no encode (bench_media)
+SHIPPED_IMAGE_SETS = ("--set", "input.format=wds", "--set", "cooker=llava", "--set", "packing.seq_len=16384")
+IMAGE_SETS = (*SHIPPED_IMAGE_SETS, "--set", "ray.direct_io=true")  # O_DIRECT shard writes: pays on raw patches
+IMAGE_SETS += ("--set", "media.image.storage=raw", "--set", "media.video.storage=raw")  # patches, no encode
 TEXT_SETS = ("--set", f"input.unit_bytes={TEXT_UNIT_BYTES}")
 SINGLE_THREAD_ENV = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
 WINDOW = 256  # the windowed image run: packing.buffer_size, so that windows close during the job
@@ -367,31 +362,44 @@ class Figures:
 
 def measure(work: Workload, repeats: int, use_json: bool) -> Figures:
     series: dict[str, list[float]] = {}
+    for repeat in range(repeats):
+        print(f"bench_job {work.name}: repeat {repeat + 1}/{repeats}", file=sys.stderr)
+        measure_once(work, use_json, series)
+    return figures(series)
+
+
+def measure_once(
+    work: Workload, use_json: bool, series: dict[str, list[float]], workers: Sequence[int] = WORKERS, tenth: bool = True
+) -> None:
+    """One repeat of ``work``: for each worker count a small then a big run, their marginal figures
+    appended to ``series`` (and, with ``tenth``, the driver's peak RSS at a tenth of the input)."""
 
     def add(key: str, value: float | None) -> None:
         if value is not None:
             series.setdefault(key, []).append(value)
 
-    for repeat in range(repeats):
-        print(f"bench_job {work.name}: repeat {repeat + 1}/{repeats}", file=sys.stderr)
-        for w in WORKERS:
-            small, big = cook_job(work, "small", w, use_json), cook_job(work, "big", w, use_json)
-            add(f"wall{w}", big.wall_s - small.wall_s)
-            if w == 2:
-                add("speedup", series["wall0"][-1] / series["wall2"][-1])
-            add(f"tree{w}", big.tree_cpu_s - small.tree_cpu_s)
-            add(f"driver{w}", big.driver_cpu_s - small.driver_cpu_s)
-            add("left", small.left_behind + big.left_behind)
-            if w == 2:
-                add("stored", big.stored_bytes - small.stored_bytes)
-                if big.received_bytes is not None and small.received_bytes is not None:
-                    add("received", big.received_bytes - small.received_bytes)
-                add("hwm_big", big.driver_hwm_mib)
-                add("records", big.records - small.records)
-                add("rejected", big.rejected - small.rejected)
-        tenth = cook_job(work, "tenth", 2, use_json)
-        add("hwm_tenth", tenth.driver_hwm_mib)
-        add("left", tenth.left_behind)
+    for w in workers:
+        small, big = cook_job(work, "small", w, use_json), cook_job(work, "big", w, use_json)
+        add(f"wall{w}", big.wall_s - small.wall_s)
+        if w == 2:
+            add("speedup", series["wall0"][-1] / series["wall2"][-1])
+        add(f"tree{w}", big.tree_cpu_s - small.tree_cpu_s)
+        add(f"driver{w}", big.driver_cpu_s - small.driver_cpu_s)
+        add("left", small.left_behind + big.left_behind)
+        if w == 2:
+            add("stored", big.stored_bytes - small.stored_bytes)
+            if big.received_bytes is not None and small.received_bytes is not None:
+                add("received", big.received_bytes - small.received_bytes)
+            add("hwm_big", big.driver_hwm_mib)
+            add("records", big.records - small.records)
+            add("rejected", big.rejected - small.rejected)
+    if tenth:
+        at_tenth = cook_job(work, "tenth", 2, use_json)
+        series.setdefault("hwm_tenth", []).append(at_tenth.driver_hwm_mib)
+        series.setdefault("left", []).append(at_tenth.left_behind)
+
+
+def figures(series: dict[str, list[float]]) -> Figures:
     med = {key: statistics.median(values) for key, values in series.items()}
     return Figures(
         wall_s={w: med[f"wall{w}"] for w in WORKERS},
@@ -409,13 +417,16 @@ def measure(work: Workload, repeats: int, use_json: bool) -> Figures:
     )
 
 
-def image_workload(n_images: int, window: int | None = None) -> Workload:
+def image_workload(n_images: int, window: int | None = None, shipped: bool = False) -> Workload:
+    """Raw patches (``IMAGE_SETS``), or with ``shipped`` omni_sft's own storage (JPEG frames) and I/O."""
     check_native_grid(n_images)
     _check_small_starts_every_actor("image", SMALL_IMAGES // IMAGES_PER_TAR)
     counts = {"big": n_images, "small": SMALL_IMAGES, "tenth": max(1, round(n_images / 10 / IMAGES_PER_TAR))}
     counts["tenth"] *= IMAGES_PER_TAR
     inputs = {size: image_dataset(n) for size, n in counts.items()}
     source = {size: sum(len(photo(seed)) for seed in range(n)) for size, n in counts.items()}
+    if shipped:
+        return Workload("images-jpeg", "pipelines/omni_sft.yaml", SHIPPED_IMAGE_SETS, inputs, source, False)
     if window is None:
         return Workload("images", "pipelines/omni_sft.yaml", IMAGE_SETS, inputs, source, rejects_expected=False)
     sets = (*IMAGE_SETS, "--set", f"packing.buffer_size={window}")

@@ -22,6 +22,7 @@ BENCHES = [
     "bench_validate",
     "bench_media",
     "bench_job",
+    "bench_ceiling",
     "bench_plan",
     "bench_inspect_html",
     "bench_text_fast",
