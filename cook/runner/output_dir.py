@@ -183,18 +183,29 @@ class OutputDir:
                 data = json.load(handle)
         except FileNotFoundError:
             return None
-        if data["fingerprint"] != self.identity.fingerprint:
-            return RunState(data["fingerprint"])
+        except (OSError, ValueError) as err:
+            raise self._unreadable(STATE_NAME, str(err)) from None
         try:
-            with open(os.path.join(self.progress_dir, SHARD_LOG_NAME), "rb") as log:
-                shards = read_shard_log(log.read(data["shard_log_bytes"]))
-        except FileNotFoundError:  # none yet, or removed before state.json with a finished run's progress
-            shards = []
-        if len(shards) != data["shard_count"] and not os.path.exists(self._manifest):
-            raise RuntimeError(f"{self.progress_dir}: its shard log has {len(shards)} of {data['shard_count']} shards")
-        state = state_from_json(data, shards)
+            if data["fingerprint"] != self.identity.fingerprint:
+                return RunState(str(data["fingerprint"]))
+            try:
+                with open(os.path.join(self.progress_dir, SHARD_LOG_NAME), "rb") as log:
+                    shards = read_shard_log(log.read(data["shard_log_bytes"]))
+            except FileNotFoundError:  # none yet, or removed before state.json with a finished run's progress
+                shards = []
+            if len(shards) != data["shard_count"] and not os.path.exists(self._manifest):
+                raise self._unreadable(SHARD_LOG_NAME, f"{len(shards)} of the {data['shard_count']} shards it counts")
+            state = state_from_json(data, shards)
+        except (AttributeError, KeyError, TypeError, ValueError, OSError) as err:  # a hand-edited or damaged file
+            raise self._unreadable(STATE_NAME, f"{type(err).__name__}: {err}") from None
         self._logged = (len(shards), data["shard_log_bytes"])
         return state
+
+    def _unreadable(self, name: str, reason: str) -> ConfigError:
+        return ConfigError(
+            f"output.dir: {self.path!r} holds an interrupted run whose progress cannot be read "
+            f"({fmt.PROGRESS_DIR}/{name}: {reason}); pass --overwrite to start again"
+        )
 
     def _roll_back(self, state: RunState) -> None:
         """Remove what was written after ``state``: later shards, their indexes and rows, extra reject lines."""

@@ -177,7 +177,7 @@ class WindowDone:
     packs: int
     stats: PackingStats
     short_of_multiple: bool
-    media: bool = False
+    media: bool
 
 
 @dataclass(frozen=True, eq=False)

@@ -9,10 +9,10 @@ Per-file rows come from every pack's meta.json (``source_rows``) and rejects.jso
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 from collections import Counter, defaultdict
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -59,17 +59,20 @@ def source_rows(root: str) -> dict[str, SourceRow]:
     return dict(sorted(rows.items()))
 
 
-def read_rejects(root: str) -> list[dict[str, Any]]:
-    """The lines of ``rejects.jsonl`` that are JSON objects (none without the file; cook validate reports the rest)."""
+def read_rejects(root: str) -> Iterator[dict[str, Any]]:
+    """The lines of ``rejects.jsonl`` that are JSON objects, one at a time (a run may reject millions of
+    records); none without the file; cook validate reports the rest."""
     path = os.path.join(root, fmt.REJECTS_NAME)
     if not os.path.isfile(path):
-        return []
-    rows = []
+        return
     with open(path, encoding="utf-8") as handle:
         for line in handle:
-            with contextlib.suppress(ValueError):
-                rows.append(json.loads(line))
-    return [row for row in rows if isinstance(row, dict)]
+            try:
+                row = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(row, dict):
+                yield row
 
 
 def _source_table(rows: dict[str, SourceRow]) -> str:
@@ -86,7 +89,7 @@ def _source_table(rows: dict[str, SourceRow]) -> str:
     return f'<table class="sources">{head}{body}</table>'
 
 
-def _reject_table(summary: StatsSummary, rejects: list[dict[str, Any]]) -> str:
+def _reject_table(summary: StatsSummary, rejects: Iterable[dict[str, Any]]) -> str:
     if not summary.rejects:
         return "<p>no rejects</p>"
     examples: defaultdict[str, list[dict[str, Any]]] = defaultdict(list)

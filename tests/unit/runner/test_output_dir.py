@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from dataclasses import asdict, replace
 from pathlib import Path
 
@@ -310,3 +311,39 @@ def test_a_state_json_of_cook_0_1_0_is_refused(tmp_path: Path) -> None:
     ):
         _open(str(out), identity)
     assert _names(out) == before
+
+
+@pytest.mark.parametrize(
+    ("damage", "reason"),
+    [
+        (lambda state, log: state.write_text('{"fingerprint": '), f"{STATE_NAME}: Expecting value"),
+        (lambda state, log: state.write_text("[]"), f"{STATE_NAME}: TypeError"),
+        (lambda state, log: state.write_text("{}"), f"{STATE_NAME}: KeyError: 'fingerprint'"),
+        (
+            lambda state, log: state.write_text(json.dumps({**json.loads(state.read_text()), "counts": None})),
+            f"{STATE_NAME}: AttributeError|{STATE_NAME}: TypeError",
+        ),
+        (lambda state, log: log.write_bytes(b""), f"{SHARD_LOG_NAME}: 0 of the 1 shards it counts"),
+        (lambda state, log: log.write_bytes(b"{not json\n" * 4), f"{STATE_NAME}: JSONDecodeError"),
+    ],
+    ids=["cut-json", "not-an-object", "no-fingerprint", "bad-counts", "empty-shard-log", "bad-shard-log"],
+)
+def test_a_damaged_progress_state_is_refused_in_one_line_and_left_alone(
+    tmp_path: Path, damage: object, reason: str
+) -> None:
+    """A hand-edited or damaged ``state.json`` or shard log is a usage error (exit 2) that names the
+    file and the way out, never a traceback; nothing in the directory is touched."""
+    identity = _identity(tmp_path)
+    out = tmp_path / "out"
+    _interrupted(out, RunState(identity.fingerprint, next_unit=1, windows=1, window_shard=1, shards=[SHARD]))
+    progress = out / fmt.PROGRESS_DIR
+    damage(progress / STATE_NAME, progress / SHARD_LOG_NAME)  # type: ignore[operator]
+    before = {p: p.read_bytes() for p in out.rglob("*") if p.is_file()}
+    with pytest.raises(ConfigError) as refused:
+        _open(str(out), identity)
+    message = str(refused.value)
+    assert "\n" not in message
+    assert message.startswith(f"output.dir: {str(out)!r} holds an interrupted run whose progress cannot be read (")
+    assert message.endswith("); pass --overwrite to start again")
+    assert re.search(f"\\({fmt.PROGRESS_DIR}/(?:{reason})", message), message
+    assert {p: p.read_bytes() for p in out.rglob("*") if p.is_file()} == before
