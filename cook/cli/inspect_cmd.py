@@ -267,7 +267,8 @@ def marked_text(
         else:
             text = view.decode(ids[lo:hi].tolist())
         text = text.translate(CONTROL_CHARS)
-        if mask[lo]:
-            text = f"\x1b[1;32m{text}\x1b[0m" if color else f"[[{text}]]"
+        if mask[lo]:  # a separator that ends the run stays outside the marks: ``[[209 13]] 198``
+            core = text.removesuffix(view.separator) if view.separator else text
+            text = (f"\x1b[1;32m{core}\x1b[0m" if color else f"[[{core}]]") + text[len(core) :]
         out.append(text)
     return "".join(out)

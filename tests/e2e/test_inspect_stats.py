@@ -4,6 +4,7 @@ their exit codes (an unreadable manifest included), --json and its keys in order
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -147,6 +148,7 @@ def test_inspect_without_a_tokenizer_shows_ids_and_control_tokens_by_name(
     assert "<|im_start|> " in text
     plain = text.split(f"{fmt.AUDIO_END} ", 1)[1].split(f"{fmt.IM_END}", 1)[0].replace("[[", " ")
     assert plain.split() and all(word.isdigit() for word in plain.split())  # the text between: ids
+    assert "[[" in text and not re.search(r"\]\]\S|\s\]\]", text)  # a target run is marked apart: ``[[209 13]] 198``
 
 
 def test_stats_json_matches_the_manifest(cooked: Path, capsys: pytest.CaptureFixture[str]) -> None:
