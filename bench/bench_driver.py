@@ -145,7 +145,7 @@ def unit_summary(shape: Shape, unit: int, records: int, seq_len: int) -> UnitSum
         RejectRecord(f"part-{unit:05d}.jsonl#{i + 1}", reasons[i % len(reasons)], "synthetic reject for bench_driver")
         for i in rejected.tolist()
     )
-    return UnitSummary(unit, records, rejects, lengths, n_patches)
+    return UnitSummary(unit, records, rejects, lengths, n_patches, bool(shape.visual))
 
 
 def shard_done(
@@ -269,7 +269,7 @@ class SyntheticExecutor(_AnsweredAtOnce):
         n_patches = np.empty(len(units), np.int32)
         for unit in np.unique(units).tolist():
             where = units == unit
-            unit_lengths, unit_patches = store.lengths(unit)
+            unit_lengths, unit_patches, _ = store.lengths(unit)
             lengths[where] = unit_lengths[positions[where]]
             n_patches[where] = unit_patches[positions[where]]
         return shard_done(task, bounds, lengths, n_patches, self.seq_len)

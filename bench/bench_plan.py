@@ -38,7 +38,7 @@ planner = Planner(packing, 256, Position(0), 0, 0, 0)
 for u in range(n // per):
     planner.add(UnitDone(u, per, Rejects(), per, int(lengths[u * per:(u + 1) * per].sum())))
 (window,) = planner.finish()
-_, window.done = plan_window_task(window.task, lambda u: (lengths[u * per:(u + 1) * per], zeros), packing)
+_, window.done = plan_window_task(window.task, lambda u: (lengths[u * per:(u + 1) * per], zeros, False), packing)
 planner.number(window)
 plan_s = time.process_time() - t
 peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024

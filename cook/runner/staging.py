@@ -39,7 +39,16 @@ import orjson
 
 from cook import format as fmt
 from cook.runner.output_dir import stage_dir
-from cook.runner.units import PackPlan, UnitDone, UnitSummary, WindowTask, decode_result, encode_staged, staged_lengths
+from cook.runner.units import (
+    PackPlan,
+    StagedLengths,
+    UnitDone,
+    UnitSummary,
+    WindowTask,
+    decode_result,
+    encode_staged,
+    staged_lengths,
+)
 from cook.types import MediaItem, TokenizedSample
 
 CACHE_UNITS = 64  # open stage files per reader: a shard takes samples from all of a window's units
@@ -74,7 +83,7 @@ class SampleStore(Protocol):
     def put(self, summary: UnitSummary, samples: Sequence[TokenizedSample], spans: Spans | None = None) -> None: ...
     def take(self, refs: np.ndarray) -> list[TokenizedSample]: ...
     def summary(self, unit: int) -> UnitDone | None: ...
-    def lengths(self, unit: int) -> tuple[np.ndarray, np.ndarray]: ...
+    def lengths(self, unit: int) -> StagedLengths: ...
     def drop(self, unit: int) -> None: ...
     def put_plan(self, window: WindowTask, plan: PackPlan) -> None: ...
     def plan(self, window: WindowTask) -> PackPlan | None: ...
@@ -84,16 +93,16 @@ class SampleStore(Protocol):
 class MemoryStore:
     def __init__(self) -> None:
         self._units: dict[int, Sequence[TokenizedSample]] = {}
-        self._lengths: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+        self._lengths: dict[int, StagedLengths] = {}
         self._plans: dict[int, tuple[WindowTask, PackPlan]] = {}
 
     def put(self, summary: UnitSummary, samples: Sequence[TokenizedSample], spans: Spans | None = None) -> None:
         """Keep ``samples`` (their arrays as they are: ``spans`` is not needed in the process)."""
         self._units[summary.unit] = samples
-        self._lengths[summary.unit] = (summary.lengths, summary.n_patches)
+        self._lengths[summary.unit] = (summary.lengths, summary.n_patches, summary.media)
 
-    def lengths(self, unit: int) -> tuple[np.ndarray, np.ndarray]:
-        """The unit's lengths and patch counts (int32 [N] each), in sample order."""
+    def lengths(self, unit: int) -> StagedLengths:
+        """The unit's lengths and patch counts (int32 [N] each), in sample order, and its media flag."""
         return self._lengths[unit]
 
     def put_plan(self, window: WindowTask, plan: PackPlan) -> None:
@@ -141,8 +150,9 @@ class DiskStore:
         _write_atomic(self._path(summary.unit, ".stage"), _stage_buffers(samples, spans))
         _write_atomic(self._path(summary.unit, ".json"), [encode_staged(summary)])
 
-    def lengths(self, unit: int) -> tuple[np.ndarray, np.ndarray]:
-        """The unit's lengths and patch counts (int32 [N] each), in sample order, from its sidecar."""
+    def lengths(self, unit: int) -> StagedLengths:
+        """The unit's lengths and patch counts (int32 [N] each), in sample order, and its media flag,
+        from its sidecar."""
         with open(self._path(unit, ".json"), "rb") as handle:
             return staged_lengths(handle.read())
 

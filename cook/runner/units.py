@@ -100,6 +100,7 @@ class UnitSummary:
     rejects: tuple[RejectRecord, ...]  # in the order raised: read/cook/media per record, tokenize/fit per batch
     lengths: np.ndarray  # int32 [N] tokens per sample, in record order
     n_patches: np.ndarray  # int32 [N] visual patches per sample
+    media: bool  # a sample holds a media item (patches, stored frames or audio): the unit's shards are heavy
 
     @classmethod
     def of(
@@ -107,7 +108,8 @@ class UnitSummary:
     ) -> UnitSummary:
         """The summary of a unit's ``samples`` (``TokenizedSample``s, in record order)."""
         lengths = np.array([s.length for s in samples], dtype=np.int32)
-        return cls(unit, records_in, tuple(rejects), lengths, np.array([s.n_patches for s in samples], dtype=np.int32))
+        n_patches = np.array([s.n_patches for s in samples], dtype=np.int32)
+        return cls(unit, records_in, tuple(rejects), lengths, n_patches, any(s.media for s in samples))
 
     @property
     def samples(self) -> int:
@@ -119,6 +121,9 @@ class UnitSummary:
 
     def done(self) -> UnitDone:
         return UnitDone(self.unit, self.records_in, Rejects.of(self.rejects), self.samples, self.tokens)
+
+
+StagedLengths = tuple[np.ndarray, np.ndarray, bool]  # a staged unit's lengths, patch counts, media flag
 
 
 @dataclass(frozen=True)
@@ -170,8 +175,9 @@ class WindowTask:
 @dataclass(frozen=True)
 class WindowDone:
     """A planned window: how many packs, their packing stats, whether their count misses
-    ``packing.pack_count_multiple``, and whether it holds media patches (its shards are heavy: the
-    driver hands them out a shard per job). The plan itself stays in the staging store."""
+    ``packing.pack_count_multiple``, and whether its units hold media (images, video or audio: its
+    shards are heavy, so the driver hands them out a shard per job). The plan itself stays in the
+    staging store."""
 
     index: int
     packs: int
@@ -332,16 +338,17 @@ def encode_result(result: Result) -> bytes:
 
 def encode_staged(summary: UnitSummary) -> bytes:
     """The staging store's sidecar of a unit: its ``UnitDone`` (``decode_result`` reads that part)
-    plus its lengths and patch counts (``staged_lengths``)."""
+    plus its lengths, patch counts and media flag (``staged_lengths``)."""
     body = _body(summary.done())
     body["lengths"], body["n_patches"] = _int32s(summary.lengths), _int32s(summary.n_patches)
+    body["media"] = summary.media
     return _dumps(body)
 
 
-def staged_lengths(payload: bytes) -> tuple[np.ndarray, np.ndarray]:
-    """The lengths and patch counts (int32 [N] each) of a sidecar written by ``encode_staged``."""
+def staged_lengths(payload: bytes) -> StagedLengths:
+    """The lengths, patch counts (int32 [N] each) and media flag of a sidecar written by ``encode_staged``."""
     body = json.loads(payload)
-    return _from_int32s(body["lengths"]), _from_int32s(body["n_patches"])
+    return _from_int32s(body["lengths"]), _from_int32s(body["n_patches"]), bool(body["media"])
 
 
 def decode_result(payload: bytes) -> Result:

@@ -29,11 +29,11 @@ import numpy as np
 from cook.config import PackingConfig
 from cook.packing.metrics import stats_for_flat
 from cook.packing.packer import plan_window
-from cook.runner.units import PackPlan, ShardTask, Slice, UnitDone, WindowDone, WindowTask, WriteTask
+from cook.runner.units import PackPlan, ShardTask, Slice, StagedLengths, UnitDone, WindowDone, WindowTask, WriteTask
 
 # Under Ray a text window's shards go to one worker together, this many at most: the driver's cost is
 # per job, not per shard; the cap keeps a large window (``buffer_size: all``) spread over the workers.
-# A window with media patches goes a shard per job: its shards are heavy, so Ray's cost is small beside
+# A window with media (images, video, audio) goes a shard per job: its shards are heavy, so Ray's cost is small beside
 # them and one job for them all would leave the other actors idle. In-process a job costs nothing to
 # hand out: a shard per job, so a Ctrl-C keeps every shard written. Figures: docs/SCALING.md.
 SHARDS_PER_WRITE = 16
@@ -152,15 +152,16 @@ class Planner:
 
 
 def plan_window_task(
-    task: WindowTask, lengths_of: Callable[[int], tuple[np.ndarray, np.ndarray]], packing: PackingConfig
+    task: WindowTask, lengths_of: Callable[[int], StagedLengths], packing: PackingConfig
 ) -> tuple[PackPlan, WindowDone]:
     """Plan ``task``'s packs (``plan_window``) from its units' staged lengths and patch counts
-    (``lengths_of(unit)``: int32 [N] each): the plan, and what the driver needs of it."""
+    (``lengths_of(unit)``: int32 [N] each, and the unit's media flag): the plan, and what the driver
+    needs of it."""
     columns = [(unit, start, stop, *lengths_of(unit)) for unit, start, stop in task.slices]
-    lengths = np.concatenate([length[start:stop] for _, start, stop, length, _ in columns])  # int32 [N]
-    n_patches = np.concatenate([patches[start:stop] for _, start, stop, _, patches in columns])
+    lengths = np.concatenate([length[start:stop] for _, start, stop, length, _, _ in columns])  # int32 [N]
+    n_patches = np.concatenate([patches[start:stop] for _, start, stop, _, patches, _ in columns])
     refs = np.concatenate(
-        [np.stack([np.full(stop - start, unit), np.arange(start, stop)], axis=1) for unit, start, stop, _, _ in columns]
+        [np.stack([np.full(stop - start, unit), np.arange(start, stop)], axis=1) for unit, start, stop, *_ in columns]
     ).astype(np.int64)  # int64 [N, 2]
     order, bounds = plan_window(lengths, n_patches, packing)
     packs = len(bounds) - 1
@@ -169,6 +170,6 @@ def plan_window_task(
         packs,
         stats_for_flat(lengths, order, bounds, packing.seq_len, packing.pad_multiple),
         bool(packing.pack_count_multiple and packs % packing.pack_count_multiple),
-        bool(n_patches.any()),
+        any(media for *_, media in columns),
     )
     return PackPlan(refs[order], np.asarray(bounds, dtype=np.int64)), done

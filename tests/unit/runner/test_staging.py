@@ -33,7 +33,8 @@ def _samples() -> list[TokenizedSample]:
 def _summary(unit: int, samples: list[TokenizedSample]) -> UnitSummary:
     rejects = (RejectRecord("a.jsonl#2", RejectReason.BAD_JSON, "x\ny"),)
     lengths = np.array([s.length for s in samples], np.int32)
-    return UnitSummary(unit, len(samples) + 1, rejects, lengths, np.array([s.n_patches for s in samples], np.int32))
+    n_patches = np.array([s.n_patches for s in samples], np.int32)
+    return UnitSummary(unit, len(samples) + 1, rejects, lengths, n_patches, any(s.media for s in samples))
 
 
 @pytest.mark.parametrize("kind", ["disk", "memory"])
@@ -65,8 +66,8 @@ def test_disk_summary_survives_the_process_and_drop_removes_it(tmp_path: Path) -
     again = DiskStore(str(tmp_path)).summary(5)
     assert again is not None
     assert again == summary.done() == UnitDone(5, 4, Rejects.of(summary.rejects), 3, 9)
-    lengths, n_patches = DiskStore(str(tmp_path)).lengths(5)
-    assert lengths.tolist() == [5, 3, 1] and n_patches.tolist() == [0, 4, 0]
+    lengths, n_patches, media = DiskStore(str(tmp_path)).lengths(5)
+    assert lengths.tolist() == [5, 3, 1] and n_patches.tolist() == [0, 4, 0] and media
     assert DiskStore(str(tmp_path)).summary(6) is None
     DiskStore(str(tmp_path)).drop(5)
     assert DiskStore(str(tmp_path)).summary(5) is None

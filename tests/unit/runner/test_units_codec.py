@@ -32,13 +32,13 @@ def test_unit_done_round_trips_and_carries_no_per_sample_column() -> None:
         RejectRecord("a.jsonl#5", RejectReason.TOO_LONG, "long"),
         RejectRecord("a.jsonl#7", RejectReason.BAD_JSON, ""),
     )
-    summary = UnitSummary(4, 9, records, np.array([5, 70000, 1], np.int32), np.array([0, 4096, 0], np.int32))
+    summary = UnitSummary(4, 9, records, np.array([5, 70000, 1], np.int32), np.array([0, 4096, 0], np.int32), True)
     payload = encode_result(summary.done())
     assert set(json.loads(payload)) == {"unit", "records_in", "reject_lines", "rejects_by_reason", "samples", "tokens"}
     rejects = Rejects("".join(map(reject_line, records)), (("bad_json", 2), ("too_long", 1)))  # first-seen order
     assert decode_result(payload) == UnitDone(4, 9, rejects, 3, 70006)
     assert len(rejects) == 3
-    empty = UnitSummary(0, 0, (), np.zeros(0, np.int32), np.zeros(0, np.int32)).done()
+    empty = UnitSummary(0, 0, (), np.zeros(0, np.int32), np.zeros(0, np.int32), False).done()
     assert decode_result(encode_result(empty)) == UnitDone(0, 0, Rejects(), 0, 0)
 
 
@@ -48,12 +48,14 @@ def test_a_reason_no_cook_knows_is_refused() -> None:
         decode_result(payload)
 
 
-def test_the_staged_sidecar_holds_the_counts_and_the_lengths() -> None:
-    summary = UnitSummary(4, 3, (), np.array([5, 70000, 1], np.int32), np.array([0, 4096, 0], np.int32))
+@pytest.mark.parametrize("media", [False, True])
+def test_the_staged_sidecar_holds_the_counts_the_lengths_and_the_media_flag(media: bool) -> None:
+    summary = UnitSummary(4, 3, (), np.array([5, 70000, 1], np.int32), np.array([0, 4096, 0], np.int32), media)
     payload = encode_staged(summary)
     assert decode_result(payload) == UnitDone(4, 3, Rejects(), 3, 70006)
-    lengths, n_patches = staged_lengths(payload)
+    lengths, n_patches, staged_media = staged_lengths(payload)
     assert lengths.dtype == np.int32 and lengths.tolist() == [5, 70000, 1] and n_patches.tolist() == [0, 4096, 0]
+    assert staged_media is media
 
 
 def test_window_done_round_trips() -> None:

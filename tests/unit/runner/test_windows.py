@@ -27,8 +27,8 @@ def _plan(sizes: list[list[int]], buffer_size: int | str, shard_size: int, start
             windows += planner.add(UnitDone(unit, len(lengths), Rejects(), len(lengths), sum(lengths)))
     windows += planner.finish()
 
-    def lengths_of(unit: int) -> tuple[np.ndarray, np.ndarray]:
-        return np.array(sizes[unit], np.int32), np.zeros(len(sizes[unit]), np.int32)
+    def lengths_of(unit: int) -> tuple[np.ndarray, np.ndarray, bool]:
+        return np.array(sizes[unit], np.int32), np.zeros(len(sizes[unit]), np.int32), False
 
     out = []
     for window in windows:
@@ -93,7 +93,28 @@ def test_the_plan_is_the_same_wherever_it_is_made() -> None:
     sizes = [[5, 60, 7, 33, 2], [8, 9, 41]]
     (window, first), *_ = _plan(sizes, 8, 2)
     again, done = plan_window_task(
-        window.task, lambda u: (np.array(sizes[u], np.int32), np.zeros(len(sizes[u]), np.int32)), _packing(8)
+        window.task, lambda u: (np.array(sizes[u], np.int32), np.zeros(len(sizes[u]), np.int32), False), _packing(8)
     )
     assert first.refs.tolist() == again.refs.tolist() and first.bounds.tolist() == again.bounds.tolist()
     assert done == window.done
+
+
+def test_a_window_holds_media_when_one_of_its_units_does_audio_included() -> None:
+    """The media flag (a shard per write job under Ray) comes from the units' staged flag, not from the
+    patch counts alone: an audio-only unit has no patches, yet its shards are heavy."""
+    from cook.runner.units import UnitSummary, WindowTask
+    from cook.types import MediaItem, PlaceholderBlock, TokenizedSample
+
+    block = (PlaceholderBlock("<so_start>", "<so_embedding>", 4, "<so_end>"),)
+    audio = MediaItem("audio", block, audio_features=np.zeros((1, 16, 128), np.float16), audio_lengths=np.array([16]))
+    text = TokenizedSample("a#1", np.arange(9, dtype=np.int32), np.ones(9, np.uint8))
+    heard = TokenizedSample("a#2", np.arange(9, dtype=np.int32), np.ones(9, np.uint8), (audio,), 5)
+    summaries = {0: UnitSummary.of(0, 1, (), [text]), 1: UnitSummary.of(1, 1, (), [heard])}
+    assert not summaries[0].media and summaries[1].media and summaries[1].n_patches.tolist() == [0]
+
+    def lengths_of(unit: int) -> tuple[np.ndarray, np.ndarray, bool]:
+        return summaries[unit].lengths, summaries[unit].n_patches, summaries[unit].media
+
+    for slices, media in ((((0, 0, 1),), False), (((1, 0, 1),), True), (((0, 0, 1), (1, 0, 1)), True)):
+        _, done = plan_window_task(WindowTask(0, slices), lengths_of, _packing(8))
+        assert done.media is media
