@@ -221,7 +221,7 @@ class SyntheticExecutor(_AnsweredAtOnce):
         config: PipelineConfig,
         actors: int = ACTORS,
         profiler: cProfile.Profile | None = None,
-        record: list[tuple[str, str]] | None = None,
+        record: list[tuple[str, bytes]] | None = None,
     ) -> None:
         super().__init__(SyntheticStore(), actors)
         self.shape = shape
@@ -238,7 +238,7 @@ class SyntheticExecutor(_AnsweredAtOnce):
         job = self._jobs.popleft()
         payload = encode_result(self._work(job))
         if self.record is not None:
-            self.record.append((job_key(job), payload.decode("utf-8")))
+            self.record.append((job_key(job), payload))
         self.worker_cpu_s += time.process_time() - start
         if self.profiler is not None:
             self.profiler.enable()
@@ -306,15 +306,14 @@ class ReplayExecutor(_AnsweredAtOnce):
     which is checked). Nothing a worker does runs in the driver's process: its CPU is the driver's
     own, and no worker data passes through its caches."""
 
-    def __init__(self, recording: Iterable[tuple[str, str]], actors: int = ACTORS) -> None:
+    def __init__(self, recording: Iterable[tuple[str, bytes]], actors: int = ACTORS) -> None:
         super().__init__(ReplayStore(), actors)
         self._recording = iter(recording)  # read as the jobs come: held whole, it would be in the peak RSS
 
     def next_done(self) -> Result:
         job = self._jobs.popleft()
-        key, text = next(self._recording)
+        key, payload = next(self._recording)
         assert key == job_key(job), f"the replay hands out {job_key(job)} where the recording answered {key}"
-        payload = text.encode("utf-8")
         self.received_bytes += len(payload)
         return decode_result(payload)
 
@@ -325,7 +324,7 @@ def drive(
     out_dir: str,
     actors: int = ACTORS,
     profiler: cProfile.Profile | None = None,
-    record: list[tuple[str, str]] | None = None,
+    record: list[tuple[str, bytes]] | None = None,
 ) -> tuple[RunSummary, SyntheticExecutor]:
     """Run the real pipeline over ``samples`` synthetic records of ``shape`` into ``out_dir``
     (``record``: gets every job and its result payload, for ``replay``)."""
@@ -341,7 +340,7 @@ def drive(
 
 
 def replay(
-    shape: Shape, samples: int, out_dir: str, recording: Iterable[tuple[str, str]], actors: int = ACTORS
+    shape: Shape, samples: int, out_dir: str, recording: Iterable[tuple[str, bytes]], actors: int = ACTORS
 ) -> RunSummary:
     """Run the real pipeline as ``drive`` did, its jobs answered from ``recording``."""
     config = shape_config(shape, out_dir)
@@ -442,12 +441,12 @@ def record(shape_name: str, samples: int, path: str) -> dict[str, Any]:
     """Drive the pipeline with the synthetic workers, write every job's result payload to ``path``;
     returns the workers' CPU."""
     out_dir = str(WORK / "driver" / f"{shape_name}-{samples}-record")
-    recording: list[tuple[str, str]] = []
+    recording: list[tuple[str, bytes]] = []
     cpu0 = time.process_time()
     _, executor = drive(SHAPES[shape_name], samples, out_dir, record=recording)
     cpu = time.process_time() - cpu0
-    with open(path, "w", encoding="utf-8") as handle:  # one [job, payload] per line, read back as the jobs come
-        handle.writelines(json.dumps(entry) + "\n" for entry in recording)
+    with open(path, "wb") as handle:  # one "job<TAB>payload" per line (a payload is JSON: no raw tab or newline)
+        handle.writelines(key.encode() + b"\t" + payload + b"\n" for key, payload in recording)
     shutil.rmtree(out_dir, ignore_errors=True)
     return {"worker_cpu_s": executor.worker_cpu_s, "driver_cpu_s": cpu - executor.worker_cpu_s}
 
@@ -458,8 +457,10 @@ def child(shape_name: str, samples: int, recording_path: str, profile: bool) -> 
     out_dir = str(WORK / "driver" / f"{shape_name}-{samples}")
     rss_before_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     profiler = cProfile.Profile() if profile else None
-    with open(recording_path, encoding="utf-8") as handle:
-        recording = ((key, payload) for key, payload in map(json.loads, handle))
+    with open(
+        recording_path, "rb"
+    ) as handle:  # each line split once: no decoding of the bench's own in the driver's CPU
+        recording = ((key.decode(), payload) for key, payload in (line[:-1].split(b"\t", 1) for line in handle))
         cpu0, wall0 = time.process_time(), time.perf_counter()
         if profiler is not None:
             profiler.enable()
@@ -513,7 +514,7 @@ def _run_module(*args: str) -> dict[str, Any]:
 def recording(shape: str, samples: int) -> tuple[str, dict[str, Any]]:
     """The recording of ``shape`` at ``samples`` (made once, in a fresh process), and that run's
     workers' CPU s and driver CPU s (its process's minus the workers')."""
-    path = WORK / "driver" / f"{shape}-{samples}.recording.json"
+    path = WORK / "driver" / f"{shape}-{samples}.recording.tsv"
     path.parent.mkdir(parents=True, exist_ok=True)
     return str(path), _run_module("--record", shape, str(samples), str(path))
 
