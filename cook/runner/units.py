@@ -348,7 +348,8 @@ def encode_staged(summary: UnitSummary) -> bytes:
 def staged_lengths(payload: bytes) -> StagedLengths:
     """The lengths, patch counts (int32 [N] each) and media flag of a sidecar written by ``encode_staged``."""
     body = json.loads(payload)
-    return _from_int32s(body["lengths"]), _from_int32s(body["n_patches"]), bool(body["media"])
+    media = bool(body.get("media", True))  # staged before the flag (a resume): as media, a shard per job
+    return _from_int32s(body["lengths"]), _from_int32s(body["n_patches"]), media
 
 
 def decode_result(payload: bytes) -> Result:

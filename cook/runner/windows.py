@@ -33,9 +33,10 @@ from cook.runner.units import PackPlan, ShardTask, Slice, StagedLengths, UnitDon
 
 # Under Ray a text window's shards go to one worker together, this many at most: the driver's cost is
 # per job, not per shard; the cap keeps a large window (``buffer_size: all``) spread over the workers.
-# A window with media (images, video, audio) goes a shard per job: its shards are heavy, so Ray's cost is small beside
-# them and one job for them all would leave the other actors idle. In-process a job costs nothing to
-# hand out: a shard per job, so a Ctrl-C keeps every shard written. Figures: docs/SCALING.md.
+# A window with media (images, video, audio) goes a shard per job: its shards are heavy, so Ray's cost
+# is small beside them and one job for them all would leave the other actors idle. In-process a job
+# costs nothing to hand out: a shard per job, so a Ctrl-C keeps every shard written. Figures:
+# docs/SCALING.md.
 SHARDS_PER_WRITE = 16
 
 

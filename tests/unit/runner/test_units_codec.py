@@ -56,6 +56,9 @@ def test_the_staged_sidecar_holds_the_counts_the_lengths_and_the_media_flag(medi
     lengths, n_patches, staged_media = staged_lengths(payload)
     assert lengths.dtype == np.int32 and lengths.tolist() == [5, 70000, 1] and n_patches.tolist() == [0, 4096, 0]
     assert staged_media is media
+    body = json.loads(payload)
+    del body["media"]  # a unit staged by the cook before the flag, met by a resume
+    assert staged_lengths(json.dumps(body).encode())[2] is True  # taken as media: a shard per job, same bytes
 
 
 def test_window_done_round_trips() -> None:
