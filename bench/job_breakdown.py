@@ -20,7 +20,7 @@ import time
 from collections import Counter
 
 from bench.common import REPO
-from bench.job_run import become_subreaper, reap_descendants
+from bench.job_run import become_subreaper, proc_stat, reap_descendants
 
 POLL_S = 0.2
 KINDS = ("gcs_server", "raylet", "dashboard", "log_monitor", "runtime_env", "monitor.py")
@@ -30,14 +30,6 @@ def _kind(cmdline: str) -> str:
     if "ray::" in cmdline or "default_worker" in cmdline:
         return "actor"
     return next((kind for kind in KINDS if kind in cmdline), "other")
-
-
-def _stat(pid: int) -> tuple[float, float, int]:
-    """(user s, system s, minor faults) of a process, from ``/proc/PID/stat``."""
-    with open(f"/proc/{pid}/stat") as handle:
-        fields = handle.read().rpartition(")")[2].split()
-    tick = os.sysconf("SC_CLK_TCK")
-    return int(fields[11]) / tick, int(fields[12]) / tick, int(fields[7])
 
 
 def breakdown(args: list[str]) -> dict[str, dict[str, float]]:
@@ -61,7 +53,7 @@ def breakdown(args: list[str]) -> dict[str, dict[str, float]]:
                 try:
                     key = (proc.pid, proc.create_time())
                     kind = seen[key][0] if key in seen and seen[key][0] != "other" else _kind(" ".join(proc.cmdline()))
-                    seen[key] = (kind, _stat(proc.pid))
+                    seen[key] = (kind, proc_stat(proc.pid))
                 except (psutil.Error, OSError):
                     pass
             stop.wait(POLL_S)
@@ -70,7 +62,7 @@ def breakdown(args: list[str]) -> dict[str, dict[str, float]]:
     poller.start()
     os.waitid(os.P_PID, driver.pid, os.WEXITED | os.WNOWAIT)  # exited, not reaped: /proc still has it
     wall = time.perf_counter() - start
-    own = _stat(driver.pid)
+    own = proc_stat(driver.pid)
     driver.wait()
     reap_descendants()
     stop.set()

@@ -98,11 +98,19 @@ class TreePoller:
         return sum(self.cpu_s.values())
 
 
-def _own_cpu_s(pid: int) -> float:
-    """utime + stime of a process (a zombie too), from ``/proc/PID/stat`` fields 14 and 15."""
+def proc_stat(pid: int) -> tuple[float, float, int]:
+    """(user s, system s, minor faults) of a process (a zombie too), from ``/proc/PID/stat`` fields 14,
+    15 and 10."""
     with open(f"/proc/{pid}/stat") as handle:
         fields = handle.read().rpartition(")")[2].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    tick = os.sysconf("SC_CLK_TCK")
+    return int(fields[11]) / tick, int(fields[12]) / tick, int(fields[7])
+
+
+def _own_cpu_s(pid: int) -> float:
+    """utime + stime of a process (a zombie too)."""
+    user, system, _ = proc_stat(pid)
+    return user + system
 
 
 def reap_descendants() -> int:

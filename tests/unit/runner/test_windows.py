@@ -7,8 +7,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from cook.config import PackingConfig
-from cook.runner.units import Rejects, UnitDone
+from cook.runner.units import Rejects, UnitDone, UnitSummary, WindowTask
 from cook.runner.windows import Planner, Position, WindowPlan, plan_window_task
+from cook.types import MediaItem, PlaceholderBlock, TokenizedSample
 
 START = Position(0)
 
@@ -102,9 +103,6 @@ def test_the_plan_is_the_same_wherever_it_is_made() -> None:
 def test_a_window_holds_media_when_one_of_its_units_does_audio_included() -> None:
     """The media flag (a shard per write job under Ray) comes from the units' staged flag, not from the
     patch counts alone: an audio-only unit has no patches, yet its shards are heavy."""
-    from cook.runner.units import UnitSummary, WindowTask
-    from cook.types import MediaItem, PlaceholderBlock, TokenizedSample
-
     block = (PlaceholderBlock("<so_start>", "<so_embedding>", 4, "<so_end>"),)
     audio = MediaItem("audio", block, audio_features=np.zeros((1, 16, 128), np.float16), audio_lengths=np.array([16]))
     text = TokenizedSample("a#1", np.arange(9, dtype=np.int32), np.ones(9, np.uint8))
