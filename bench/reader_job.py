@@ -1,7 +1,7 @@
 """One loader run in its own process, for bench_reader (CPU is counted over the process tree).
 
     python -m bench.reader_job MODE DATA --packs N [--workers W] [--batch-size B] [--pipeline YAML]
-        [--no-watchdog] [--time-stages]
+        [--no-watchdog] [--time-stages] [--decode cpu|cuda] [--device DEV]
 
 MODE: ``reader`` (cook.reader over cooked shards), ``online`` (bench.online_loader over the raw
 WebDataset; ``--pipeline`` gives the cook settings), ``crude`` (bare Energon over the cooked shards).
@@ -9,7 +9,9 @@ Reads batches until at least N packs, then prints one JSON line: packs, tokens (
 excluded; 0 for crude), wall and process-tree CPU seconds of the read loop (workers start inside it),
 and the wall seconds of the whole process. ``--no-watchdog`` turns off Energon's loader watchdog (a
 thread woken twice per batch) in either loader; ``--time-stages`` (reader, workers 0) also reports the
-thread CPU seconds spent inside ``decode_pack`` and ``collate_packs``.
+thread CPU seconds spent inside ``decode_pack`` and ``collate_packs``. ``--decode`` (reader): where
+JPEG frames are decoded (``make_loader(decode=...)``); ``--device``: every batch also goes through
+``cook.reader.to_device`` (CUDA synchronized at the end of the loop), as a trainer's would.
 """
 
 from __future__ import annotations
@@ -25,7 +27,15 @@ from typing import Any
 STARTED = time.perf_counter()
 
 
-def _loader(mode: str, data: str, workers: int, batch_size: int, pipeline: str | None, watchdog: bool = True):  # type: ignore[no-untyped-def]
+def _loader(
+    mode: str,
+    data: str,
+    workers: int,
+    batch_size: int,
+    pipeline: str | None,
+    watchdog: bool = True,
+    decode: str = "cpu",
+):  # type: ignore[no-untyped-def]
     from megatron.energon import WorkerConfig, get_savable_loader, get_train_dataset
 
     config = WorkerConfig(rank=0, world_size=1, num_workers=workers)
@@ -33,7 +43,7 @@ def _loader(mode: str, data: str, workers: int, batch_size: int, pipeline: str |
     if mode == "reader":
         from cook.reader import make_loader
 
-        return make_loader(data, batch_size=batch_size, worker_config=config, **options)
+        return make_loader(data, batch_size=batch_size, worker_config=config, decode=decode, **options)
     from bench.online_loader import CrudeTaskEncoder, OnlineTaskEncoder
 
     if mode == "online":
@@ -99,6 +109,8 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--pipeline")
     parser.add_argument("--no-watchdog", action="store_true")
     parser.add_argument("--time-stages", action="store_true")
+    parser.add_argument("--decode", default="cpu")
+    parser.add_argument("--device")
     args = parser.parse_args(argv)
     if args.time_stages:
         assert args.mode == "reader" and args.workers == 0, "--time-stages times the main process only"
@@ -107,8 +119,12 @@ def main(argv: list[str]) -> int:
     import torch
 
     torch.set_num_threads(1)
-    loader = _loader(args.mode, args.data, args.workers, args.batch_size, args.pipeline, not args.no_watchdog)
+    loader = _loader(
+        args.mode, args.data, args.workers, args.batch_size, args.pipeline, not args.no_watchdog, args.decode
+    )
     import psutil
+
+    from cook.reader import to_device
 
     me = psutil.Process()
     packs = tokens = 0
@@ -119,6 +135,10 @@ def main(argv: list[str]) -> int:
         packs += len(batch.__key__)
         if args.mode != "crude":
             tokens += int(batch.cu_seqlens[-1])
+        if args.device:
+            to_device(batch, args.device)
+    if args.device and args.device.startswith("cuda"):
+        torch.cuda.synchronize()
     loop_s, tree_cpu_s = time.perf_counter() - loop_started, _tree_cpu(me) - cpu_started  # workers still alive
     del batches, loader
     gc.collect()  # loader workers stop (and are waited for) before the process exits

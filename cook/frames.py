@@ -21,8 +21,9 @@ headers). numpy, Pillow and ``format`` only.
 
 from __future__ import annotations
 
+import contextlib
 import io
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Final
 
 import numpy as np
@@ -102,14 +103,27 @@ def frame_header(data: bytes | memoryview) -> tuple[str | None, str, int, int]:
         return codec, image.mode, image.width, image.height
 
 
+@contextlib.contextmanager
+def _open_frame(data: bytes | memoryview, codec: str, height_px: int, width_px: int) -> Iterator[Image.Image]:
+    """The member opened as a ``codec`` image (header only), checked to be RGB ``width_px`` x ``height_px``."""
+    with Image.open(io.BytesIO(data), formats=[fmt.FRAME_PIL_FORMATS[codec]]) as image:
+        if image.mode != "RGB" or image.size != (width_px, height_px):
+            raise ValueError(f"a {image.mode} {image.width}x{image.height} image, expected RGB {width_px}x{height_px}")
+        yield image
+
+
+def check_frame(data: bytes | memoryview, codec: str, height_px: int, width_px: int) -> None:
+    """What ``decode_frame`` checks before it decodes, from the header alone: the same errors."""
+    with _open_frame(data, codec, height_px, width_px):
+        pass
+
+
 def decode_frame(data: bytes | memoryview, codec: str, height_px: int, width_px: int) -> np.ndarray:
     """A frame member -> uint8 [(H/16)(W/16), 768], decoded at its stored size (no resize, no draft).
 
     Raises ``ValueError`` naming what differs when the bytes are not an RGB ``codec`` image of exactly
     ``width_px`` x ``height_px``, and one of ``FRAME_ERRORS`` when Pillow cannot decode them."""
-    with Image.open(io.BytesIO(data), formats=[fmt.FRAME_PIL_FORMATS[codec]]) as image:
-        if image.mode != "RGB" or image.size != (width_px, height_px):
-            raise ValueError(f"a {image.mode} {image.width}x{image.height} image, expected RGB {width_px}x{height_px}")
+    with _open_frame(data, codec, height_px, width_px) as image:
         image.load()
         return patchify_image(image)
 

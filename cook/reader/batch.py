@@ -45,6 +45,7 @@ import torch.nn.functional as F
 from megatron.core.packed_seq_params import PackedSeqParams
 from megatron.energon import Batch, edataclass
 
+from cook import format as fmt
 from cook.reader.pack import PackArrays, PackedSample
 
 IGNORE_INDEX = -100  # torch.nn.functional.cross_entropy's default ignore_index
@@ -89,6 +90,8 @@ class PackedBatch(Batch):
     media_sizes: torch.Tensor | None = None  # int32 [M, 3]
     audio_features: torch.Tensor | None = None  # float16 [C, F, 128], F padded to the longest pack
     audio_lengths: torch.Tensor | None = None  # int32 [C]
+    jpeg_data: torch.Tensor | None = None  # uint8 [B], decode="cuda": JPEG frames left to to_device
+    jpeg_frames: torch.Tensor | None = None  # int64 [J, 5], PackedSample.jpeg_frames, rows over the batch
 
     @property
     def num_tokens(self) -> int:
@@ -229,4 +232,20 @@ def _batch(samples: Sequence[PackedSample], arrays: PackArrays, cu_packs: np.nda
         media_sizes=_cat([s.media_sizes for s in samples]),
         audio_features=_cat([s.audio_features for s in samples], pad_frames=True),
         audio_lengths=_cat([s.audio_lengths for s in samples]),
+        jpeg_data=_cat([s.jpeg_data for s in samples]),
+        jpeg_frames=_jpeg_frames(samples),
     )
+
+
+def _jpeg_frames(samples: Sequence[PackedSample]) -> torch.Tensor | None:
+    """The packs' ``jpeg_frames`` rows, each pack's byte offsets and patch rows shifted by the packs before it."""
+    if all(s.jpeg_frames is None for s in samples):
+        return None
+    shifted, data, rows = [], 0, 0
+    for s in samples:
+        if s.jpeg_frames is not None and s.jpeg_data is not None:
+            shifted.append(s.jpeg_frames + torch.tensor([data, 0, rows, 0, 0]))
+            data += int(s.jpeg_data.shape[0])
+        if s.media_sizes is not None:
+            rows += sum(frames * fmt.frame_patches(h, w) for frames, h, w in s.media_sizes.tolist())
+    return torch.cat(shifted)

@@ -39,6 +39,8 @@ from cook.reader.batch import PackedBatch, collate_packs
 from cook.reader.contract import check_datasets
 from cook.reader.pack import PackedSample, decode_pack
 
+DECODES = ("cpu", "cuda")  # make_loader(decode=...): where stored JPEG frames are decoded
+
 
 @stateless
 def cook_pack(crude: dict[str, Any]) -> PackedSample:
@@ -46,13 +48,24 @@ def cook_pack(crude: dict[str, Any]) -> PackedSample:
     return decode_pack(crude)
 
 
+@stateless
+def cook_pack_deferred(crude: dict[str, Any]) -> PackedSample:
+    """``cook_pack`` for ``decode="cuda"``: JPEG frames checked from their headers, left to the device."""
+    return decode_pack(crude, defer_jpeg=True)
+
+
 class PackedTaskEncoder(DefaultTaskEncoder[PackedSample, PackedSample, PackedBatch, PackedBatch]):
     """Task encoder for schema-v1 packs: cook (decode) each pack, concatenate a micro-batch into one
     THD stream (``collate_packs``). Nothing is left to do per batch on the host (``encode_batch`` is
-    Energon's identity): pixel normalization happens on the device (``to_device``)."""
+    Energon's identity): pixel normalization (and, ``decode="cuda"``, JPEG frame decoding) happens on
+    the device (``to_device``)."""
 
     decoder = None
-    cookers = (Cooker(cook_pack, has_subflavors=fmt.SUBFLAVOR),)
+
+    def __init__(self, decode: str = "cpu") -> None:
+        super().__init__()
+        cooker = cook_pack_deferred if decode == "cuda" else cook_pack
+        self.cookers = (Cooker(cooker, has_subflavors=fmt.SUBFLAVOR),)
 
     @stateless
     def batch(self, samples: list[PackedSample]) -> PackedBatch:
@@ -81,16 +94,16 @@ def make_loader(
     (``cook.contract.ContractMismatch``), and given ``expect`` (the trainer's tokenizer directory, media
     settings, ``seq_len``, context-parallel size) so is any dataset that differs from it, in one error
     naming every field, before anything is read, as is a dataset whose stored frames this reader cannot
-    decode as its contract declares. ``decode``: where stored frames (png/jpeg storage) are decoded;
-    ``"cpu"`` (Pillow, in the loader's workers) is the one implemented, ``"cuda"`` raises ``ConfigError``.
+    decode as its contract declares. ``decode``: where stored JPEG frames are decoded: ``"cpu"`` (the
+    default: Pillow, in the loader's workers) or ``"cuda"`` (the workers check each frame's header and
+    pass its bytes on; ``to_device`` decodes a batch's frames on the GPU with nvJPEG, through
+    torchvision: ``pip install 'cook[gpu]'``). PNG frames are decoded in the workers either way.
 
     >>> loader = make_loader("out/demo", batch_size=2,
     ...                      worker_config=WorkerConfig(rank=0, world_size=1, num_workers=2))  # doctest: +SKIP
     >>> batch = to_device(next(iter(loader)), "cuda")  # doctest: +SKIP
     """
-    if decode != "cpu":
-        detail = "GPU frame decoding is not implemented yet" if decode == "cuda" else "valid: cpu, cuda"
-        raise ConfigError(f"make_loader(decode={decode!r}): {detail}; use decode='cpu'")
+    check_decode(decode)
     check_datasets(path, expect)
     dataset = get_train_dataset(
         str(path),
@@ -98,7 +111,23 @@ def make_loader(
         shuffle_buffer_size=shuffle_buffer_size,
         max_samples_per_sequence=max_samples_per_sequence,
         worker_config=worker_config,
-        task_encoder=PackedTaskEncoder(),
+        task_encoder=PackedTaskEncoder(decode),
         repeat=repeat,
     )
     return get_savable_loader(dataset, **loader_kwargs)
+
+
+def check_decode(decode: str) -> None:
+    """Raise ``ConfigError`` (one line) unless frames can be decoded where ``decode`` says."""
+    if decode not in DECODES:
+        raise ConfigError(f"make_loader(decode={decode!r}): valid: {', '.join(DECODES)}")
+    if decode == "cpu":
+        return
+    import torch
+
+    if not torch.cuda.is_available():
+        raise ConfigError("make_loader(decode='cuda'): torch sees no CUDA device; use decode='cpu'")
+    try:
+        from torchvision.io import decode_jpeg  # noqa: F401
+    except ImportError as error:
+        raise ConfigError(f"make_loader(decode='cuda') needs torchvision (pip install 'cook[gpu]'): {error}") from None

@@ -9,7 +9,9 @@ Every ``.npy`` member is parsed by ``packfiles.read_npy`` (as ``cook validate`` 
 of ``format.PACK_SCHEMA_VERSIONS`` (1; 2 for a pack with frame members). Stored frames
 (``frame.<k>.png|jpg``, ``media.image/video.storage`` png | jpeg; each member's codec is its extension)
 are decoded by Pillow on the CPU at their ``media_sizes`` grid (``cook.frames.decode_frame``: no
-resize, no draft) into the same ``pixel_patches`` raw storage holds.
+resize, no draft) into the same ``pixel_patches`` raw storage holds. With ``defer_jpeg`` (the reader's
+``decode="cuda"``) the JPEG frames are only checked from their headers (codec, RGB, the grid size) and
+kept as bytes (``jpeg_data``, ``jpeg_frames``) for ``cook.reader.device.to_device`` to decode on the GPU.
 Nothing else is decoded and nothing is unpickled. A member that is missing, of the wrong dtype or
 shape, or inconsistent with the boundaries raises ``PackFormatError`` naming the pack key and the
 member (``cook validate`` reports the same defects before a run).
@@ -31,7 +33,7 @@ import torch
 from megatron.energon import Sample, edataclass
 
 from cook import format as fmt
-from cook.frames import FRAME_ERRORS, decode_frame, frame_sizes
+from cook.frames import FRAME_ERRORS, check_frame, decode_frame, frame_sizes
 from cook.packfiles import read_npy
 
 
@@ -59,6 +61,11 @@ class PackedSample(Sample):
     media_sizes: torch.Tensor | None = None  # int32 [M, 3]: frames, height px, width px
     audio_features: torch.Tensor | None = None  # float16 [C, F, 128]
     audio_lengths: torch.Tensor | None = None  # int32 [C]
+    # decode="cuda" only: the JPEG frames left to the device, their member bytes end to end, and per frame
+    # (byte offset, byte length, first patch row, height px, width px), rows counted over all the pack's
+    # frames. ``pixel_patches`` then holds the other frames' patches, in frame order.
+    jpeg_data: torch.Tensor | None = None  # uint8 [B]
+    jpeg_frames: torch.Tensor | None = None  # int64 [J, 5]
     sources: tuple[str, ...] = ()  # per sequence, from meta.json
     target_tokens: int = 0  # sum of the per-sequence "targets" in meta.json
     # Set by decode_pack only: NumPy views of the four token/boundary tensors above, so that collating
@@ -114,8 +121,9 @@ _MEDIA_MEMBERS = (*fmt.VISUAL_MEMBERS, *fmt.AUDIO_MEMBERS)
 _SAMPLE_KEYS = tuple(field.name for field in dataclasses.fields(Sample))  # what basic_sample_keys forwards
 
 
-def decode_pack(crude: Mapping[str, Any]) -> PackedSample:
-    """Crude Energon sample (member name -> raw bytes) -> ``PackedSample``; raises ``PackFormatError``."""
+def decode_pack(crude: Mapping[str, Any], defer_jpeg: bool = False) -> PackedSample:
+    """Crude Energon sample (member name -> raw bytes) -> ``PackedSample``; raises ``PackFormatError``.
+    ``defer_jpeg``: JPEG frames are checked from their headers and kept as bytes for the device."""
     key = str(crude.get("__key__", "?"))
     missing = [name for name in fmt.REQUIRED_MEMBERS if name not in crude]
     if missing:
@@ -145,7 +153,7 @@ def decode_pack(crude: Mapping[str, Any]) -> PackedSample:
         target_mask=torch.from_numpy(arrays[1]),
         cu_seqlens=torch.from_numpy(arrays[2]),
         cu_seqlens_padded=torch.from_numpy(arrays[3]),
-        **(_media(key, crude) if any(name in crude for name in _MEDIA_MEMBERS) else {}),  # frames come with sizes
+        **(_media(key, crude, defer_jpeg) if any(name in crude for name in _MEDIA_MEMBERS) else {}),
         sources=tuple([str(s.get("source", "")) for s in sequences]),
         target_tokens=sum([int(s.get("targets", 0)) for s in sequences]),
     )
@@ -153,18 +161,26 @@ def decode_pack(crude: Mapping[str, Any]) -> PackedSample:
     return sample
 
 
-def _media(key: str, crude: Mapping[str, Any]) -> dict[str, torch.Tensor | None]:
+def _media(key: str, crude: Mapping[str, Any], defer_jpeg: bool) -> dict[str, torch.Tensor | None]:
     sizes = _array(key, crude, fmt.MEDIA_SIZES)
     frames = _frame_members(key, crude)
     if frames and fmt.PIXEL_PATCHES in crude:
         raise PackFormatError(f"{key}: both {fmt.PIXEL_PATCHES} and frame members")
-    patches = _decode_frames(key, frames, sizes) if frames else _array(key, crude, fmt.PIXEL_PATCHES)
+    if not frames:
+        return {**_plain(key, crude, fmt.PIXEL_PATCHES, fmt.MEDIA_SIZES), **_plain(key, crude, *fmt.AUDIO_MEMBERS)}
+    patches, jpeg_data, jpeg_frames = _decode_frames(key, frames, sizes, defer_jpeg)
     return {
         "pixel_patches": _tensor(patches),
         "media_sizes": _tensor(sizes),
-        "audio_features": _tensor(_array(key, crude, fmt.AUDIO_FEATURES)),
-        "audio_lengths": _tensor(_array(key, crude, fmt.AUDIO_LENGTHS)),
+        "jpeg_data": jpeg_data,
+        "jpeg_frames": jpeg_frames,
+        **_plain(key, crude, *fmt.AUDIO_MEMBERS),
     }
+
+
+def _plain(key: str, crude: Mapping[str, Any], *names: str) -> dict[str, torch.Tensor | None]:
+    """The ``.npy`` members ``names`` as tensors, by field name (``pixel_patches.npy`` -> ``pixel_patches``)."""
+    return {name.removesuffix(".npy"): _tensor(_array(key, crude, name)) for name in names}
 
 
 def _frame_members(key: str, crude: Mapping[str, Any]) -> list[tuple[str, str, Any]]:
@@ -177,15 +193,32 @@ def _frame_members(key: str, crude: Mapping[str, Any]) -> list[tuple[str, str, A
     return [(name, codec, crude[name]) for _, name, codec in found]
 
 
-def _decode_frames(key: str, frames: list[tuple[str, str, Any]], sizes: np.ndarray | None) -> np.ndarray:
-    """uint8 [P, 768]: every frame decoded on the CPU at its ``media_sizes`` grid, patches in frame order."""
+def _decode_frames(
+    key: str, frames: list[tuple[str, str, Any]], sizes: np.ndarray | None, defer_jpeg: bool
+) -> tuple[np.ndarray | None, torch.Tensor | None, torch.Tensor | None]:
+    """``(patches, jpeg_data, jpeg_frames)``: every frame decoded on the CPU at its ``media_sizes`` grid,
+    patches in frame order, except (``defer_jpeg``) the JPEG frames, which are checked from their headers
+    and kept as bytes (see ``PackedSample.jpeg_frames``)."""
     expected = frame_sizes(sizes) if sizes is not None else []
     if len(expected) != len(frames):
         raise PackFormatError(f"{key}: {len(frames)} frame members, {fmt.MEDIA_SIZES} lists {len(expected)} frames")
-    decoded = []
+    decoded: list[np.ndarray] = []
+    deferred: list[bytes] = []
+    rows: list[tuple[int, int, int, int, int]] = []  # jpeg_frames
+    row = offset = 0
     for (name, codec, data), (height_px, width_px) in zip(frames, expected, strict=True):
         try:
-            decoded.append(decode_frame(data, codec, height_px, width_px))
+            if defer_jpeg and codec == "jpeg":
+                check_frame(data, codec, height_px, width_px)
+                deferred.append(bytes(data))
+                rows.append((offset, len(deferred[-1]), row, height_px, width_px))
+                offset += len(deferred[-1])
+            else:
+                decoded.append(decode_frame(data, codec, height_px, width_px))
         except FRAME_ERRORS as error:
             raise PackFormatError(f"{key}: member {name!r} does not decode as declared ({error})") from error
-    return np.concatenate(decoded)
+        row += fmt.frame_patches(height_px, width_px)
+    if not deferred:
+        return np.concatenate(decoded), None, None
+    data_tensor = torch.frombuffer(bytearray(b"".join(deferred)), dtype=torch.uint8)
+    return (np.concatenate(decoded) if decoded else None), data_tensor, torch.tensor(rows, dtype=torch.int64)

@@ -146,6 +146,8 @@ class TensorParallelBroadcast:
         if batch is None:
             self._bcast(torch.full((HEADER,), END, dtype=torch.int64))
             return None
+        if batch.jpeg_frames is not None:
+            raise ValueError("JPEG frames left to the device (decode='cuda'): TP rank 0 reads with decode='cpu'")
         ids, new, evicted, fresh = self._plan_media(batch)
         meta = json.dumps(
             {

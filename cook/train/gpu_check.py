@@ -8,6 +8,13 @@ on a real batch: ``varlen_max_abs_diff``); batches are copied with pinned memory
 normalized on the device. On a machine without CUDA it prints one line and exits 0, unless
 ``--device cpu`` asks for the CPU path (float32, or ``--bf16`` autocast).
 
+**Frames decoded on the GPU** (issue 30): the first ``--frame-batches`` batches are read twice, with
+``decode="cpu"`` (Pillow in the loader) and ``decode="cuda"`` (nvJPEG in ``to_device``), and their
+patches compared on the device: ``frames`` gives the JPEG frames and patches compared, the largest and
+the mean absolute difference and the share of values that differ. Beyond ``JPEG_DECODE_TOLERANCE`` the
+check prints its line and exits 1. A dataset without JPEG frames reports ``"jpeg_frames": 0``, the CPU
+path ``"frames": null``. ``--decode cuda`` also trains from the ``decode="cuda"`` loader.
+
 The figures: device, tokens/s and median step time (after ``--warmup`` steps; step time covers
 forward, backward and the optimizer, not the loader), the last LM loss, the aux loss as weighted by
 both scalings (``supervised`` = the fix, ``legacy`` = Megatron's) and their ratio (``Σ P_mb / G``
@@ -27,8 +34,10 @@ from pathlib import Path
 import torch
 from megatron.energon import WorkerConfig
 
+from cook import format as fmt
 from cook.manifest import load_manifest
 from cook.reader import PackedBatch, make_loader, to_device
+from cook.reader.loader import DECODES
 from cook.train.attention import PackedAttention, sequence_attention, uses_varlen
 from cook.train.config import AUX_LOSS_SCALINGS, ModelConfig, TrainConfig
 from cook.train.model import MoEDecoder
@@ -48,7 +57,46 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--layers", type=int, default=2)
     parser.add_argument("--scaling", choices=AUX_LOSS_SCALINGS, default="supervised")
     parser.add_argument("--bf16", action="store_true", help="autocast to bfloat16 on CPU too (always on CUDA)")
+    parser.add_argument(
+        "--decode", choices=DECODES, default="cpu", help="where the training loader decodes JPEG frames"
+    )
+    parser.add_argument("--frame-batches", type=int, default=8, help="batches compared, decode cpu against cuda")
     return parser.parse_args(argv)
+
+
+# nvJPEG against Pillow's libjpeg-turbo (islow IDCT) on cook's q95 4:4:4 frames: the IDCTs round differently.
+# Measured on an H200 (docs/DESIGN.md, "Frames decoded on the GPU"); a decode beyond this fails the check.
+JPEG_DECODE_TOLERANCE = {"max_abs": 8, "mean_abs": 0.5}
+
+
+@torch.no_grad()
+def frames_check(dataset: Path, device: torch.device, batches: int) -> dict[str, object]:
+    """The first ``batches`` batches' patches, ``decode="cuda"`` against ``decode="cpu"``, on ``device``."""
+    config = WorkerConfig(rank=0, world_size=1, num_workers=0)
+    loaders = [make_loader(dataset, batch_size=1, worker_config=config, repeat=False, decode=d) for d in DECODES]
+    frames = patches = largest = total = differing = 0
+    for _, (host, deferred) in zip(range(batches), zip(*loaders, strict=False), strict=False):
+        frames += 0 if deferred.jpeg_frames is None else len(deferred.jpeg_frames)
+        expected, got = to_device(host, device).pixel_patches, to_device(deferred, device).pixel_patches
+        if expected is None or got is None:
+            continue
+        delta = (got.to(torch.int16) - expected.to(torch.int16)).abs()
+        patches += int(delta.shape[0])
+        largest = max(largest, int(delta.max()))
+        total += int(delta.sum())
+        differing += int(torch.count_nonzero(delta))
+    values = max(patches * fmt.PATCH_VALUES, 1)
+    return {
+        "jpeg_frames": frames,
+        "patches": patches,
+        "max_abs": largest,
+        "mean_abs": round(total / values, 4),
+        "share_differing": round(differing / values, 4),
+    }
+
+
+def within_tolerance(frames: dict[str, object]) -> bool:
+    return all(float(frames[k]) <= limit for k, limit in JPEG_DECODE_TOLERANCE.items())  # type: ignore[arg-type]
 
 
 def _synchronize(device: torch.device) -> None:
@@ -118,8 +166,12 @@ def main(argv: list[str] | None = None) -> int:
     model = MoEDecoder(_model_config(args.dataset, args.hidden, args.layers)).to(device)
     config = TrainConfig(moe_aux_loss_scaling=args.scaling)
     optimizer = torch.optim.AdamW(model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
+    frames = frames_check(args.dataset, device, args.frame_batches) if device.type == "cuda" else None
     loader = make_loader(
-        args.dataset, batch_size=args.batch_size, worker_config=WorkerConfig(rank=0, world_size=1, num_workers=workers)
+        args.dataset,
+        batch_size=args.batch_size,
+        worker_config=WorkerConfig(rank=0, world_size=1, num_workers=workers),
+        decode=args.decode,
     )
     batches = iter(loader)
     attention_path, attention_diff = attention_check(model, to_device(next(batches), device), bf16)
@@ -136,8 +188,9 @@ def main(argv: list[str] | None = None) -> int:
             times.append(time.perf_counter() - start)
             tokens.append(result.tokens)
     figures = {**_figures(device, times, tokens, result), "bf16": bf16, "attention": attention_path}
-    print(json.dumps({**figures, "varlen_max_abs_diff": attention_diff}), flush=True)
-    return 0
+    figures |= {"varlen_max_abs_diff": attention_diff, "decode": args.decode, "frames": frames}
+    print(json.dumps(figures), flush=True)
+    return 0 if frames is None or within_tolerance(frames) else 1
 
 
 if __name__ == "__main__":

@@ -17,8 +17,9 @@ from pathlib import Path
 import jsonschema
 import numpy as np
 import pytest
+import torch
 import yaml
-from megatron.energon import WorkerConfig
+from megatron.energon import WorkerConfig, get_savable_loader, get_train_dataset
 
 from bench.bench_media import photo_jpeg
 from cook import format as fmt
@@ -27,7 +28,8 @@ from cook.contract import ContractMismatch
 from cook.errors import ConfigError
 from cook.frames import frame_header
 from cook.packfiles import find_pack
-from cook.reader import make_loader
+from cook.reader import PackedBatch, make_loader, to_device
+from cook.reader.loader import PackedTaskEncoder
 from tests.conftest import DEMO_DATA, DEMO_TOKENIZER, REPO, pipeline_dict, write_jsonl
 from tests.e2e.energon_load import load_all_packs
 
@@ -174,9 +176,31 @@ def test_validate_passes(demo: dict[str, Path], mode: str, capsys: pytest.Captur
     capsys.readouterr()
 
 
-def test_reader_refuses_what_it_cannot_decode(demo: dict[str, Path], tmp_path: Path) -> None:
+@pytest.mark.parametrize("mode", ["jpeg", "mixed"])
+def test_frames_left_to_the_device_give_the_same_patches(demo: dict[str, Path], mode: str) -> None:
+    """decode="cuda"'s loader path (the workers keep JPEG frames as bytes; to_device decodes them), run
+    on the CPU: one loader worker process, three packs a batch, the same patches as decode="cpu"."""
+
+    def batches(decode: str) -> list[PackedBatch]:
+        dataset = get_train_dataset(
+            str(demo[mode]), batch_size=3, shuffle_buffer_size=None, max_samples_per_sequence=None,
+            worker_config=WorkerConfig(rank=0, world_size=1, num_workers=1),
+            task_encoder=PackedTaskEncoder(decode), repeat=False,
+        )  # fmt: skip
+        return [to_device(batch, "cpu") for batch in get_savable_loader(dataset)]
+
+    host, deferred = batches("cpu"), batches("cuda")
+    assert [b.__key__ for b in host] == [b.__key__ for b in deferred]
+    with_pixels = [(a, b) for a, b in zip(host, deferred, strict=True) if a.pixel_patches is not None]
+    assert with_pixels and all(torch.equal(a.pixel_patches, b.pixel_patches) for a, b in with_pixels)
+
+
+def test_reader_refuses_what_it_cannot_decode(
+    demo: dict[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     worker_config = WorkerConfig(rank=0, world_size=1, num_workers=0)
-    with pytest.raises(ConfigError, match="GPU frame decoding is not implemented"):
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    with pytest.raises(ConfigError, match="torch sees no CUDA device"):
         make_loader(demo["jpeg"], batch_size=1, worker_config=worker_config, decode="cuda")
     copy = tmp_path / "copy"
     copy.mkdir()
