@@ -37,6 +37,7 @@ import cProfile
 import hashlib
 import json
 import os
+import pickle
 import pstats
 import resource
 import shutil
@@ -46,7 +47,7 @@ import sys
 import time
 from collections import deque
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -59,7 +60,13 @@ from cook.format import Counts
 from cook.manifest import ShardInfo
 from cook.runner.pipeline import RunSummary, run_pipeline
 from cook.runner.progress import UnitProgress
-from cook.runner.ray_executor import IN_FLIGHT_PER_ACTOR, LOOKAHEAD_PER_ACTOR
+from cook.runner.ray_executor import (
+    ACTORS_PER_JOB,
+    IN_FLIGHT_PER_ACTOR,
+    LOOKAHEAD_PER_ACTOR,
+    MAX_JOBS_PER_CALL,
+    jobs_per_call,
+)
 from cook.runner.staging import MemoryStore, SampleStore
 from cook.runner.units import (
     IndexDone,
@@ -195,8 +202,9 @@ class _AnsweredAtOnce:
 
     def __init__(self, store: SampleStore, actors: int) -> None:
         self.store = store
-        self.slots = IN_FLIGHT_PER_ACTOR * actors
-        self.lookahead = LOOKAHEAD_PER_ACTOR * actors
+        per_call = jobs_per_call(0, actors)
+        self.slots = IN_FLIGHT_PER_ACTOR * actors * per_call
+        self.lookahead = LOOKAHEAD_PER_ACTOR * actors * per_call
         self.shards_per_write = SHARDS_PER_WRITE
         self.received_bytes = 0
         self.on_progress: Callable[[UnitProgress], None] = lambda progress: None
@@ -354,6 +362,7 @@ def replay(
 
 RAY_ACTORS = 2
 RAY_JOBS = (300, 3000)  # jobs per measured round: the small one is subtracted
+BIG_CALL = MAX_JOBS_PER_CALL  # jobs a call at a thousand actors (ray_executor.jobs_per_call)
 
 
 ECHO_SHARDS = 3  # a text window's shards (bench_driver text: 2,986 shards of 1,000 windows)
@@ -377,8 +386,8 @@ class EchoWorker:
     def __init__(self, config: PipelineConfig, board: str, report_interval_s: float) -> None:
         pass
 
-    def run(self, sent: bytes) -> bytes:
-        return self.PAYLOAD
+    def run(self, sent: bytes) -> list[bytes]:
+        return [self.PAYLOAD] * len(pickle.loads(sent))
 
 
 def _cpu_s() -> float:
@@ -386,16 +395,17 @@ def _cpu_s() -> float:
     return times.user + times.system  # the whole process: every thread, Ray's own included
 
 
-def ray_child(repeats: int, actors: int = RAY_ACTORS) -> dict[str, Any]:
-    """The driver's CPU per job through the real ``RayExecutor`` (``actors`` echo actors, its slots kept
-    full with a text window's jobs in turn, a unit, a window plan and a write: ``.remote``, ``ray.wait``,
-    the progress board, ``ray.get``, ``decode_result``), marginal between ``RAY_JOBS`` rounds; and the
-    driver process's CPU per idle second with Ray up."""
+def ray_child(repeats: int, actors: int = RAY_ACTORS, per_call: int = 1) -> dict[str, Any]:
+    """The driver's CPU per job through the real ``RayExecutor`` (``actors`` echo actors, ``per_call``
+    jobs a call, its slots kept full with a text window's jobs in turn, a unit, a window plan and a write:
+    ``.remote``, ``ray.wait``, the progress board, ``ray.get``, ``decode_result``), marginal between
+    ``RAY_JOBS`` rounds; and the driver process's CPU per idle second with Ray up."""
     from cook.runner import ray_executor
 
     ray_executor.RayWorker = EchoWorker  # type: ignore[misc]
     out_dir = str(WORK / "driver" / "ray")
     config = shape_config(SHAPES["text"], out_dir)
+    config = replace(config, ray=replace(config.ray, jobs_per_call=per_call))
     executor = ray_executor.RayExecutor(config, None, actors)
     window = WindowTask(0, ((0, 0, 10_000),))
     write = WriteTask(
@@ -639,8 +649,10 @@ def run() -> str:
         sections.append((shape, *_shape_section(shape, rows)))
     profile = _profile_table(*PROFILED)
     print("bench_driver: Ray's per-job cost", file=sys.stderr)
-    ray_cost = _run_module("--ray", str(repeats))
-    RAW.write_text(json.dumps({"measured": measured, "profile": profile, "ray": ray_cost}, indent=1))
+    ray_cost = _run_module("--ray", str(repeats), str(RAY_ACTORS), "1")
+    ray_batched = _run_module("--ray", str(repeats), str(RAY_ACTORS), str(BIG_CALL))
+    raw = {"measured": measured, "profile": profile, "ray": ray_cost, "ray_batched": ray_batched}
+    RAW.write_text(json.dumps(raw, indent=1))
     load = os.getloadavg()[0]
     text = [
         "## The driver on its own: CPU and memory per sample, unit and shard (issue 31, item 1)",
@@ -683,7 +695,7 @@ def run() -> str:
             body,
             "",
         ]
-    per_job = ray_cost["per_job_s"]
+    per_job, per_batched = ray_cost["per_job_s"], ray_batched["per_job_s"]
     text += [
         "**With Ray's per-job cost.** The driver's CPU per job through the real `RayExecutor` (submit to the",
         "least busy actor, `.remote`, `ray.wait`, the progress board, `ray.get`, `decode_result`), its",
@@ -691,22 +703,28 @@ def run() -> str:
         f"{ECHO_SHARDS} shards "
         f"({ray_cost['payload_bytes']} bytes), its slots kept full:",
         f"{RAY_JOBS[1]:,} jobs minus {RAY_JOBS[0]:,}, median of {repeats} rounds each: **{per_job * 1e3:.2f} ms** "
-        f"per job. With Ray up and no job, the driver's process used {ray_cost['idle_cpu_per_s'] * 100:.1f}% of a core.",
+        f"per job at one job a call (`ray.jobs_per_call` 1, the automatic value below 64 actors), and "
+        f"**{per_batched * 1e3:.3f} ms** at {BIG_CALL} jobs a call (the automatic value from "
+        f"{BIG_CALL * ACTORS_PER_JOB:,} actors). With Ray up and no job, the driver's process used "
+        f"{ray_cost['idle_cpu_per_s'] * 100:.1f}% of a core.",
         "Jobs per sample are the largest run's (units + windows + write jobs, a window's shards each, + the index job).",
         "",
-        "| shape | jobs per 10k samples | driver µs per sample: own (fit) + Ray's | cores one driver can feed |",
-        "| --- | ---: | ---: | ---: |",
+        f"| shape | jobs per 10k samples | driver µs per sample: own (fit) + Ray's, 1 job a call | cores one driver can feed | own + Ray's, {BIG_CALL} jobs a call | cores fed ({BIG_CALL * ACTORS_PER_JOB:,}+ actors) |",
+        "| --- | ---: | ---: | ---: | ---: | ---: |",
     ]
     for shape, _, fit in sections:
         big = measured[shape][-1]
         jobs_per = big["jobs"] / big["samples"]
-        total = fit["slope"] + per_job * jobs_per
         worker_s, worker_n, _ = WORKER_CPU[shape]
-        fed = worker_s / worker_n / total
-        text.append(
-            f"| {shape} | {jobs_per * 1e4:.1f} | {fit['slope'] * 1e6:.3f} + {per_job * jobs_per * 1e6:.3f} = "
-            f"**{total * 1e6:.3f}** | **{fed:,.0f}** ({'met' if fed >= CORES_TARGET else '**not met**'}) |"
-        )
+        cells = []
+        for cost in (per_job, per_batched):
+            total = fit["slope"] + cost * jobs_per
+            fed = worker_s / worker_n / total
+            cells.append(
+                f"{fit['slope'] * 1e6:.3f} + {cost * jobs_per * 1e6:.3f} = **{total * 1e6:.3f}** | "
+                f"**{fed:,.0f}** ({'met' if fed >= CORES_TARGET else '**not met**'})"
+            )
+        text.append(f"| {shape} | {jobs_per * 1e4:.1f} | {' | '.join(cells)} |")
     text += [
         "",
         "Video: bench_job has no video job figure, so no cores-fed figure for video.",
@@ -722,7 +740,7 @@ def run() -> str:
 
 
 if __name__ == "__main__" and sys.argv[1:2] == ["--ray"]:
-    print(json.dumps(ray_child(*map(int, sys.argv[2:4]))))
+    print(json.dumps(ray_child(*map(int, sys.argv[2:5]))))
 elif __name__ == "__main__" and sys.argv[1:2] == ["--record"]:
     print(json.dumps(record(sys.argv[2], int(sys.argv[3]), sys.argv[4])))
 elif __name__ == "__main__" and sys.argv[1:2] == ["--child"]:

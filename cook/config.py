@@ -189,6 +189,13 @@ class RayConfig:
         "Write shards with O_DIRECT (Linux), past the page cache; the bytes are the same. Off: plain buffered "
         "writes (docs/SCALING.md has the measurements).",
     )
+    jobs_per_call: int = _key(
+        0,
+        "Jobs sent to an actor in one Ray call: Ray's cost in the driver is per call. 0: automatic, one job a "
+        "call up to 63 actors, then one more for every 32 actors, up to 16 (docs/SCALING.md).",
+        minimum=0,
+        maximum=64,
+    )
 
 
 @dataclass(frozen=True)

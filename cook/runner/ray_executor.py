@@ -2,12 +2,19 @@
 
 The Ray layer is only this: actors that each load one tokenizer and reuse it and run every kind of
 job (count a file's lines, cook a unit, plan a window, write a window's shards, publish the index),
-``IN_FLIGHT_PER_ACTOR`` jobs per actor at a time, and crash handling. An actor returns its result as JSON bytes
+``IN_FLIGHT_PER_ACTOR`` calls per actor at a time, and crash handling. An actor returns its result as JSON bytes
 (``units.encode_result``, never pickle), so the driver counts exactly what crosses to it
 (``received_bytes``): unit counts, window pack counts and shard entries, never samples, their
 lengths or Energon's index rows, which the actors stage under the output directory
 (``cook.runner.staging.DiskStore``, ``cook.writer.index_rows``; shared storage on a cluster).
 Starting or joining Ray (bounded connect, token-auth hints) is ``cook.runner.ray_connect``.
+
+**Jobs per call.** Ray's cost in the driver (``.remote``, ``ray.wait``, ``ray.get``: ~0.6-1.1 ms here)
+is per call, whatever the call carries. With many actors the executor sends ``jobs_per_call`` jobs in one
+call (``ray.jobs_per_call``; automatic: ``jobs_per_call()``): ``submit`` holds jobs until a call's worth
+are waiting or the driver waits for a result, and an actor answers a call with its jobs' results in
+order. Its slots and lookahead grow with it, so every call can be full. A job run again after a crash
+goes alone, so a unit's crash trace names its own records only.
 
 Progress of the units cooking takes a side channel, a ``ProgressBoard`` actor: each actor posts its
 unit's ``UnitProgress`` there (fire and forget, at most every ``REPORT_INTERVAL_S``), and the driver,
@@ -34,6 +41,7 @@ import os
 import pickle
 import time
 import uuid
+from collections import deque
 from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
@@ -60,8 +68,10 @@ from cook.runner.windows import SHARDS_PER_WRITE
 from cook.runner.worker import CookWorker
 from cook.tokenize.tokenizer import SINGLE_THREADED
 
-IN_FLIGHT_PER_ACTOR = 2  # jobs running or queued on an actor
-LOOKAHEAD_PER_ACTOR = 6  # units cooked ahead of the one whose turn it is (their summaries are small)
+IN_FLIGHT_PER_ACTOR = 2  # calls running or queued on an actor
+LOOKAHEAD_PER_ACTOR = 6  # units cooked ahead of the one whose turn it is (their summaries are small), per call's job
+MAX_JOBS_PER_CALL = 16  # automatic jobs_per_call, at most
+ACTORS_PER_JOB = 32  # ... one job more a call for every this many actors
 MAX_ATTEMPTS = 8
 POLL_S = 0.5  # the driver takes the progress board's reports this often while it waits (at most)
 UNIT_POLL_S = 0.05  # ... and before it hands on a cooked unit, unless it took them this recently
@@ -91,11 +101,14 @@ class RayWorker(CookWorker):
 
         super().__init__(config, report=ray.get_actor(board).post.remote, report_interval_s=report_interval_s)
 
-    def run(self, sent: bytes) -> bytes:
-        """``sent``: ``pickle.dumps((job, attempt))``, made by the driver (``RayExecutor.submit``) from its
-        own job dataclasses, never from dataset bytes: the trust Ray already gives every actor argument,
-        which it unpickles too. Dataset bytes reach a worker only through the sources' parsers."""
-        job, attempt = pickle.loads(sent)
+    def run(self, sent: bytes) -> list[bytes]:
+        """``sent``: ``pickle.dumps([(job, attempt), ...])``, made by the driver (``RayExecutor._send``)
+        from its own job dataclasses, never from dataset bytes: the trust Ray already gives every actor
+        argument, which it unpickles too. Dataset bytes reach a worker only through the sources' parsers.
+        Returns each job's result, in order."""
+        return [self._one(job, attempt) for job, attempt in pickle.loads(sent)]
+
+    def _one(self, job: Job, attempt: Attempt) -> bytes:
         done = self.work(job, attempt)
         if isinstance(done, WriteDone):
             import ray
@@ -103,6 +116,20 @@ class RayWorker(CookWorker):
             node = ray.get_runtime_context().get_node_id()
             done = WriteDone(tuple(replace(shard, writer=node) for shard in done.shards))
         return encode_result(done)
+
+
+def jobs_per_call(setting: int, actors: int) -> int:
+    """``ray.jobs_per_call``, or (0) one job a call for fewer than ``2 * ACTORS_PER_JOB`` actors, then
+    ``actors // ACTORS_PER_JOB`` up to ``MAX_JOBS_PER_CALL``: a driver feeding a few dozen actors has
+    CPU to spare, one feeding a thousand spends it on Ray's per-call cost.
+
+    >>> [jobs_per_call(0, n) for n in (2, 63, 64, 256, 1024)], jobs_per_call(4, 2)
+    ([1, 1, 2, 8, 16], 4)
+    """
+    return setting or max(1, min(MAX_JOBS_PER_CALL, actors // ACTORS_PER_JOB))
+
+
+Queued = tuple[Job, Attempt, int]  # a job, its attempt, the tries before this one
 
 
 class RayExecutor:
@@ -120,15 +147,19 @@ class RayExecutor:
         options = actor_class.options(runtime_env={"env_vars": dict(SINGLE_THREADED)})
         self.actors: list[Any] = [options.remote(config, board, report_interval_s) for _ in range(num_actors)]
         self.store: SampleStore = DiskStore(config.output.dir)
-        self.slots = IN_FLIGHT_PER_ACTOR * num_actors
-        self.lookahead = LOOKAHEAD_PER_ACTOR * num_actors
+        self.jobs_per_call = jobs_per_call(config.ray.jobs_per_call, num_actors)
+        self.slots = IN_FLIGHT_PER_ACTOR * num_actors * self.jobs_per_call
+        self.lookahead = LOOKAHEAD_PER_ACTOR * num_actors * self.jobs_per_call
         self.shards_per_write = SHARDS_PER_WRITE
         self.received_bytes = 0
         self._trace_dir = os.path.join(config.output.dir, fmt.PROGRESS_DIR)
         self._busy = [0] * num_actors
         self._writes = [0] * num_actors
         self._ranks = [(0, 0, actor) for actor in range(num_actors)]  # heap: (busy, writes, actor), stale ones too
-        self._running: dict[Any, tuple[Job, Attempt, int, int]] = {}  # ref -> job, attempt, actor, tries
+        self._running: dict[Any, tuple[list[Queued], int]] = {}  # ref -> the call's jobs, actor
+        self._waiting: list[Queued] = []  # submitted, not yet sent: less than a call's worth
+        self._results: deque[Result] = deque()  # a call's results not yet handed to the driver
+        self._outstanding = 0  # jobs submitted whose result the driver has not taken
         self._taken_at = time.monotonic()  # when the board's reports were last taken
 
     def _pick(self) -> int:
@@ -153,43 +184,66 @@ class RayExecutor:
             heapq.heappush(self._ranks, (self._busy[actor], self._writes[actor], actor))
 
     def submit(self, job: Job, attempt: Attempt | None = None, tries: int = 0) -> None:
-        """Run ``job`` on the least busy actor (``attempt`` and ``tries``: a job run again after a crash)."""
+        """Run ``job`` on the least busy actor, in a call of ``jobs_per_call`` (``attempt`` and ``tries``: a
+        job run again after a crash, which goes alone)."""
         attempt = attempt or Attempt()
+        self._outstanding += 1
+        if tries:
+            self._send([(job, attempt, tries)])
+            return
+        self._waiting.append((job, attempt, tries))
+        if len(self._waiting) >= self.jobs_per_call:
+            self._send(self._waiting)
+            self._waiting = []
+
+    def _send(self, jobs: list[Queued]) -> None:
         actor = self._pick()
-        self._load(actor, 1, isinstance(job, WriteTask))
-        sent = pickle.dumps((job, attempt), protocol=pickle.HIGHEST_PROTOCOL)  # bytes: Ray's cloudpickle of
-        # the dataclasses themselves cost the driver ~0.2 ms a job
-        self._running[self.actors[actor].run.remote(sent)] = (job, attempt, actor, tries)
+        self._load(actor, 1, sum(isinstance(job, WriteTask) for job, _, _ in jobs))
+        sent = pickle.dumps([(job, attempt) for job, attempt, _ in jobs], protocol=pickle.HIGHEST_PROTOCOL)  # bytes:
+        # Ray's cloudpickle of the dataclasses themselves cost the driver ~0.2 ms a job
+        self._running[self.actors[actor].run.remote(sent)] = (jobs, actor)
 
     def outstanding(self) -> int:
-        return len(self._running)
+        return self._outstanding
 
     def next_done(self) -> Result:
-        """The next job to finish, in completion order; a job whose actor died is run again."""
+        """The next job to finish, in completion order (a call's jobs in their order); a job whose actor
+        died is run again."""
         import ray
         from ray.exceptions import RayActorError, WorkerCrashedError
 
-        while True:
+        if self._waiting and not self._results:  # the driver would wait: send what it has submitted
+            self._send(self._waiting)
+            self._waiting = []
+        while not self._results:
             ready, _ = ray.wait(list(self._running), num_returns=1, timeout=POLL_S)
             since = time.monotonic() - self._taken_at
-            if since >= POLL_S or (ready and since >= UNIT_POLL_S and isinstance(self._running[ready[0]][0], Unit)):
+            if since >= POLL_S or (
+                ready and since >= UNIT_POLL_S and isinstance(self._running[ready[0]][0][0][0], Unit)
+            ):
                 for progress in ray.get(self._board.take.remote()):
                     self.on_progress(progress)
                 self._taken_at = time.monotonic()
             if not ready:
                 continue
             (ref,) = ready
-            job, attempt, actor, tries = self._running.pop(ref)
-            self._load(actor, -1, -isinstance(job, WriteTask))
+            jobs, actor = self._running.pop(ref)
+            self._load(actor, -1, -sum(isinstance(job, WriteTask) for job, _, _ in jobs))
             try:
-                payload = ray.get(ref)
+                payloads = ray.get(ref)
             except (RayActorError, WorkerCrashedError):
-                if tries + 1 >= MAX_ATTEMPTS:
-                    raise RuntimeError(f"{_describe(job)} kept killing workers after {MAX_ATTEMPTS} attempts") from None
-                self.submit(job, self._next_attempt(job, attempt), tries + 1)
+                self._outstanding -= len(jobs)
+                for job, attempt, tries in jobs:
+                    if tries + 1 >= MAX_ATTEMPTS:
+                        raise RuntimeError(
+                            f"{_describe(job)} kept killing workers after {MAX_ATTEMPTS} attempts"
+                        ) from None
+                    self.submit(job, self._next_attempt(job, attempt), tries + 1)
                 continue
-            self.received_bytes += len(payload)
-            return decode_result(payload)
+            self.received_bytes += sum(len(payload) for payload in payloads)
+            self._results.extend(decode_result(payload) for payload in payloads)
+        self._outstanding -= 1
+        return self._results.popleft()
 
     def _next_attempt(self, job: Job, attempt: Attempt) -> Attempt:
         """After a crash, trace the unit's records; after a traced crash, blame the last record."""

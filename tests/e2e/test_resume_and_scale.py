@@ -155,18 +155,21 @@ def test_different_pipeline_refused_on_interrupted_dir(raw: Path, tmp_path: Path
 
 
 def test_one_and_two_actors_give_identical_output(raw: Path, reference: dict, tmp_path: Path, ray_session) -> None:
-    for workers in ("1", "2"):
+    for workers, per_call in (("1", "0"), ("2", "0"), ("2", "5")):  # 5 jobs a Ray call: the same bytes
         out = tmp_path / "ref"
-        assert main(["run", str(_pipeline(tmp_path, raw, out)), "--workers", workers, "--quiet", "--overwrite"]) == 0
-        assert _digest(out) == reference, workers
+        argv = ["run", str(_pipeline(tmp_path, raw, out)), "--workers", workers, "--quiet", "--overwrite"]
+        assert main([*argv, "--set", f"ray.jobs_per_call={per_call}"]) == 0
+        assert _digest(out) == reference, (workers, per_call)
 
 
 @pytest.mark.slow  # actors killed and restarted: ~8 s
+@pytest.mark.parametrize("per_call", ["1", "4"])  # 4: the crash takes a call of several units with it
 def test_record_that_kills_actors_is_rejected_as_worker_crash(
     raw: Path,
     tmp_path: Path,
     ray_session,
     monkeypatch: pytest.MonkeyPatch,
+    per_call: str,
 ) -> None:
     data = tmp_path / "in"
     data.mkdir()
@@ -175,7 +178,8 @@ def test_record_that_kills_actors_is_rejected_as_worker_crash(
     write_jsonl(data / "a.jsonl", rows)
     monkeypatch.setattr("cook.runner.ray_executor.RayWorker", KillingWorker)
     out = tmp_path / "out"
-    assert main(["run", str(_pipeline(tmp_path, data, out)), "--workers", "2", "--quiet"]) == 0
+    argv = ["run", str(_pipeline(tmp_path, data, out)), "--workers", "2", "--quiet"]
+    assert main([*argv, "--set", f"ray.jobs_per_call={per_call}", "--set", "input.unit_bytes=8000"]) == 0
     rejects = [json.loads(line) for line in (out / fmt.REJECTS_NAME).read_text().splitlines()]
     crashed = [r for r in rejects if r["reason"] == "worker_crash"]
     assert [r["source"].rsplit("#", 1)[1] for r in crashed] == ["151"]  # rows[150] is line 151
