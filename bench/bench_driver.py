@@ -540,10 +540,21 @@ def measure(shape: str, samples: int, path: str, profile: bool = False) -> dict[
 # workers alone, and the smaller image figure of its two in-process runs), from an earlier bench_job
 # run: a later one measured 28.89 s / 8.35 s with its bare baselines as much slower (the machine), and
 # the lower figures give fewer cores fed, not more.
-WORKER_CPU = {
-    "text": (17.22, 298_304, "bench_job text, in-process: 17.22 s / 298,304 records"),
-    "images": (6.99, 752, "bench_job images-windowed, in-process: 6.99 s / 752 images"),
-}
+def worker_cpu(shape: str, repeats: int) -> tuple[float, int, str]:
+    """The worker CPU per sample in this run: bench_job's in-process job (text: 1280 copies of the demo
+    chats against 16; images: the windowed 768-photo job against its small one), marginal CPU of the
+    process tree, median of ``repeats``: ``(CPU s, samples, how it was measured)``."""
+    from bench import bench_job
+
+    work = bench_job.text_workload(1280) if shape == "text" else bench_job.image_workload(768, bench_job.WINDOW)
+    runs = []
+    for _ in range(repeats):
+        small, big = bench_job.cook_job(work, "small", 0, False), bench_job.cook_job(work, "big", 0, False)
+        runs.append((big.tree_cpu_s - small.tree_cpu_s, big.records - small.records))
+    cpu, samples = sorted(runs, key=lambda r: r[0] / r[1])[len(runs) // 2]
+    return cpu, samples, f"bench_job {work.name}, in-process, in this run: {cpu:.2f} s / {samples:,} records"
+
+
 SIZES = {  # samples per measured run; images stop at 2M (their growth is superlinear: see the fit)
     "text": (1_000_000, 2_000_000, 4_000_000, 10_000_000),
     "images": (250_000, 500_000, 1_000_000, 2_000_000),
@@ -589,7 +600,9 @@ def _fit(xs: list[int], ys: list[float], degree: int) -> np.ndarray:
     return np.polyfit(np.array(xs, float), np.array(ys, float), degree)
 
 
-def _shape_section(shape: str, rows: list[dict[str, Any]]) -> tuple[str, dict[str, float]]:
+def _shape_section(
+    shape: str, rows: list[dict[str, Any]], worker: tuple[float, int, str]
+) -> tuple[str, dict[str, float]]:
     xs = [r["samples"] for r in rows]
     cpu = [r["driver_cpu_s"] for r in rows]
     rss = [r["peak_rss_kib"] / 2**20 for r in rows]  # GiB
@@ -599,7 +612,7 @@ def _shape_section(shape: str, rows: list[dict[str, Any]]) -> tuple[str, dict[st
     slope = float(cpu_lin[0])  # driver CPU s per sample, over every measured size
     cpu_100m = float(np.polyval(cpu_lin, TARGET_SAMPLES))
     rss_100m = float(np.polyval(lin, TARGET_SAMPLES))
-    worker_s, worker_n, worker_src = WORKER_CPU[shape]
+    worker_s, worker_n, worker_src = worker
     worker_per = worker_s / worker_n
     lines = [
         "| samples | units | shards | packs | driver CPU s (each run) | per sample | per unit | per shard "
@@ -640,18 +653,22 @@ def _shape_section(shape: str, rows: list[dict[str, Any]]) -> tuple[str, dict[st
 def run() -> str:
     repeats = int(os.environ.get("BENCH_REPEATS", 3))
     sections, measured = [], {}
+    workers = {}
+    for shape in SIZES:
+        print(f"bench_driver: worker CPU per sample, {shape}", file=sys.stderr)
+        workers[shape] = worker_cpu(shape, repeats)
     for shape, sizes in SIZES.items():
         rows = []
         for samples in sizes:
             print(f"bench_driver: {shape} {samples:,}", file=sys.stderr)
             rows.append(_median_runs(shape, samples, repeats))
         measured[shape] = rows
-        sections.append((shape, *_shape_section(shape, rows)))
+        sections.append((shape, *_shape_section(shape, rows, workers[shape])))
     profile = _profile_table(*PROFILED)
     print("bench_driver: Ray's per-job cost", file=sys.stderr)
     ray_cost = _run_module("--ray", str(repeats), str(RAY_ACTORS), "1")
     ray_batched = _run_module("--ray", str(repeats), str(RAY_ACTORS), str(BIG_CALL))
-    raw = {"measured": measured, "profile": profile, "ray": ray_cost, "ray_batched": ray_batched}
+    raw = {"measured": measured, "profile": profile, "ray": ray_cost, "ray_batched": ray_batched, "workers": workers}
     RAW.write_text(json.dumps(raw, indent=1))
     load = os.getloadavg()[0]
     text = [
@@ -715,7 +732,7 @@ def run() -> str:
     for shape, _, fit in sections:
         big = measured[shape][-1]
         jobs_per = big["jobs"] / big["samples"]
-        worker_s, worker_n, _ = WORKER_CPU[shape]
+        worker_s, worker_n, _ = workers[shape]
         cells = []
         for cost in (per_job, per_batched):
             total = fit["slope"] + cost * jobs_per
