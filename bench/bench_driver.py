@@ -60,13 +60,7 @@ from cook.format import Counts
 from cook.manifest import ShardInfo
 from cook.runner.pipeline import RunSummary, run_pipeline
 from cook.runner.progress import UnitProgress
-from cook.runner.ray_executor import (
-    ACTORS_PER_JOB,
-    IN_FLIGHT_PER_ACTOR,
-    LOOKAHEAD_PER_ACTOR,
-    MAX_JOBS_PER_CALL,
-    jobs_per_call,
-)
+from cook.runner.ray_executor import ACTORS_PER_JOB, MAX_JOBS_PER_CALL, jobs_per_call, limits
 from cook.runner.staging import MemoryStore, SampleStore
 from cook.runner.units import (
     IndexDone,
@@ -202,9 +196,7 @@ class _AnsweredAtOnce:
 
     def __init__(self, store: SampleStore, actors: int) -> None:
         self.store = store
-        per_call = jobs_per_call(0, actors)
-        self.slots = IN_FLIGHT_PER_ACTOR * actors * per_call
-        self.lookahead = LOOKAHEAD_PER_ACTOR * actors * per_call
+        self.slots, self.lookahead = limits(actors, jobs_per_call(0, actors))
         self.shards_per_write = SHARDS_PER_WRITE
         self.received_bytes = 0
         self.on_progress: Callable[[UnitProgress], None] = lambda progress: None

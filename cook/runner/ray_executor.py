@@ -13,7 +13,8 @@ Starting or joining Ray (bounded connect, token-auth hints) is ``cook.runner.ray
 is per call, whatever the call carries. With many actors the executor sends ``jobs_per_call`` jobs in one
 call (``ray.jobs_per_call``; automatic: ``jobs_per_call()``): ``submit`` holds jobs until a call's worth
 are waiting or the driver waits for a result, and an actor answers a call with its jobs' results in
-order. Its slots and lookahead grow with it, so every call can be full. A job run again after a crash
+order. Its slots grow with it, so every call can be full, and its lookahead by what fills the calls
+(``limits``), so the units staged ahead grow no more than that. A job run again after a crash
 goes alone, so a unit's crash trace names its own records only.
 
 Progress of the units cooking takes a side channel, a ``ProgressBoard`` actor: each actor posts its
@@ -69,7 +70,7 @@ from cook.runner.worker import CookWorker
 from cook.tokenize.tokenizer import SINGLE_THREADED
 
 IN_FLIGHT_PER_ACTOR = 2  # calls running or queued on an actor
-LOOKAHEAD_PER_ACTOR = 6  # units cooked ahead of the one whose turn it is (their summaries are small), per call's job
+LOOKAHEAD_PER_ACTOR = 6  # units cooked ahead of the one whose turn it is (their summaries are small): see limits()
 MAX_JOBS_PER_CALL = 16  # automatic jobs_per_call, at most
 ACTORS_PER_JOB = 32  # ... one job more a call for every this many actors
 MAX_ATTEMPTS = 8
@@ -129,6 +130,19 @@ def jobs_per_call(setting: int, actors: int) -> int:
     return setting or max(1, min(MAX_JOBS_PER_CALL, actors // ACTORS_PER_JOB))
 
 
+def limits(actors: int, per_call: int) -> tuple[int, int]:
+    """``(slots, lookahead)``: the jobs outstanding at once (``IN_FLIGHT_PER_ACTOR`` calls an actor, each
+    full), and the units cooking or cooked ahead: ``LOOKAHEAD_PER_ACTOR`` an actor plus the further jobs
+    its full calls carry (``IN_FLIGHT_PER_ACTOR * (per_call - 1)``), so more jobs a call stage only the
+    units those calls carry.
+
+    >>> limits(2, 1), limits(1024, 16)
+    ((4, 12), (32768, 36864))
+    """
+    slots = IN_FLIGHT_PER_ACTOR * actors * per_call
+    return slots, (LOOKAHEAD_PER_ACTOR + IN_FLIGHT_PER_ACTOR * (per_call - 1)) * actors
+
+
 Queued = tuple[Job, Attempt, int]  # a job, its attempt, the tries before this one
 
 
@@ -148,8 +162,7 @@ class RayExecutor:
         self.actors: list[Any] = [options.remote(config, board, report_interval_s) for _ in range(num_actors)]
         self.store: SampleStore = DiskStore(config.output.dir)
         self.jobs_per_call = jobs_per_call(config.ray.jobs_per_call, num_actors)
-        self.slots = IN_FLIGHT_PER_ACTOR * num_actors * self.jobs_per_call
-        self.lookahead = LOOKAHEAD_PER_ACTOR * num_actors * self.jobs_per_call
+        self.slots, self.lookahead = limits(num_actors, self.jobs_per_call)
         self.shards_per_write = SHARDS_PER_WRITE
         self.received_bytes = 0
         self._trace_dir = os.path.join(config.output.dir, fmt.PROGRESS_DIR)

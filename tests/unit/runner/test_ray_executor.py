@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from cook.config import config_from_dict
 from cook.runner.local import LocalExecutor
 from cook.runner.pipeline import run_pipeline
-from cook.runner.ray_executor import IN_FLIGHT_PER_ACTOR, MAX_JOBS_PER_CALL, RayExecutor, jobs_per_call
+from cook.runner.ray_executor import IN_FLIGHT_PER_ACTOR, MAX_JOBS_PER_CALL, RayExecutor, jobs_per_call, limits
 from tests.conftest import pipeline_dict, write_jsonl
 
 
@@ -92,3 +92,11 @@ def test_the_actor_picked_is_the_least_busy_then_fewest_writes_then_first(actors
 def test_jobs_per_call_grows_with_the_actors_up_to_its_cap() -> None:
     assert [jobs_per_call(0, n) for n in (1, 2, 63, 64, 95, 96, 256, 1024, 10_000)] == [1, 1, 1, 2, 2, 3, 8, 16, 16]
     assert MAX_JOBS_PER_CALL == 16 and jobs_per_call(4, 2) == 4 and jobs_per_call(1, 10_000) == 1
+
+
+def test_limits_fill_every_call_and_stage_only_what_fills_them() -> None:
+    assert limits(2, 1) == (4, 12)  # one job a call: as before jobs_per_call (2 jobs, 6 units an actor)
+    for actors, per_call in ((2, 5), (64, 2), (1024, 16)):
+        slots, lookahead = limits(actors, per_call)
+        assert slots == IN_FLIGHT_PER_ACTOR * actors * per_call  # every call full
+        assert lookahead - slots == limits(actors, 1)[1] - limits(actors, 1)[0]  # the same margin beyond them
