@@ -237,6 +237,12 @@ def _batch(samples: Sequence[PackedSample], arrays: PackArrays, cu_packs: np.nda
     )
 
 
+def item_patches(media_sizes: torch.Tensor) -> list[int]:
+    """Patches of each visual item: ``frames * (H/16) * (W/16)`` (every kind, SPEC §8)."""
+    rows = media_sizes.tolist()
+    return [f * fmt.frame_patches(h, w) for f, h, w in rows]
+
+
 def _jpeg_frames(samples: Sequence[PackedSample]) -> torch.Tensor | None:
     """The packs' ``jpeg_frames`` rows, each pack's byte offsets and patch rows shifted by the packs before it."""
     if all(s.jpeg_frames is None for s in samples):
@@ -247,5 +253,5 @@ def _jpeg_frames(samples: Sequence[PackedSample]) -> torch.Tensor | None:
             shifted.append(s.jpeg_frames + torch.tensor([data, 0, rows, 0, 0]))
             data += int(s.jpeg_data.shape[0])
         if s.media_sizes is not None:
-            rows += sum(frames * fmt.frame_patches(h, w) for frames, h, w in s.media_sizes.tolist())
+            rows += sum(item_patches(s.media_sizes))
     return torch.cat(shifted)

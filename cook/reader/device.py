@@ -24,7 +24,7 @@ import torch
 
 from cook import format as fmt
 from cook.frames import FRAME_ERRORS, decode_frame
-from cook.reader.batch import PackedBatch
+from cook.reader.batch import PackedBatch, item_patches
 from cook.reader.pack import PackFormatError
 
 
@@ -94,8 +94,7 @@ def _patches(batch: PackedBatch, device: torch.device, pin: bool) -> torch.Tenso
     host = batch.pixel_patches
     if batch.jpeg_frames is None or batch.jpeg_data is None or batch.media_sizes is None:
         return None if host is None else _move(host, device, pin)
-    sizes = batch.media_sizes.to(torch.int64)
-    total = int((sizes[:, 0] * sizes[:, 1] * sizes[:, 2]).sum()) // fmt.PATCH_SIZE**2
+    total = sum(item_patches(batch.media_sizes))
     out = torch.empty((total, fmt.PATCH_VALUES), dtype=torch.uint8, device=device)
     decoded = decode_jpeg_frames(batch.jpeg_data, batch.jpeg_frames, device)
     on_host = torch.ones(total, dtype=torch.bool)

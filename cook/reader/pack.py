@@ -167,7 +167,7 @@ def _media(key: str, crude: Mapping[str, Any], defer_jpeg: bool) -> dict[str, to
     if frames and fmt.PIXEL_PATCHES in crude:
         raise PackFormatError(f"{key}: both {fmt.PIXEL_PATCHES} and frame members")
     if not frames:
-        return {**_plain(key, crude, fmt.PIXEL_PATCHES, fmt.MEDIA_SIZES), **_plain(key, crude, *fmt.AUDIO_MEMBERS)}
+        return _plain(key, crude, fmt.PIXEL_PATCHES, fmt.MEDIA_SIZES, *fmt.AUDIO_MEMBERS)
     patches, jpeg_data, jpeg_frames = _decode_frames(key, frames, sizes, defer_jpeg)
     return {
         "pixel_patches": _tensor(patches),
@@ -203,22 +203,21 @@ def _decode_frames(
     if len(expected) != len(frames):
         raise PackFormatError(f"{key}: {len(frames)} frame members, {fmt.MEDIA_SIZES} lists {len(expected)} frames")
     decoded: list[np.ndarray] = []
-    deferred: list[bytes] = []
+    deferred = bytearray()  # the JPEG members end to end: jpeg_data, one copy of each member
     rows: list[tuple[int, int, int, int, int]] = []  # jpeg_frames
-    row = offset = 0
+    row = 0
     for (name, codec, data), (height_px, width_px) in zip(frames, expected, strict=True):
         try:
             if defer_jpeg and codec == "jpeg":
                 check_frame(data, codec, height_px, width_px)
-                deferred.append(bytes(data))
-                rows.append((offset, len(deferred[-1]), row, height_px, width_px))
-                offset += len(deferred[-1])
+                rows.append((len(deferred), len(data), row, height_px, width_px))
+                deferred += data
             else:
                 decoded.append(decode_frame(data, codec, height_px, width_px))
         except FRAME_ERRORS as error:
             raise PackFormatError(f"{key}: member {name!r} does not decode as declared ({error})") from error
         row += fmt.frame_patches(height_px, width_px)
-    if not deferred:
+    if not rows:
         return np.concatenate(decoded), None, None
-    data_tensor = torch.frombuffer(bytearray(b"".join(deferred)), dtype=torch.uint8)
+    data_tensor = torch.frombuffer(deferred, dtype=torch.uint8)
     return (np.concatenate(decoded) if decoded else None), data_tensor, torch.tensor(rows, dtype=torch.int64)

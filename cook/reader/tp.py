@@ -40,7 +40,7 @@ from megatron.energon import SourceInfo
 from megatron.energon.epathlib import EPath
 
 from cook import format as fmt
-from cook.reader.batch import PackedBatch
+from cook.reader.batch import PackedBatch, item_patches
 
 HEADER = 12  # int64 fields: see _header
 END = -1
@@ -51,12 +51,6 @@ class BroadcastStats:
     batches: int = 0
     patches_sent: int = 0  # rows of new visual items broadcast
     patches_cached: int = 0  # rows the receivers already held
-
-
-def item_patches(media_sizes: torch.Tensor) -> list[int]:
-    """Patches of each visual item: ``frames * (H/16) * (W/16)`` (every kind, SPEC §8)."""
-    rows = media_sizes.tolist()
-    return [f * fmt.frame_patches(h, w) for f, h, w in rows]
 
 
 def batch_fingerprint(batch: PackedBatch) -> str:

@@ -25,6 +25,7 @@ last step, the attention path (``varlen`` or ``sdpa``) and its difference to the
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import statistics
 import sys
@@ -75,7 +76,7 @@ def frames_check(dataset: Path, device: torch.device, batches: int) -> dict[str,
     config = WorkerConfig(rank=0, world_size=1, num_workers=0)
     loaders = [make_loader(dataset, batch_size=1, worker_config=config, repeat=False, decode=d) for d in DECODES]
     frames = patches = largest = total = differing = 0
-    for _, (host, deferred) in zip(range(batches), zip(*loaders, strict=False), strict=False):
+    for host, deferred in itertools.islice(zip(*loaders, strict=False), batches):
         frames += 0 if deferred.jpeg_frames is None else len(deferred.jpeg_frames)
         expected, got = to_device(host, device).pixel_patches, to_device(deferred, device).pixel_patches
         if expected is None or got is None:
