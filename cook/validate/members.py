@@ -10,18 +10,19 @@ an object array is reported as ``pickle_member``), and members named like pickle
 cast is reported (``dtype``) and then checked further as if cast, so one wrong dtype does not hide or
 fake the other invariants. A pack whose required members are missing, unparseable or of inconsistent
 shape is reported and not checked further (``parse_members`` returns ``None``). meta.json is parsed with
-orjson; its sequence entries are checked for a whole batch of packs at once by ``sequence_columns``.
+msgspec into typed entries (``SequenceEntry``: the schema of schemas/packed_sample.v1.schema.json, so the
+library checks every key, type and bound and names the first entry that breaks it), then laid out as
+columns for a whole batch of packs at once by ``sequence_columns``.
 """
 
 from __future__ import annotations
 
 import operator
 from dataclasses import dataclass
-from itertools import chain
-from typing import Any, Final
+from typing import Annotated, Final, Literal, cast
 
+import msgspec
 import numpy as np
-import orjson
 
 from cook import format as fmt
 from cook.packfiles import NPY_ERRORS, MemberData, RawPack, read_npy
@@ -30,14 +31,44 @@ from cook.validate.frames import frame_patches
 from cook.validate.problems import Code, Finding
 
 PICKLE_SUFFIXES: Final = (".pyd", ".pickle", ".pkl", ".pth", ".pt")
-MEDIA_KINDS: Final = frozenset(("image", "video", "tiles", "audio"))
-_SEQUENCE_KEYS: Final = frozenset((*fmt.SEQUENCE_KEYS, fmt.SEQUENCE_TRUNCATED_KEY))
-_REQUIRED: Final = frozenset(fmt.SEQUENCE_KEYS)
-_COLUMNS: Final = tuple(map(operator.itemgetter, fmt.SEQUENCE_KEYS))  # source, length, targets, media
-_TRUNCATED: Final = operator.methodcaller("get", fmt.SEQUENCE_TRUNCATED_KEY)
 _PAIRS: Final = (fmt.VISUAL_MEMBERS, fmt.AUDIO_MEMBERS)
 _MEDIA_MEMBERS: Final = fmt.VISUAL_MEMBERS + fmt.AUDIO_MEMBERS
 _REQUIRED_ARRAYS: Final = frozenset(fmt.REQUIRED_MEMBERS) - {fmt.META}
+
+
+MediaKind = Literal["image", "video", "tiles", "audio"]
+_Count = Annotated[int, msgspec.Meta(ge=1, le=2**63 - 1)]  # an integer >= 1 that fits int64 (not a bool or float)
+
+
+class SequenceEntry(msgspec.Struct, forbid_unknown_fields=True, frozen=True, gc=False):
+    """One entry of meta.json's ``sequences`` (``format.SEQUENCE_KEYS``, then the optional truncated flag)."""
+
+    source: Annotated[str, msgspec.Meta(min_length=1)]
+    length: _Count
+    targets: _Count
+    media: list[MediaKind]  # each media item's kind, in placeholder order
+    truncated: bool | msgspec.UnsetType = msgspec.UNSET  # present, and true, only on a truncated sequence
+
+    @classmethod
+    def of(cls, meta: SequenceMeta) -> SequenceEntry:
+        media = cast(list[MediaKind], list(meta.media))
+        return cls(meta.source, meta.length, meta.targets, media, True if meta.truncated else msgspec.UNSET)
+
+    def to_meta(self) -> SequenceMeta:
+        return SequenceMeta(self.source, self.length, self.targets, tuple(self.media), self.truncated is True)
+
+
+class _MetaBody(msgspec.Struct, forbid_unknown_fields=True, frozen=True, gc=False):
+    """meta.json: exactly ``format.META_BODY_KEYS``."""
+
+    schema_version: int
+    sequences: Annotated[list[SequenceEntry], msgspec.Meta(min_length=1)]
+
+
+_META_DECODER: Final = msgspec.json.Decoder(_MetaBody)
+assert SequenceEntry.__struct_fields__ == (*fmt.SEQUENCE_KEYS, fmt.SEQUENCE_TRUNCATED_KEY)
+assert _MetaBody.__struct_fields__ == fmt.META_BODY_KEYS
+_COLUMNS: Final = tuple(map(operator.attrgetter, fmt.SEQUENCE_KEYS))  # source, length, targets, media
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,21 +77,21 @@ class PackMembers:
 
     key: str
     arrays: dict[str, np.ndarray]
-    entries: list[Any]  # meta.json "sequences", one per cu_seqlens step; checked by sequence_columns
+    entries: list[SequenceEntry]  # meta.json "sequences", one per cu_seqlens step
 
     @property
     def has_media_members(self) -> bool:
         return not self.arrays.keys().isdisjoint(_MEDIA_MEMBERS)
 
     def to_pack(self) -> Pack:
-        """The ``Pack`` (entries already accepted by ``sequence_columns``)."""
+        """The ``Pack``."""
         arrays = self.arrays
         return Pack(
             input_ids=arrays[fmt.INPUT_IDS],
             loss_mask=arrays[fmt.LOSS_MASK],
             cu_seqlens=arrays[fmt.CU_SEQLENS],
             cu_seqlens_padded=arrays[fmt.CU_SEQLENS_PADDED],
-            sequences=tuple(map(SequenceMeta.from_meta, self.entries)),
+            sequences=tuple(entry.to_meta() for entry in self.entries),
             pixel_patches=arrays.get(fmt.PIXEL_PATCHES),
             media_sizes=arrays.get(fmt.MEDIA_SIZES),
             audio_features=arrays.get(fmt.AUDIO_FEATURES),
@@ -82,12 +113,7 @@ def parse_pack(raw: RawPack) -> tuple[Pack | None, list[Finding]]:
     """The pack's members as a ``Pack`` (None when it cannot be checked further) and what is wrong; stored
     frames are decoded into its ``pixel_patches``."""
     members, findings = parse_members(raw, decode_frames=True)
-    if members is None:
-        return None, findings
-    columns = sequence_columns(members.entries)
-    if isinstance(columns, str):
-        return None, [*findings, entry_problem(members.entries)]
-    return members.to_pack(), findings
+    return (None if members is None else members.to_pack()), findings
 
 
 def parse_members(raw: RawPack, decode_frames: bool = False) -> tuple[PackMembers | None, list[Finding]]:
@@ -107,7 +133,7 @@ def parse_members(raw: RawPack, decode_frames: bool = False) -> tuple[PackMember
             if array is not None:
                 arrays[name] = array
     frames = not text and bool(fmt.frame_names(raw.members))
-    entries = _meta_entries(raw.members[fmt.META], frames, findings) if fmt.META in raw.members else None
+    entries = meta_entries(raw.members[fmt.META], frames, findings) if fmt.META in raw.members else None
     unusable = len(arrays) != stored or not arrays.keys() >= _REQUIRED_ARRAYS
     if fmt.MEDIA_SIZES in arrays and frames:
         patches = frame_patches(raw.members, arrays[fmt.MEDIA_SIZES], decode_frames, findings)
@@ -117,9 +143,7 @@ def parse_members(raw: RawPack, decode_frames: bool = False) -> tuple[PackMember
     half_pair = not text and any((first in arrays) != (second in arrays) for first, second in _PAIRS)
     if entries is None or unusable or half_pair:
         return None, findings  # reported above; the remaining invariants cannot be checked on this pack
-    shapes: list[Finding] = []
-    if not _shapes_agree(arrays, len(entries), shapes):  # a broken meta.json entry explains it first
-        findings += [entry_problem(entries)] if isinstance(sequence_columns(entries), str) else shapes
+    if not _shapes_agree(arrays, len(entries), findings):
         return None, findings
     return PackMembers(raw.key, arrays, entries), findings
 
@@ -194,87 +218,28 @@ def _shapes_agree(arrays: dict[str, np.ndarray], n_sequences: int, findings: lis
     return ok
 
 
-def _meta_entries(data: MemberData, frames: bool, findings: list[Finding]) -> list[Any] | None:
+def meta_entries(data: MemberData, frames: bool, findings: list[Finding]) -> list[SequenceEntry] | None:
     """``meta.json`` (schemas/packed_sample.v1.schema.json) -> its non-empty ``sequences`` list, or None.
     ``schema_version`` is 2 for a pack with frame members (``frames``), else 1."""
     try:
-        body = orjson.loads(data)
-    except orjson.JSONDecodeError as err:  # invalid UTF-8 and nesting too deep included
-        findings.append((Code.META_INVALID, f"{fmt.META} is not JSON: {err}"))
+        body = _META_DECODER.decode(data)
+    except (msgspec.DecodeError, UnicodeDecodeError) as err:  # not JSON, not UTF-8, or not this schema (says where)
+        findings.append((Code.META_INVALID, f"{fmt.META} does not match the schema: {err}"))
         return None
-    if not isinstance(body, dict) or body.keys() != set(fmt.META_BODY_KEYS):
-        keys = sorted(body) if isinstance(body, dict) else type(body).__name__
-        findings.append((Code.META_INVALID, f"{fmt.META} must hold exactly schema_version and sequences, got {keys}"))
-        return None
-    version, want = body["schema_version"], fmt.FRAME_SCHEMA_VERSION if frames else fmt.SCHEMA_VERSION
-    if version != want or type(version) is not int:
+    version, want = body.schema_version, fmt.FRAME_SCHEMA_VERSION if frames else fmt.SCHEMA_VERSION
+    if version != want:
         held = "frame members" if frames else "no frame members"
         findings.append((Code.META_INVALID, f"{fmt.META} schema_version {version!r} != {want} (a pack with {held})"))
         return None
-    entries = body["sequences"]
-    if not isinstance(entries, list) or not entries:
-        findings.append((Code.META_INVALID, f"{fmt.META} sequences must be a non-empty list"))
-        return None
+    entries = body.sequences
+    for i, entry in enumerate(entries):
+        if entry.truncated is False:
+            findings.append((Code.META_INVALID, f"{fmt.META} sequences[{i}]: truncated, when present, must be true"))
+            return None
     return entries
 
 
-def sequence_columns(entries: list[Any]) -> SequenceColumns | str:
-    """The rule for meta.json's sequence entries, checked over many at once: each is an object holding
-    exactly ``source`` (a non-empty string), ``length`` and ``targets`` (integers >= 1), ``media`` (a list of
-    ``MEDIA_KINDS``) and, on a truncated sequence only, ``"truncated": true``. Returns the columns, or
-    what is wrong (``entry_problem`` finds the entry)."""
-    if not set(map(type, entries)) <= {dict}:
-        return f"is a {type(next(e for e in entries if type(e) is not dict)).__name__}, not an object"
-    try:
-        sources, lengths, targets, media = (list(map(column, entries)) for column in _COLUMNS)
-    except KeyError:
-        missing = next(entry for entry in entries if not entry.keys() >= _REQUIRED)
-        return (
-            f"unknown keys {sorted(missing.keys() - _SEQUENCE_KEYS)}, missing keys {sorted(_REQUIRED - missing.keys())}"
-        )
-    if sum(map(len, entries)) != len(_REQUIRED) * len(entries):  # a "truncated" key, or an unknown one
-        flags = list(map(_TRUNCATED, entries))
-        if sum(map(len, entries)) != len(_REQUIRED) * len(entries) + sum(flag is True for flag in flags):
-            entry = next(e for e, flag in zip(entries, flags, strict=True) if len(e) != len(_REQUIRED) + (flag is True))
-            unknown = sorted(entry.keys() - _SEQUENCE_KEYS)
-            return f"unknown keys {unknown}, missing keys []" if unknown else "truncated, when present, must be true"
-    if not set(map(type, sources)) <= {str} or "" in sources:
-        return "source must be a non-empty string"
-    length_array, target_array = _counts(lengths), _counts(targets)
-    if length_array is None:
-        return f"length {_first_bad(lengths)!r} must be an integer >= 1"
-    if target_array is None:
-        return f"targets {_first_bad(targets)!r} must be an integer >= 1"
-    if not set(map(type, media)) <= {list} or not _known_kinds(chain.from_iterable(media)):
-        bad = next(kinds for kinds in media if type(kinds) is not list or not _known_kinds(kinds))
-        return f"media {bad!r} must list kinds among {sorted(MEDIA_KINDS)}"
-    return SequenceColumns(sources, length_array, target_array, media)
-
-
-def _counts(values: list[Any]) -> np.ndarray | None:
-    """int64 [S] of integers >= 1 (not bools, not floats), or None."""
-    if not set(map(type, values)) <= {int}:
-        return None
-    try:
-        array = np.array(values, dtype=np.int64)
-    except OverflowError:
-        return None
-    return array if not array.size or int(array.min()) >= 1 else None
-
-
-def _first_bad(values: list[Any]) -> Any:
-    return next(v for v in values if type(v) is not int or not 1 <= v < 2**63)
-
-
-def _known_kinds(kinds: Any) -> bool:
-    kinds = list(kinds)
-    return set(map(type, kinds)) <= {str} and MEDIA_KINDS.issuperset(kinds)
-
-
-def entry_problem(entries: list[Any]) -> Finding:
-    """The finding for the first entry of one pack's meta.json that ``sequence_columns`` refuses."""
-    for i, entry in enumerate(entries):
-        problem = sequence_columns([entry])
-        if isinstance(problem, str):
-            return Code.META_INVALID, f"{fmt.META} sequences[{i}]: {problem}"
-    raise AssertionError("entry_problem of entries sequence_columns accepts")
+def sequence_columns(entries: list[SequenceEntry]) -> SequenceColumns:
+    """meta.json's sequence entries of many packs, one after another, as columns."""
+    sources, lengths, targets, media = (list(map(column, entries)) for column in _COLUMNS)
+    return SequenceColumns(sources, np.array(lengths, dtype=np.int64), np.array(targets, dtype=np.int64), media)

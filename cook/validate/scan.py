@@ -29,7 +29,7 @@ from cook.validate import boundaries, masks, media, placeholders, tokens
 from cook.validate.batch import Findings, PackBatch, Spans
 from cook.validate.digests import source_digests
 from cook.validate.frames import storage_findings
-from cook.validate.members import PackMembers, entry_problem, parse_members, sequence_columns
+from cook.validate.members import PackMembers, SequenceEntry, parse_members, sequence_columns
 from cook.validate.problems import Code, Finding, PackRules, Problem
 
 MAX_PROBLEMS: Final = 1000
@@ -82,9 +82,8 @@ def pack_digest(members: Mapping[str, MemberData]) -> str:
 
 def check_packs(packs: list[Pack], rules: PackRules) -> Findings:
     """All per-pack invariants of parsed packs, as one batch: the findings of each."""
-    members = [PackMembers("", _arrays(pack), [seq.to_meta() for seq in pack.sequences]) for pack in packs]
+    members = [PackMembers("", _arrays(pack), list(map(SequenceEntry.of, pack.sequences))) for pack in packs]
     columns = sequence_columns(list(chain.from_iterable(m.entries for m in members)))
-    assert not isinstance(columns, str), columns  # a Pack's sequences are well-formed
     return check_batch(PackBatch.of(members, columns), list(packs), rules)[0]
 
 
@@ -186,13 +185,10 @@ def _parse(scan: ShardScan, raw: RawPack, rules: PackRules) -> tuple[PackMembers
 
 
 def _sizes_and_kinds(members: PackMembers | None) -> tuple[np.ndarray | None, list[str] | None]:
-    """The pack's ``media_sizes`` and media kinds in placeholder order (None where meta.json is malformed)."""
+    """The pack's ``media_sizes`` and media kinds in placeholder order (None for a pack that did not parse)."""
     if members is None or fmt.MEDIA_SIZES not in members.arrays:
         return None, None
-    kinds = [
-        kind for entry in members.entries for kind in (entry.get("media") if isinstance(entry, dict) else None) or []
-    ]
-    return members.arrays[fmt.MEDIA_SIZES], [kind for kind in kinds if isinstance(kind, str)]
+    return members.arrays[fmt.MEDIA_SIZES], [kind for entry in members.entries for kind in entry.media]
 
 
 @dataclass(slots=True)
@@ -207,18 +203,9 @@ def _check_pending(
     scan: ShardScan, pending: list[tuple[PackMembers, list[Finding]]], rules: PackRules, sources: _Sources
 ) -> None:
     """Check a batch of parsed packs, report per pack, and count the packs whose boundaries are usable."""
-    columns = sequence_columns(list(chain.from_iterable(members.entries for members, _ in pending)))
-    if isinstance(columns, str):  # some pack's meta.json breaks the schema: it is reported, the rest checked
-        kept = []
-        for members, findings in pending:
-            if isinstance(sequence_columns(members.entries), str):
-                scan.unparsed += 1
-                scan.add([*findings, entry_problem(members.entries)], members.key)
-            else:
-                kept.append((members, findings))
-        return _check_pending(scan, kept, rules, sources)
     if not pending:
         return
+    columns = sequence_columns(list(chain.from_iterable(members.entries for members, _ in pending)))
     parsed = [members for members, _ in pending]
     batch = PackBatch.of(parsed, columns)
     packs = [m.to_pack() if rules.deep or batch.media[k] else None for k, m in enumerate(parsed)]

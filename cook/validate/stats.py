@@ -29,7 +29,6 @@ from dataclasses import dataclass, field
 from typing import Final
 
 import numpy as np
-import orjson
 
 from cook import format as fmt
 from cook.dataset_stats import (
@@ -53,7 +52,7 @@ from cook.packfiles import (
     iter_packs,
     visual_embeddings,
 )
-from cook.validate.members import SequenceColumns, load_member, sequence_columns
+from cook.validate.members import SequenceColumns, load_member, meta_entries, sequence_columns
 from cook.validate.problems import Finding
 from cook.validate.rejects import read_rejects
 
@@ -99,14 +98,14 @@ def _pack_figures(raw: RawPack) -> tuple[np.ndarray, np.ndarray, SequenceColumns
     """cu_seqlens, cu_seqlens_padded and meta.json's sequences of one pack, checked to agree in length
     (``cook.validate.members.sequence_columns``); raises ``PackUnreadable`` naming the pack."""
     cu, padded_cu = _small_array(raw, fmt.CU_SEQLENS), _small_array(raw, fmt.CU_SEQLENS_PADDED)
-    try:
-        body = orjson.loads(raw.members[fmt.META]) if fmt.META in raw.members else None
-    except orjson.JSONDecodeError as err:
-        raise PackUnreadable(f"{raw.key}: {fmt.META} is not JSON ({err})") from None
-    entries = body.get("sequences") if isinstance(body, dict) else None
-    columns = sequence_columns(entries) if isinstance(entries, list) and entries else "no sequences list"
-    if isinstance(columns, str):
-        raise PackUnreadable(f"{raw.key}: {fmt.META} sequences: {columns}")
+    if fmt.META not in raw.members:
+        raise PackUnreadable(f"{raw.key}: {fmt.META} is missing")
+    findings: list[Finding] = []
+    frames = bool(fmt.frame_names(raw.members) or fmt.frame_names(raw.skipped))  # skipped: not read, still there
+    entries = meta_entries(raw.members[fmt.META], frames, findings)
+    if entries is None:
+        raise PackUnreadable(f"{raw.key}: {findings[0][1]}")
+    columns = sequence_columns(entries)
     if cu is None or padded_cu is None or not len(cu) == len(padded_cu) == len(columns.sources) + 1:
         raise PackUnreadable(f"{raw.key}: cu_seqlens and cu_seqlens_padded must hold len(sequences) + 1 entries")
     return cu, padded_cu, columns

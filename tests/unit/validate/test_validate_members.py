@@ -5,13 +5,18 @@ from __future__ import annotations
 import io
 import json
 import pickle
+from typing import Any
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from cook import format as fmt
 from cook.packfiles import RawPack
-from cook.validate.members import parse_pack
+from cook.validate.members import meta_entries, parse_pack
+from cook.validate.problems import Code, Finding
+from tests.conftest import REPO
 from tests.unit.validate.packs_data import build, members, multimodal_members, sequence
 
 
@@ -113,3 +118,78 @@ def test_npy_fast_path_agrees_with_np_load() -> None:
         read_npy(fmt.npy_bytes(np.arange(3, dtype=np.int32)) + b"\0\0\0\0")
     with pytest.raises(ValueError):
         read_npy(fmt.npy_bytes(np.arange(3, dtype=np.int32))[:-4])
+
+
+# meta.json bodies near the schema: valid entries, some with one field changed in a way a writer goes wrong
+_CHANGES = [  # (key, value) written over a valid entry: what a writer gets wrong, and two that stay valid
+    *[("source", v) for v in ("", 1, None)],
+    *[(k, v) for k in ("length", "targets") for v in (0, -1, True, 1.0, 2.5, "3", 2**63, 2**63 - 1)],
+    *[("media", v) for v in (["gif"], [1], "image", None, ["tiles", "audio"])],
+    *[("truncated", v) for v in (False, 1, None, True)],
+    ("extra", 1),
+]
+_VALID_ENTRY = st.fixed_dictionaries(
+    {
+        "source": st.text(min_size=1, max_size=8),
+        "length": st.integers(1, 2**63 - 1),
+        "targets": st.integers(1, 9),
+        "media": st.lists(st.sampled_from(["image", "video", "tiles", "audio"]), max_size=3),
+    },
+    optional={"truncated": st.just(True)},
+)
+_ENTRY = st.one_of(
+    _VALID_ENTRY,
+    st.tuples(_VALID_ENTRY, st.sampled_from(_CHANGES)).map(lambda t: {**t[0], t[1][0]: t[1][1]}),
+    st.tuples(_VALID_ENTRY, st.sampled_from(["source", "length", "targets", "media"])).map(
+        lambda t: {k: v for k, v in t[0].items() if k != t[1]}
+    ),
+)
+_BODY = st.fixed_dictionaries(
+    {"schema_version": st.sampled_from([1, 1, 1, 1, 2, True, "1"]), "sequences": st.lists(_ENTRY, max_size=2)},
+    optional={"extra": st.just(1)},
+)
+
+
+def _cook_stricter(body: dict[str, Any]) -> bool:
+    """Where cook's rule is documented to be stricter than the JSON Schema: a non-empty source, an integral
+    count that is a JSON integer below 2**63 (the schema's "integer" takes 3.0), and the schema_version of
+    a pack's own kind (no frame members here: 1)."""
+    if body["schema_version"] != 1:
+        return True
+    for entry in body["sequences"]:
+        counts = [entry.get("length"), entry.get("targets")]
+        if entry.get("source") == "" or any(
+            isinstance(v, float) or (isinstance(v, int) and v >= 2**63) for v in counts
+        ):
+            return True
+    return False
+
+
+def _check_against_schema(body: dict[str, Any]) -> None:
+    import jsonschema
+
+    schema = json.loads((REPO / "schemas" / "packed_sample.v1.schema.json").read_text())
+    expected = jsonschema.Draft202012Validator(schema).is_valid(body) and not _cook_stricter(body)
+    findings: list[Finding] = []
+    entries = meta_entries(json.dumps(body).encode(), False, findings)
+    assert (entries is not None) == expected == (not findings), (body, findings)
+    if entries is not None:
+        assert [e.to_meta().to_meta() for e in entries] == body["sequences"]
+    else:
+        assert [code for code, _ in findings] == [Code.META_INVALID]
+
+
+@settings(max_examples=300, deadline=None)
+@given(_BODY)
+def test_meta_json_rule_agrees_with_the_json_schema(body: dict[str, Any]) -> None:
+    """The validator's meta.json rule (msgspec, ``members.SequenceEntry``) accepts exactly the bodies that
+    schemas/packed_sample.v1.schema.json accepts (jsonschema, independent) where cook is not documented
+    stricter, and reads their entries back as written."""
+    _check_against_schema(body)
+
+
+@pytest.mark.parametrize(("key", "value"), _CHANGES)
+def test_each_meta_json_change_against_the_json_schema(key: str, value: Any) -> None:
+    """Every change of ``_CHANGES`` on its own, in the second of two entries."""
+    valid = {"source": "chat.jsonl#3", "length": 7, "targets": 2, "media": ["image"]}
+    _check_against_schema({"schema_version": 1, "sequences": [valid, {**valid, key: value}]})
