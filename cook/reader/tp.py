@@ -13,14 +13,19 @@ broadcast starts with a fixed-size int64 header of the sizes, then:
    new, the cache ids to evict, audio_lengths;
 2. one uint8 buffer: the metadata (keys, sources, restore key) as JSON;
 3. one uint8 buffer with the patches of the **new** visual items only (at most one media broadcast
-   per batch); 4. the audio features as their bytes (float16 copied bitwise; gloo has no int16).
+   per batch); 4. the audio features as their bytes (float16 copied bitwise; gloo has no int16);
+5. with ``make_loader(decode="cuda")``: the batch's JPEG frames left to the device, as their bytes
+   (``jpeg_data``; their ``jpeg_frames`` rows ride in the int64 buffer). Every TP rank then decodes
+   them on its own GPU in ``to_device``: the compressed frames cross the group, not their patches.
 
 **Media dedup.** The same image often recurs (a shared system image, a dataset that asks several
 questions about one picture, the same pack read twice across epochs). The sender hashes every visual
 item's patches (BLAKE2b-128) and keeps a FIFO cache of what the receivers hold (``cache_patches``
 patches at most); an item already held travels as its id only. Receivers keep the same cache: the
 sender names the ids to evict, so both sides always agree without a round trip. ``stats`` counts
-patches sent and patches served from the cache.
+patches sent and patches served from the cache. An item whose frames are JPEG bytes left to the device
+(all of an item's frames share its medium's storage) is sent as those bytes every time, outside the
+cache.
 
 The other ranks then build ``PackedSeqParams`` from the received boundaries, identical to rank 0's.
 """
@@ -42,7 +47,8 @@ from megatron.energon.epathlib import EPath
 from cook import format as fmt
 from cook.reader.batch import PackedBatch, item_patches
 
-HEADER = 12  # int64 fields: see _header
+HEADER = 15  # int64 fields: see send
+HAS_PIXELS, HAS_SIZES = 1, 2  # header flags: pixel_patches, media_sizes are set
 END = -1
 
 
@@ -65,6 +71,17 @@ def batch_fingerprint(batch: PackedBatch) -> str:
         else:
             hasher.update(f"{field.name}={value!r};".encode())
     return hasher.hexdigest()
+
+
+def deferred_items(media_sizes: torch.Tensor, jpeg_frames: torch.Tensor | None) -> list[bool]:
+    """Per visual item (a ``media_sizes`` row): whether its frames are JPEG bytes left to the device, i.e. a
+    ``jpeg_frames`` row starts at the item's first patch row (an item's frames share one storage)."""
+    starts = set() if jpeg_frames is None else set(jpeg_frames[:, 2].tolist())
+    flags, row = [], 0
+    for count in item_patches(media_sizes):
+        flags.append(row in starts)
+        row += count
+    return flags
 
 
 def _tuples(value: Any) -> Any:
@@ -102,12 +119,16 @@ class TensorParallelBroadcast:
 
     # ---------------------------------------------------------------- sender (TP rank 0)
     def _plan_media(self, batch: PackedBatch) -> tuple[list[int], list[int], list[int], torch.Tensor | None]:
-        """(item ids, new flags, evicted ids, new patches) for the batch's visual items."""
+        """(item ids, new flags, evicted ids, new patches) for the batch's visual items held as patches (the
+        others are JPEG bytes left to the device, sent as they are)."""
         if batch.media_sizes is None or batch.pixel_patches is None:
             return [], [], [], None
         ids, new, fresh = [], [], []
         offset = 0
-        for count in item_patches(batch.media_sizes):
+        deferred = deferred_items(batch.media_sizes, batch.jpeg_frames)
+        for count, left in zip(item_patches(batch.media_sizes), deferred, strict=True):
+            if left:
+                continue
             rows = batch.pixel_patches[offset : offset + count]
             offset += count
             digest = hashlib.blake2b(rows.numpy().tobytes(), digest_size=16).digest()
@@ -140,8 +161,6 @@ class TensorParallelBroadcast:
         if batch is None:
             self._bcast(torch.full((HEADER,), END, dtype=torch.int64))
             return None
-        if batch.jpeg_frames is not None:
-            raise ValueError("JPEG frames left to the device (decode='cuda'): TP rank 0 reads with decode='cpu'")
         ids, new, evicted, fresh = self._plan_media(batch)
         meta = json.dumps(
             {
@@ -151,19 +170,25 @@ class TensorParallelBroadcast:
                 "src": _encode_sources(batch.__sources__),
             }
         ).encode()
-        audio = batch.audio_features
+        audio, jpeg_data, jpeg_frames = batch.audio_features, batch.jpeg_data, batch.jpeg_frames
+        if (jpeg_data is None) != (jpeg_frames is None):
+            raise ValueError("a batch with jpeg_frames must carry jpeg_data, and the other way round")
         parts = [
             batch.input_ids[0], batch.labels[0], batch.position_ids[0], batch.padding_mask[0], batch.loss_mask[0],
             batch.cu_seqlens, batch.cu_seqlens_padded, batch.cu_packs, batch.sequence_targets,
             batch.media_sizes.flatten() if batch.media_sizes is not None else torch.zeros(0),
             torch.tensor(ids), torch.tensor(new), torch.tensor(evicted),
             batch.audio_lengths if batch.audio_lengths is not None else torch.zeros(0),
+            jpeg_frames.flatten() if jpeg_frames is not None else torch.zeros(0),
         ]  # fmt: skip
         ints = torch.cat([p.to(torch.int64) for p in parts])
-        header = [batch.num_tokens, len(batch.cu_seqlens), len(batch.cu_packs), len(ids), len(evicted),
+        media_rows = 0 if batch.media_sizes is None else batch.media_sizes.shape[0]
+        n_jpeg, jpeg_bytes = (0, 0) if jpeg_frames is None or jpeg_data is None else (len(jpeg_frames), len(jpeg_data))
+        header = [batch.num_tokens, len(batch.cu_seqlens), len(batch.cu_packs), media_rows, len(ids), len(evicted),
                   0 if fresh is None else fresh.shape[0], 0 if audio is None else audio.shape[0],
                   0 if audio is None else audio.shape[1], batch.max_seqlen, batch.target_tokens, len(meta),
-                  int(batch.pixel_patches is not None)]  # fmt: skip
+                  HAS_PIXELS * (batch.pixel_patches is not None) + HAS_SIZES * (batch.media_sizes is not None),
+                  n_jpeg, jpeg_bytes]  # fmt: skip
         self._bcast(torch.tensor(header, dtype=torch.int64))
         self._bcast(ints)
         self._bcast(torch.frombuffer(bytearray(meta), dtype=torch.uint8))
@@ -171,6 +196,9 @@ class TensorParallelBroadcast:
             self._bcast(fresh.contiguous())
         if audio is not None:
             self._bcast(audio.contiguous().view(torch.uint8))
+        if n_jpeg:
+            assert jpeg_data is not None
+            self._bcast(jpeg_data.contiguous())
         self.stats.batches += 1
         return batch
 
@@ -180,19 +208,28 @@ class TensorParallelBroadcast:
         header = self._bcast(torch.empty(HEADER, dtype=torch.int64)).tolist()
         if header[0] == END:
             return None
-        tokens, n_cu, n_packs, items, n_evicted, n_fresh, clips, frames, max_seqlen, targets, n_meta, has_pixels = (
-            header
-        )
-        sizes = [tokens] * 5 + [n_cu, n_cu, n_packs, n_cu - 1, 3 * items, items, items, n_evicted, clips]
-        ints = self._bcast(torch.empty(sum(sizes), dtype=torch.int64))
+        (tokens, n_cu, n_packs, media_rows, items, n_evicted, n_fresh, clips, frames, max_seqlen, targets, n_meta,
+         flags, n_jpeg, jpeg_bytes) = header  # fmt: skip
+        sizes = [tokens] * 5 + [n_cu, n_cu, n_packs, n_cu - 1, 3 * media_rows, items, items, n_evicted, clips]
+        ints = self._bcast(torch.empty(sum(sizes) + 5 * n_jpeg, dtype=torch.int64))
         (ids_, labels, positions, padding, mask, cu, cu_padded, cu_packs, seq_targets, media_sizes, item_ids, new,
-         evicted, audio_lengths) = torch.split(ints, sizes)  # fmt: skip
+         evicted, audio_lengths, jpeg_frames) = torch.split(ints, [*sizes, 5 * n_jpeg])  # fmt: skip
         meta = json.loads(bytes(self._bcast(torch.empty(n_meta, dtype=torch.uint8)).tolist()))
         fresh = self._bcast(torch.empty((n_fresh, fmt.PATCH_VALUES), dtype=torch.uint8)) if n_fresh else None
         audio = None
         if clips:
             audio = self._bcast(torch.empty((clips, frames, 2 * fmt.MEL_BINS), dtype=torch.uint8)).view(torch.float16)
-        pixels = self._store_media(media_sizes.view(-1, 3), item_ids.tolist(), new.tolist(), evicted.tolist(), fresh)
+        jpeg_data = self._bcast(torch.empty(jpeg_bytes, dtype=torch.uint8)) if n_jpeg else None
+        jpeg_rows = jpeg_frames.view(-1, 5) if n_jpeg else None
+        sizes_rows = media_sizes.view(-1, 3)
+        counts = [
+            c
+            for c, left in zip(item_patches(sizes_rows), deferred_items(sizes_rows, jpeg_rows), strict=True)
+            if not left
+        ]
+        pixels = self._store_media(counts, item_ids.tolist(), new.tolist(), evicted.tolist(), fresh)
+        if flags & HAS_PIXELS and pixels is None:  # every item left to the device, or none at all
+            pixels = torch.zeros((0, fmt.PATCH_VALUES), dtype=torch.uint8)
         self.stats.batches += 1
         return PackedBatch(
             __key__=meta["key"],
@@ -210,19 +247,22 @@ class TensorParallelBroadcast:
             max_seqlen=max_seqlen,
             target_tokens=targets,
             sequence_targets=seq_targets.to(torch.int32),
-            pixel_patches=pixels if has_pixels else None,
-            media_sizes=media_sizes.view(-1, 3).to(torch.int32) if has_pixels else None,
+            pixel_patches=pixels if flags & HAS_PIXELS else None,
+            media_sizes=sizes_rows.to(torch.int32) if flags & HAS_SIZES else None,
             audio_features=audio,
             audio_lengths=audio_lengths.to(torch.int32) if clips else None,
+            jpeg_data=jpeg_data,
+            jpeg_frames=jpeg_rows,
         )
 
     def _store_media(
-        self, sizes: torch.Tensor, ids: list[int], new: list[int], evicted: list[int], fresh: torch.Tensor | None
+        self, counts: list[int], ids: list[int], new: list[int], evicted: list[int], fresh: torch.Tensor | None
     ) -> torch.Tensor | None:
+        """The patches of the items held as patches (``counts``: each one's rows), new ones stored."""
         if not ids:
             return None
         offset = 0
-        for item, is_new, count in zip(ids, new, item_patches(sizes), strict=True):
+        for item, is_new, count in zip(ids, new, counts, strict=True):
             if is_new:
                 assert fresh is not None
                 self._held[item] = fresh[offset : offset + count].clone()

@@ -21,7 +21,7 @@ from cook.frames import encode_frame, patchify_image
 from cook.reader import PackFormatError, collate_packs, decode_pack, to_device
 from cook.reader.device import patchify
 from cook.reader.loader import check_decode
-from cook.reader.tp import TensorParallelBroadcast
+from cook.reader.tp import batch_fingerprint
 
 from .reader_data import crude_pack
 
@@ -106,7 +106,29 @@ def test_decode_settings_are_one_line_config_errors(decode: str, message: str, m
     check_decode("cpu")
 
 
-def test_tp_broadcast_refuses_frames_left_to_the_device() -> None:
-    batch = collate_packs([decode_pack(_pack("pack-000000000", [("jpeg", 1, 1)], 0), defer_jpeg=True)])
-    with pytest.raises(ValueError, match="TP rank 0 reads with decode='cpu'"):
-        TensorParallelBroadcast(None, 0).send(batch)
+@settings(max_examples=25, deadline=None)
+@given(packs=st.lists(FRAMES, min_size=1, max_size=3), seed=st.integers(0, 2**16), repeat=st.booleans())
+def test_tp_broadcast_carries_frames_left_to_the_device(
+    packs: list[list[tuple[str, int, int]]], seed: int, repeat: bool
+) -> None:
+    """TP rank 0 reads with decode="cuda": the receivers get the JPEG bytes (bitwise the sender's batch) and
+    decode them as rank 0 does; png frames still go through the patch cache (a batch sent twice hits it)."""
+    from tests.unit.reader.test_tp import _Wire
+
+    crudes = [_pack(f"pack-{i:09d}", frames, seed + i) for i, frames in enumerate(packs)]
+    host = collate_packs([decode_pack(c) for c in crudes])
+    deferred = collate_packs([decode_pack(c, defer_jpeg=True) for c in crudes])
+    sender, receiver = _Wire().pair(cache_patches=1 << 20)
+    for _ in range(2 if repeat else 1):
+        sender.send(deferred)
+        received = receiver.receive()
+        assert received is not None and batch_fingerprint(received) == batch_fingerprint(deferred)
+        got, expected = to_device(received, "cpu"), to_device(host, "cpu")
+        assert (got.pixel_patches is None) == (expected.pixel_patches is None)
+        if expected.pixel_patches is not None:
+            assert torch.equal(got.pixel_patches, expected.pixel_patches)
+    jpeg_rows = sum(fmt.frame_patches(16 * h, 16 * w) for f in packs for codec, h, w in f if codec == "jpeg")
+    png_rows = sum(fmt.frame_patches(16 * h, 16 * w) for f in packs for codec, h, w in f if codec == "png")
+    assert sender.stats.patches_sent == receiver.stats.patches_sent == png_rows  # JPEG frames never as patches
+    assert sender.stats.patches_cached == (png_rows if repeat else 0)
+    assert jpeg_rows == 0 or deferred.jpeg_frames is not None
