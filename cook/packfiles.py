@@ -96,7 +96,6 @@ class _Pending:
 
     headers: list[bytes] = field(default_factory=list)
     at: list[int] = field(default_factory=list)  # each header's offset
-    stored: list[int] = field(default_factory=list)  # its checksum field (-1: unreadable)
     packs: list[RawPack] = field(default_factory=list)
 
 
@@ -185,10 +184,8 @@ class ShardWalk:
         if header == _ZERO_BLOCK:
             self._finish(data, offset)
             return None
-        stored = _octal(header[148:156])
         pending.headers.append(header)
         pending.at.append(offset)
-        pending.stored.append(-1 if stored is None else stored)
         parsed = _parse_header(header, offset)
         if isinstance(parsed, str):
             raise _Cut(TarFault.CORRUPT, parsed, offset)
@@ -200,21 +197,22 @@ class ShardWalk:
         walk stopped otherwise, if any."""
         table = np.frombuffer(b"".join(pending.headers), np.uint8).reshape(-1, BLOCK)  # uint8 [H, 512]
         actual = table.sum(axis=1, dtype=np.int64) - table[:, 148:156].sum(axis=1, dtype=np.int64) + 8 * ord(" ")
-        wrong = np.flatnonzero(actual != np.array(pending.stored, dtype=np.int64))
+        stored = _checksums(table)
+        wrong = np.flatnonzero(actual != stored)
         packs, stop = pending.packs, cut
         if wrong.size:
             i = int(wrong[0])
-            at, stored = pending.at[i], pending.stored[i]
+            at, value = pending.at[i], int(stored[i])
             ends = [*(pack.offset for pack in packs[1:]), end][: len(packs)]
             packs = [pack for pack, pack_end in zip(packs, ends, strict=True) if pack_end <= at]
             kept = [k for k, fault_at in enumerate(self._fault_at) if fault_at < at]
             self.faults, self._fault_at = [self.faults[k] for k in kept], [self._fault_at[k] for k in kept]
-            detail = f"header at byte {at}: checksum {stored if stored >= 0 else None} != {actual[i]}"
+            detail = f"header at byte {at}: checksum {value if value >= 0 else None} != {actual[i]}"
             stop = _Cut(TarFault.CORRUPT, detail, at)
         if stop is not None and stop.fault is not None:
             self._fault(stop.fault, stop.detail, stop.at)
             self.last_whole = self.complete = False
-        pending.headers, pending.at, pending.stored, pending.packs = [], [], [], []
+        pending.headers, pending.at, pending.packs = [], [], []
         yield from packs
         if wrong.size and cut is None:
             raise _Cut(None, "", at)
@@ -233,6 +231,20 @@ class ShardWalk:
         self.complete = not np.frombuffer(data[offset + 2 * BLOCK :], np.uint8).any()
         if not self.complete:
             self._fault(TarFault.CORRUPT, f"non-zero bytes after the end-of-archive marker at {offset}", offset)
+
+
+def _checksums(table: np.ndarray) -> np.ndarray:
+    """int64 [H]: each header's checksum field (``table``: uint8 [H, 512]; -1 where it is unreadable). The
+    field as tar writers write it, six octal digits, NUL, space, is read for all rows at once; any other
+    form goes through ``_octal``, row by row."""
+    field = table[:, 148:156]
+    digits = field[:, :6].astype(np.int64) - ord("0")
+    plain = ((digits >= 0) & (digits <= 7)).all(axis=1) & (field[:, 6] == 0) & (field[:, 7] == ord(" "))
+    stored: np.ndarray = digits @ (8 ** np.arange(5, -1, -1, dtype=np.int64))
+    for i in np.flatnonzero(~plain).tolist():
+        value = _octal(field[i].tobytes())
+        stored[i] = -1 if value is None else value
+    return stored
 
 
 def _octal(field_bytes: bytes) -> int | None:
@@ -255,7 +267,10 @@ def _parse_header(header: bytes, offset: int) -> tuple[str, int] | str:
     if kind not in REGULAR_TYPES:
         what = TYPE_NAMES.get(kind, f"type {kind!r}")
         return f"header at byte {offset}: member {name!r} is a {what}; cook writes regular USTAR members only"
-    size = _octal(header[124:136])
+    try:  # eleven octal digits and a NUL, as tar writers write it; _octal reads every other form
+        size = int(header[124:135], 8) if header[135] == 0 else _octal(header[124:136])
+    except ValueError:
+        size = _octal(header[124:136])
     if size is None:
         return f"header at byte {offset}: unreadable size field"
     try:

@@ -10,12 +10,15 @@ import tarfile
 from dataclasses import replace
 from pathlib import Path
 
+import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from cook import format as fmt
 from cook.contract import frame_storage
 from cook.manifest import ShardInfo
-from cook.packfiles import ONLY_META, ShardWalk, find_pack
+from cook.packfiles import ONLY_META, ShardWalk, _checksums, _octal, _parse_header, find_pack
 from cook.validate.nv_meta import expand_braces, parse_split
 from cook.validate.scan import FAULT_CODES, check_index
 from cook.validate.stats import READ_ONLY
@@ -198,3 +201,24 @@ def test_split_parts_and_excludes() -> None:
     assert parse_split(flow).parts == {"train": {"shard-000000.tar", "shard-000002.tar"}}
     assert parse_split(flow).exclude == {"shard-000002.tar"}
     assert parse_split("split_parts:\n  val:\n  - a.tar\n").parts == {"val": {"a.tar"}}
+
+
+_FIELD_BYTES = st.sampled_from([*b"01234567", *b"89 \0+-_x", 0x80, 0xFF])
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.one_of(st.binary(min_size=8, max_size=8), st.lists(_FIELD_BYTES, min_size=8, max_size=8).map(bytes),
+                          st.integers(0, 8**6 - 1).map(lambda v: b"%06o\0 " % v),
+                          st.lists(st.sampled_from(b"0123456789 -"), min_size=6, max_size=6).map(lambda d: bytes(d) + b"\0 ")),
+                 min_size=1, max_size=20))  # fmt: skip
+def test_header_numbers_read_as_octal_reads_them(fields: list[bytes]) -> None:
+    """The checksum fields read all at once (``_checksums``) and the size field's fast path agree with
+    ``_octal``, which reads every form, on tar writers' own form and on anything else."""
+    table = np.zeros((len(fields), 512), np.uint8)
+    table[:, 148:156] = np.frombuffer(b"".join(fields), np.uint8).reshape(-1, 8)
+    assert _checksums(table).tolist() == [-1 if (v := _octal(f)) is None else v for f in fields]
+    for f in fields:
+        header = bytes(124) + f + f[:4] + bytes(20) + b"0" + bytes(355)  # size field: 12 bytes at 124
+        parsed = _parse_header(header, 0)
+        size = _octal(header[124:136])
+        assert parsed == (("", size) if size is not None else "header at byte 0: unreadable size field")
