@@ -270,9 +270,9 @@ sys), median of {REPEATS}, rows interleaved, page cache warm for all of them, ma
 small one of the same kind, so the per-dataset costs (manifest, rejects, `.nv-meta/`, `index.sqlite`, the
 token facts) cancel as start-up does. How (one checker, which names every problem): each shard is
 memory-mapped and hashed with sha256 once, its members are views of the map; the tar headers are walked one by one,
-their checksums verified ~1,000 at a time with NumPy, and `.tar.idx` compared with the pack offsets
-found; then ~4 MiB of packs at a time are checked as one batch: meta.json parsed with orjson and its
-sequence entries checked as columns, the packs' input_ids, loss_mask and boundaries concatenated and
+their checksum fields read and verified ~1,000 at a time with NumPy, and `.tar.idx` compared with the pack offsets
+found; then ~4 MiB of packs at a time are checked as one batch: meta.json decoded by msgspec into typed
+entries (the schema's checks done by the library) laid out as columns, the packs' input_ids, loss_mask and boundaries concatenated and
 checked in a few NumPy passes (boundaries, lengths, padding, token range, pad ids, mask values, targets
 per sequence, no placeholder in a text pack); a pack with media also gets the per-pack media arithmetic.
 
