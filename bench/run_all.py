@@ -31,6 +31,7 @@ BENCHES = [
     "bench_reader",
     "bench_repack",
     "bench_driver",
+    "bench_driver_real",
     "bench_units",
 ]
 KEPT = ["bench_gpu_decode"]  # measured on a lent GPU (the module prints JSON there); kept as written, never run here

@@ -68,6 +68,10 @@ class RunSummary:
     shards_by_writer: dict[str, int] = field(default_factory=dict)  # Ray node id -> shards written
     already_finished: bool = False  # the same run had finished in out_dir: nothing was done, counts are its
     stored_fill: float = 0.0  # tokens / stored tokens, as in the manifest
+    # CPU seconds of the driver's process (every thread: Ray's in it too) from the first job handed out to
+    # the last result taken, without start-up (tokenizer, Ray, actors) or shutdown: what the driver
+    # spends per job and per sample, the figure that says how many cores one driver can feed
+    driver_loop_cpu_s: float = 0.0
 
 
 def _manifest(
@@ -199,7 +203,9 @@ def _run(
         clearing = threading.Thread(target=output.remove_staged, name="cook-remove-staged")
         try:
             driver = Driver(config, output, executor, writer, bar)
+            loop_started = time.process_time()
             driver.run(units)
+            loop_cpu_s = time.process_time() - loop_started
             clearing.start()  # every staged sample is in a shard now: free them while the workers stop
         finally:
             executor.close()
@@ -219,4 +225,5 @@ def _run(
         started,
         driver_received_bytes=executor.received_bytes,
         shards_by_writer=dict(sorted(driver.shards_by_writer.items())),
+        driver_loop_cpu_s=round(loop_cpu_s, 3),
     )

@@ -4,6 +4,7 @@ small things (summaries, shard entries) cross to the driver."""
 from __future__ import annotations
 
 import hashlib
+import time
 from pathlib import Path
 
 import pytest
@@ -53,7 +54,9 @@ def test_uneven_units_bounded_and_identical_to_in_process(tmp_path: Path, ray_se
     local_config = config_from_dict(pipeline_dict(str(raw), str(tmp_path / "local"), **extra))
 
     summary = run_pipeline(ray_config, lambda c: CountingRayExecutor(c, None, 2), progress=False)
-    run_pipeline(local_config, LocalExecutor, progress=False)
+    local = run_pipeline(local_config, LocalExecutor, progress=False)
+    # the loop's CPU is this process's (the in-process run cooks in it), a part of all it has used
+    assert 0 < summary.driver_loop_cpu_s < local.driver_loop_cpu_s + summary.driver_loop_cpu_s <= time.process_time()
 
     assert CountingRayExecutor.peak <= IN_FLIGHT_PER_ACTOR * 2
     assert _shards(tmp_path / "ray") == _shards(tmp_path / "local") and summary.shards > 4

@@ -1,0 +1,90 @@
+"""The driver's share of a real 2-actor ``cook run`` (issue 31: "from a real 2-actor run").
+
+    .venv/bin/python -m bench.run_all bench_driver_real
+
+bench_driver measures the coordinator alone, fed by a replay. This runs the real thing: bench_job's
+text workload (``pipelines/text_sft.yaml``, 4 MiB units, the demo chats x 1280 against x 16) with 2 Ray
+actors, at one job a Ray call (the automatic value below 64 actors) and at 16 (the automatic value
+from 512 actors), the settings and sizes interleaved in every repeat. Figures are marginal (big minus
+small) medians over ``BENCH_REPEATS`` repeats (default 3):
+
+- *driver loop CPU*: ``driver_loop_cpu_s`` of ``cook run --json``, the driver process's CPU (every
+  thread, Ray's own in it) from the first job handed out to the last result taken;
+- *driver process CPU*: the whole driver process from exec to exit (bench/job_run.py), start-up and
+  shutdown included, which cancel in the marginal only up to their run-to-run spread;
+- *job CPU*: every process of the job (driver, Ray, actors; bench/job_run.py).
+
+Cores one driver can feed = job CPU / driver loop CPU: the driver's cost per unit of work done
+elsewhere, read from a run where two actors do the work.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import sys
+
+from bench.bench_job import SINGLE_THREAD_ENV, text_workload
+from bench.common import REPO, WORK, single_threaded_tokenizers
+from bench.job_run import become_subreaper, run_job
+
+COMMAND = ".venv/bin/python -m bench.run_all bench_driver_real"
+CALLS = (1, 16)  # ray.jobs_per_call
+TARGET_CORES = 1000
+
+
+def _run(args: list[str]) -> tuple[float, float, float, float]:
+    """(wall s, job CPU s, driver process CPU s, driver loop CPU s) of one ``cook run --json``."""
+    env = {**os.environ, "RAY_AUTH_MODE": "disabled", "TOKENIZERS_PARALLELISM": "false"}
+    env |= {name: "1" for name in SINGLE_THREAD_ENV}
+    stats = run_job(args, REPO, env, WORK / "job_scratch")
+    if stats.rc != 0:
+        raise RuntimeError(f"cook {' '.join(args)} exited {stats.rc}:\n{stats.stderr[-3000:]}")
+    summary = json.loads(stats.stdout.strip().splitlines()[-1])
+    return stats.wall_s, stats.tree_cpu_s, stats.driver_cpu_s, float(summary["driver_loop_cpu_s"])
+
+
+def run() -> str:
+    become_subreaper()
+    single_threaded_tokenizers()
+    repeats = int(os.environ.get("BENCH_REPEATS", 3))
+    work = text_workload(int(os.environ.get("BENCH_TEXT_COPIES", 1280)))
+    out = WORK / "driver_real_out"
+    marginal: dict[int, list[tuple[float, float, float, float]]] = {k: [] for k in CALLS}
+    for repeat in range(repeats):
+        for k in CALLS:
+            runs = {}
+            for size in ("small", "big"):
+                args = ["run", work.pipeline, "--input", str(work.inputs[size]), "--output", str(out), "--workers", "2",
+                        *work.sets, "--set", f"ray.jobs_per_call={k}", "--overwrite", "--quiet", "--json"]  # fmt: skip
+                runs[size] = _run(args)
+                print(f"  repeat {repeat} jobs/call {k} {size}: {runs[size]}", file=sys.stderr)
+            big, small = runs["big"], runs["small"]
+            marginal[k].append(tuple(b - s for b, s in zip(big, small, strict=True)))  # type: ignore[arg-type]
+    rows = []
+    for k in CALLS:
+        wall, tree, process, loop = (statistics.median(m[i] for m in marginal[k]) for i in range(4))
+        each = ", ".join(f"{m[3]:.2f}" for m in marginal[k])
+        cores = tree / loop if loop > 0 else float("inf")
+        met = "met" if cores >= TARGET_CORES else "**not met**"
+        rows.append(
+            f"| {k} | {wall:.1f} | {tree:.2f} | {process:.2f} | **{loop:.3f}** ({each}) | {100 * loop / tree:.2f}% "
+            f"| **{cores:,.0f}** ({met}) |"
+        )
+    table = "\n".join(rows)
+    return f"""## The driver's share of a real 2-actor run (issue 31)
+
+`{COMMAND}`
+
+bench_job's text workload ({work.inputs["big"].name} against {work.inputs["small"].name}, 4 MiB units,
+`pipelines/text_sft.yaml`), `cook run --workers 2`, at each `ray.jobs_per_call`; marginal (big minus small),
+median of {repeats} repeats, interleaved. *Driver loop CPU*: `driver_loop_cpu_s` of `cook run --json` (the
+driver process, every thread, from the first job handed out to the last result). *Driver process CPU*: the
+whole process, start-up and shutdown included. Cores one driver can feed = job CPU / driver loop CPU
+(target ≥ {TARGET_CORES:,}).
+
+| jobs a call | wall s | job CPU s | driver process CPU s | driver loop CPU s (each repeat) | loop / job | cores fed |
+| ---: | ---: | ---: | ---: | ---: | ---: | ---: |
+{table}
+"""
