@@ -199,7 +199,7 @@ class _AnsweredAtOnce:
         self.slots, self.lookahead = limits(actors, jobs_per_call(0, actors))
         self.shards_per_write = SHARDS_PER_WRITE
         self.received_bytes = 0
-        self.on_progress: Callable[[UnitProgress], None] = lambda progress: None
+        self.on_progress: Callable[[UnitProgress], None] | None = None
         self._jobs: deque[Job] = deque()
 
     def submit(self, job: Job) -> None:

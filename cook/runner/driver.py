@@ -73,7 +73,9 @@ class Executor(Protocol):
     lookahead: int  # units cooking or cooked but not yet consumed, at most
     shards_per_write: int  # a window's shards per write job, at most (``windows.SHARDS_PER_WRITE`` under Ray)
     received_bytes: int  # what crossed to the driver
-    on_progress: Callable[[UnitProgress], None]  # gets the workers' reports of units cooking (set by the driver)
+    # gets the workers' reports of units cooking (set by the driver); None: no progress is shown, so the
+    # executor need not collect the reports at all
+    on_progress: Callable[[UnitProgress], None] | None
 
     def submit(self, job: Job) -> None: ...
     def outstanding(self) -> int: ...
@@ -107,7 +109,7 @@ class Driver:
         self.dropped = self.resume.unit  # staged units below this are gone
         self.unit_bytes: dict[int, int] = {}  # input bytes per unit not yet consumed, for progress
         self.reported: dict[int, UnitProgress] = {}  # the most each unit's reports said, until it is consumed
-        executor.on_progress = self._advance
+        executor.on_progress = self._advance if progress.shown else None
         self.at = self.resume  # where the first window not yet complete starts
         self.since_checkpoint = 0  # shards committed since the last checkpoint
         self.checkpointed = time.monotonic()

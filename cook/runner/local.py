@@ -28,9 +28,13 @@ class LocalExecutor:
     def __init__(self, config: PipelineConfig, report_interval_s: float = REPORT_INTERVAL_S) -> None:
         all_at_once = config.packing.buffer_size == "all"
         self.store: SampleStore = DiskStore(config.output.dir) if all_at_once else MemoryStore()
-        self.on_progress: Callable[[UnitProgress], None] = lambda progress: None
-        self.worker = CookWorker(config, self.store, lambda progress: self.on_progress(progress), report_interval_s)
+        self.on_progress: Callable[[UnitProgress], None] | None = None
+        self.worker = CookWorker(config, self.store, self._report, report_interval_s)
         self._jobs: deque[Job] = deque()
+
+    def _report(self, progress: UnitProgress) -> None:
+        if self.on_progress is not None:
+            self.on_progress(progress)
 
     def submit(self, job: Job) -> None:
         self._jobs.append(job)

@@ -104,6 +104,11 @@ class Progress:
                 bar_format="{desc}: {percentage:3.0f}%|{bar}| {n_fmt}/{total_fmt} [{elapsed}{postfix}]",
             )
 
+    @property
+    def shown(self) -> bool:
+        """Whether the work is shown at all (a bar, or a line now and then)."""
+        return self._enabled
+
     def update(self, amount: int, **counts: int) -> None:
         self.done += amount
         for name, value in counts.items():

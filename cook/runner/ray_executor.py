@@ -25,7 +25,9 @@ the bar moves within a short run's units too), not per job: a take is a round tr
 (after every job, it doubled Ray's per-job cost in the driver; before every cooked unit, +0.16 ms a
 job in bench_driver's probe, and hundreds of takes a second with a thousand actors). A report that
 comes after its unit's summary is moot (the summary moves the bar by the rest of the unit). The
-reports go to ``on_progress``. No cook ever waits on it.
+reports go to ``on_progress``. No cook ever waits on it. When no progress is shown (``on_progress``
+None: ``--quiet``), the driver never takes and the board keeps nothing (``mute``): in a real 2-actor
+text run the takes had cost the driver about as much CPU as its jobs (bench_driver_real).
 
 When an actor dies on a unit, Ray restarts the actor and the unit is cooked again with a trace
 (``Attempt.trace``, under the output directory, so it must be on storage the driver can read). If
@@ -83,9 +85,16 @@ class ProgressBoard:
 
     def __init__(self) -> None:
         self._posted: list[UnitProgress] = []
+        self._muted = False
 
     def post(self, progress: UnitProgress) -> None:
-        self._posted.append(progress)
+        if not self._muted:
+            self._posted.append(progress)
+
+    def mute(self) -> None:
+        """Keep no more reports: nobody takes them (no progress is shown)."""
+        self._muted = True
+        self._posted = []
 
     def take(self) -> list[UnitProgress]:
         taken, self._posted = self._posted, []
@@ -156,7 +165,8 @@ class RayExecutor:
         self._owns_ray = start_ray(address, cpus, config.ray.connect_timeout_s)
         board = f"cook-progress-{uuid.uuid4().hex}"
         self._board: Any = ray.remote(num_cpus=0)(ProgressBoard).options(name=board).remote()
-        self.on_progress: Callable[[UnitProgress], None] = lambda progress: None
+        self.on_progress: Callable[[UnitProgress], None] | None = None  # None: no progress shown, no takes
+        self._muted = False  # the board was told to keep no reports
         actor_class = ray.remote(num_cpus=config.ray.cpus_per_actor, max_restarts=-1, max_task_retries=0)(RayWorker)
         options = actor_class.options(runtime_env={"env_vars": dict(SINGLE_THREADED)})
         self.actors: list[Any] = [options.remote(config, board, report_interval_s) for _ in range(num_actors)]
@@ -228,11 +238,15 @@ class RayExecutor:
         if self._waiting and not self._results:  # the driver would wait: send what it has submitted
             self._send(self._waiting)
             self._waiting = []
+        if self.on_progress is None and not self._muted:
+            self._board.mute.remote()  # fire and forget: what was posted before it is dropped there
+            self._muted = True
         while not self._results:
             ready, _ = ray.wait(list(self._running), num_returns=1, timeout=POLL_S)
             since = time.monotonic() - self._taken_at
-            if since >= POLL_S or (
-                ready and since >= UNIT_POLL_S and isinstance(self._running[ready[0]][0][0][0], Unit)
+            if self.on_progress is not None and (
+                since >= POLL_S
+                or (ready and since >= UNIT_POLL_S and isinstance(self._running[ready[0]][0][0][0], Unit))
             ):
                 for progress in ray.get(self._board.take.remote()):
                     self.on_progress(progress)

@@ -33,6 +33,10 @@ class Recorder(Progress):
         self.updates: list[tuple[int, dict[str, int]]] = []
         Recorder.made.append(self)
 
+    @property
+    def shown(self) -> bool:  # it keeps every update: the reports are wanted
+        return True
+
     def update(self, amount: int, **counts: int) -> None:
         self.updates.append((amount, counts))
         super().update(amount, **counts)
@@ -96,6 +100,40 @@ def test_in_process_cook_reports_within_the_file(tmp_path: Path, monkeypatch: py
 def test_ray_cook_reports_within_the_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, ray_session) -> None:
     bar = _cook_recorded(tmp_path, monkeypatch, lambda c: RayExecutor(c, None, 1, report_interval_s=0.0))
     _check_within_unit(bar)
+
+
+class _TakesCounted(RayExecutor):
+    """A RayExecutor that counts the driver's takes from the progress board."""
+
+    takes = 0
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        board = self._board
+
+        class Counting:
+            def __getattr__(self, name: str):
+                if name == "take":
+                    _TakesCounted.takes += 1
+                return getattr(board, name)
+
+        self._board, self._real_board = Counting(), board
+
+    def close(self) -> None:
+        self._board = self._real_board
+        super().close()
+
+
+def test_ray_cook_without_progress_never_takes_reports(tmp_path: Path, ray_session) -> None:
+    """``--quiet``: nothing shows progress, so the driver takes no reports (the board keeps none)."""
+    raw = str(_one_file(tmp_path))
+    config = config_from_dict(pipeline_dict(raw, str(tmp_path / "out")))
+    _TakesCounted.takes = 0
+    summary = pipeline.run_pipeline(config, lambda c: _TakesCounted(c, None, 1, report_interval_s=0.0), progress=False)
+    assert summary.counts["records_in"] == RECORDS and _TakesCounted.takes == 0
+    config = config_from_dict(pipeline_dict(raw, str(tmp_path / "out2")))
+    pipeline.run_pipeline(config, lambda c: _TakesCounted(c, None, 1, report_interval_s=0.0), progress=True)
+    assert _TakesCounted.takes > 0  # the count sees takes when progress is shown
 
 
 def test_no_eta_until_a_rate(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
