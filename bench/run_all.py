@@ -44,8 +44,13 @@ HEADER = (
 
 
 def _sections(text: str) -> dict[str, str]:
-    found = re.findall(r"<!-- (bench_\w+) -->\n(.*?)<!-- /\1 -->\n", text, flags=re.S)
-    return dict(found)
+    """Each benchmark's block of RESULTS.md; a block opened and never closed is an error, not a loss."""
+    found = dict(re.findall(r"<!-- (bench_\w+) -->\n(.*?)<!-- /\1 -->\n", text, flags=re.S))
+    opened = re.findall(r"<!-- (bench_\w+) -->", text)
+    unclosed = sorted(set(opened) - set(found))
+    if unclosed or len(opened) != len(found):
+        raise ValueError(f"RESULTS.md: block(s) not closed or repeated: {', '.join(unclosed) or 'a repeated name'}")
+    return found
 
 
 def main(argv: list[str]) -> int:
