@@ -184,6 +184,7 @@ def test_rerun_of_a_finished_repack_changes_nothing(text_source: Path, tmp_path:
     assert _repack([text_source], out, "packing.seq_len=1024") == 2  # a different run: refused
 
 
+@pytest.mark.slow  # ~12 s; make test repacks on two actors in test_stored_frames_repack_on_two_actors_equals_in_process
 def test_two_actors_equal_in_process(text_source: Path, tmp_path: Path, ray_session) -> None:
     assert _repack([text_source], tmp_path / "local", "packing.seq_len=256") == 0
     assert _repack([text_source], tmp_path / "ray", "packing.seq_len=256", workers="2") == 0

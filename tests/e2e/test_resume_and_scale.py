@@ -154,12 +154,18 @@ def test_different_pipeline_refused_on_interrupted_dir(raw: Path, tmp_path: Path
     assert main(["run", str(other), "--workers", "0", "--quiet", "--overwrite"]) == 0
 
 
-def test_one_and_two_actors_give_identical_output(raw: Path, reference: dict, tmp_path: Path, ray_session) -> None:
-    for workers, per_call in (("1", "0"), ("2", "0"), ("2", "5")):  # 5 jobs a Ray call: the same bytes
-        out = tmp_path / "ref"
-        argv = ["run", str(_pipeline(tmp_path, raw, out)), "--workers", workers, "--quiet", "--overwrite"]
-        assert main([*argv, "--set", f"ray.jobs_per_call={per_call}"]) == 0
-        assert _digest(out) == reference, (workers, per_call)
+@pytest.mark.parametrize(
+    ("workers", "per_call"),
+    # 2 actors at 5 jobs a Ray call in make test (~10 s a Ray run); one actor, and one job a call, in test-slow
+    [pytest.param("1", "0", marks=pytest.mark.slow), pytest.param("2", "0", marks=pytest.mark.slow), ("2", "5")],
+)
+def test_one_and_two_actors_give_identical_output(
+    raw: Path, reference: dict, tmp_path: Path, ray_session, workers: str, per_call: str
+) -> None:
+    out = tmp_path / "ref"
+    argv = ["run", str(_pipeline(tmp_path, raw, out)), "--workers", workers, "--quiet", "--overwrite"]
+    assert main([*argv, "--set", f"ray.jobs_per_call={per_call}"]) == 0
+    assert _digest(out) == reference, (workers, per_call)
 
 
 @pytest.mark.slow  # actors killed and restarted: ~8 s

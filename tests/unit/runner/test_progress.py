@@ -126,6 +126,7 @@ class _TakesCounted(RayExecutor):
         super().close()
 
 
+@pytest.mark.slow  # a Ray cook, ~8 s; the progress board under Ray stays in make test (test_ray_cook_reports_within_the_file)
 def test_ray_cook_without_progress_never_takes_reports(tmp_path: Path, ray_session) -> None:
     """``--quiet``: nothing shows progress, so the driver takes no reports (the board keeps none)."""
     raw = str(_one_file(tmp_path))
