@@ -14,7 +14,7 @@ boundaries are usable, ``Spans.starts = [0, 8, 24]`` (each sequence's first toke
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -40,17 +40,23 @@ class PackBatch:
     media: np.ndarray  # bool [K]: the pack has media members or lists media in meta.json
 
     @classmethod
-    def of(cls, packs: list[PackMembers], columns: SequenceColumns) -> PackBatch:
-        """The batch of ``packs`` (``columns``: their meta.json entries, in pack order)."""
+    def of(cls, packs: list[PackMembers], columns: SequenceColumns, space: Workspace | None = None) -> PackBatch:
+        """The batch of ``packs`` (``columns``: their meta.json entries, in pack order); its ``ids`` and
+        ``mask`` are laid out in ``space`` (valid until ``space`` holds the next batch), or in new arrays."""
         tokens = np.array([p.arrays[fmt.INPUT_IDS].shape[0] for p in packs], dtype=np.int64)
         counts = np.array([len(p.entries) for p in packs], dtype=np.int64)
         items = np.fromiter(map(len, columns.media), dtype=np.int64, count=len(columns.media))
         first_sequence = _starts(counts)
         listed = np.add.reduceat(items, first_sequence[:-1]) > 0 if items.size else np.zeros(len(packs), bool)
+        base = _starts(tokens)
+        ids, mask = (space or Workspace()).take(int(base[-1]))
+        np.concatenate([p.arrays[fmt.INPUT_IDS] for p in packs], out=ids)
+        np.concatenate([p.arrays[fmt.LOSS_MASK] for p in packs], out=mask[:-1])
+        mask[-1] = 0
         return cls(
-            ids=np.concatenate([p.arrays[fmt.INPUT_IDS] for p in packs]),
-            mask=np.concatenate([*(p.arrays[fmt.LOSS_MASK] for p in packs), np.zeros(1, np.uint8)]),
-            base=_starts(tokens),
+            ids=ids,
+            mask=mask,
+            base=base,
             cu=np.concatenate([p.arrays[fmt.CU_SEQLENS] for p in packs]).astype(np.int64),
             padded_cu=np.concatenate([p.arrays[fmt.CU_SEQLENS_PADDED] for p in packs]).astype(np.int64),
             rows=_starts(counts + 1),
@@ -77,6 +83,25 @@ class PackBatch:
         """int64 [S]: the boundary row that closes each sequence."""
         rows: np.ndarray = np.arange(self.columns.lengths.shape[0]) + self.sequence_pack() + 1
         return rows
+
+
+@dataclass(slots=True)
+class Workspace:
+    """Token buffers that batches reuse, one batch after another (``cook validate`` keeps one per thread).
+    A batch's ``ids`` and ``mask`` are the largest arrays it makes; laid out in new memory for every
+    batch, the kernel maps and zeroes every page again whenever the allocator hands the freed ones back,
+    which depends on the sizes of the allocations around them (docs/SCALING.md, "Validation's batch
+    buffers")."""
+
+    ids: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int32))
+    mask: np.ndarray = field(default_factory=lambda: np.zeros(1, np.uint8))
+
+    def take(self, tokens: int) -> tuple[np.ndarray, np.ndarray]:
+        """int32 [tokens] and uint8 [tokens + 1], contents undefined (views of this workspace's buffers)."""
+        if self.ids.shape[0] < tokens:
+            size = tokens + tokens // 4  # the next batches are about as large
+            self.ids, self.mask = np.empty(size, np.int32), np.empty(size + 1, np.uint8)
+        return self.ids[:tokens], self.mask[: tokens + 1]
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,6 +137,8 @@ def _starts(counts: np.ndarray) -> np.ndarray:
 def per_pack(positions: np.ndarray, starts: np.ndarray) -> Iterator[tuple[int, int, int]]:
     """(pack, first position, count) for each pack that holds one of ``positions`` (sorted; ``starts``:
     int64 [K + 1], each pack's first position)."""
+    if not positions.size:  # the usual case: nothing to report
+        return
     owners = np.searchsorted(starts, positions, side="right") - 1
     packs, first, counts = np.unique(owners, return_index=True, return_counts=True)
     yield from zip(packs.tolist(), positions[first].tolist(), counts.tolist(), strict=True)
@@ -121,5 +148,7 @@ def per_pack_of(flags: np.ndarray, owners: np.ndarray) -> Iterator[tuple[int, in
     """(pack, first index, count) for each pack with a True in ``flags`` (bool [U]; ``owners``: int64 [U],
     non-decreasing)."""
     hits = np.flatnonzero(flags)
+    if not hits.size:
+        return
     packs, first, counts = np.unique(owners[hits], return_index=True, return_counts=True)
     yield from zip(packs.tolist(), hits[first].tolist(), counts.tolist(), strict=True)

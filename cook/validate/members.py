@@ -241,5 +241,11 @@ def meta_entries(data: MemberData, frames: bool, findings: list[Finding]) -> lis
 
 def sequence_columns(entries: list[SequenceEntry]) -> SequenceColumns:
     """meta.json's sequence entries of many packs, one after another, as columns."""
-    sources, lengths, targets, media = (list(map(column, entries)) for column in _COLUMNS)
-    return SequenceColumns(sources, np.array(lengths, dtype=np.int64), np.array(targets, dtype=np.int64), media)
+    source, length, targets, media = _COLUMNS
+    count = len(entries)
+    return SequenceColumns(
+        list(map(source, entries)),
+        np.fromiter(map(length, entries), dtype=np.int64, count=count),
+        np.fromiter(map(targets, entries), dtype=np.int64, count=count),
+        list(map(media, entries)),
+    )

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from itertools import chain
@@ -26,7 +27,7 @@ from cook import format as fmt
 from cook.packfiles import MemberData, RawPack, ShardWalk, TarFault
 from cook.types import Pack
 from cook.validate import boundaries, masks, media, placeholders, tokens
-from cook.validate.batch import Findings, PackBatch, Spans
+from cook.validate.batch import Findings, PackBatch, Spans, Workspace
 from cook.validate.digests import source_digests
 from cook.validate.frames import storage_findings
 from cook.validate.members import PackMembers, SequenceEntry, parse_members, sequence_columns
@@ -80,11 +81,12 @@ def pack_digest(members: Mapping[str, MemberData]) -> str:
     return hasher.hexdigest()
 
 
-def check_packs(packs: list[Pack], rules: PackRules) -> Findings:
-    """All per-pack invariants of parsed packs, as one batch: the findings of each."""
+def check_packs(packs: list[Pack], rules: PackRules, space: Workspace | None = None) -> Findings:
+    """All per-pack invariants of parsed packs, as one batch (laid out in ``space``, or in new arrays): the
+    findings of each."""
     members = [PackMembers("", _arrays(pack), list(map(SequenceEntry.of, pack.sequences))) for pack in packs]
     columns = sequence_columns(list(chain.from_iterable(m.entries for m in members)))
-    return check_batch(PackBatch.of(members, columns), list(packs), rules)[0]
+    return check_batch(PackBatch.of(members, columns, space), list(packs), rules)[0]
 
 
 def check_pack(pack: Pack, rules: PackRules) -> list[Finding]:
@@ -141,6 +143,7 @@ def scan_shard(root: str, name: str, first_pack: int | None, rules: PackRules) -
     sources = _Sources()
     pending: list[tuple[PackMembers, list[Finding]]] = []
     pending_bytes = 0
+    space = _workspace()
     try:
         for index, raw in enumerate(walk.packs()):
             scan.packs += 1
@@ -151,9 +154,9 @@ def scan_shard(root: str, name: str, first_pack: int | None, rules: PackRules) -
                 pending.append(parsed)
                 pending_bytes += sum(map(len, raw.members.values()))
             if pending_bytes >= BATCH_BYTES:
-                _check_pending(scan, pending, rules, sources)
+                _check_pending(scan, pending, rules, sources, space)
                 pending, pending_bytes = [], 0
-        _check_pending(scan, pending, rules, sources)
+        _check_pending(scan, pending, rules, sources, space)
     except OSError as err:
         scan.add([(Code.SHARD_UNREADABLE, f"{name}: {type(err).__name__}: {err.strerror or err}")])
         return scan  # complete stays False: the totals are not compared
@@ -168,6 +171,18 @@ def scan_shard(root: str, name: str, first_pack: int | None, rules: PackRules) -
     scan.bytes = walk.bytes_read
     scan.sha256 = walk.sha256
     return scan
+
+
+_THREAD: Final = threading.local()
+
+
+def _workspace() -> Workspace:
+    """This thread's batch workspace: every shard it scans reuses the same buffers (about 5 bytes a token
+    of its largest batch stay allocated)."""
+    space: Workspace | None = getattr(_THREAD, "space", None)
+    if space is None:
+        space = _THREAD.space = Workspace()
+    return space
 
 
 def _parse(scan: ShardScan, raw: RawPack, rules: PackRules) -> tuple[PackMembers, list[Finding]] | None:
@@ -200,14 +215,18 @@ class _Sources:
 
 
 def _check_pending(
-    scan: ShardScan, pending: list[tuple[PackMembers, list[Finding]]], rules: PackRules, sources: _Sources
+    scan: ShardScan,
+    pending: list[tuple[PackMembers, list[Finding]]],
+    rules: PackRules,
+    sources: _Sources,
+    space: Workspace,
 ) -> None:
     """Check a batch of parsed packs, report per pack, and count the packs whose boundaries are usable."""
     if not pending:
         return
     columns = sequence_columns(list(chain.from_iterable(members.entries for members, _ in pending)))
     parsed = [members for members, _ in pending]
-    batch = PackBatch.of(parsed, columns)
+    batch = PackBatch.of(parsed, columns, space)
     packs = [m.to_pack() if rules.deep or batch.media[k] else None for k, m in enumerate(parsed)]
     found, usable = check_batch(batch, packs, rules)
     for (members, findings), more in zip(pending, found, strict=True):

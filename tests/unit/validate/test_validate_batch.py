@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 from cook import format as fmt
 from cook.types import Pack
 from cook.validate import digests
+from cook.validate.batch import Workspace
 from cook.validate.digests import source_digests, span_digests
 from cook.validate.scan import ShardScan, check_pack, check_packs, scan_shard
 from cook.writer.shards import write_shard
@@ -69,6 +70,41 @@ def test_a_batch_finds_what_each_pack_alone_finds(
     assume(all(s.length >= 1 for p in packs for s in p.sequences))
     rules = DEEP if deep else RULES
     assert check_packs(packs, rules) == [check_pack(pack, rules) for pack in packs]
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    batches=st.lists(
+        st.tuples(
+            st.integers(1, 6),
+            st.lists(st.tuples(st.integers(0, 5), st.integers(0, 6), st.integers(0, 10_000)), max_size=3),
+        ),
+        min_size=2,
+        max_size=5,
+    )
+)
+def test_batches_laid_out_in_one_workspace_find_what_new_arrays_find(
+    batches: list[tuple[int, list[tuple[int, int, int]]]],
+) -> None:
+    """Batches of any size, one after another in one reused workspace (a smaller one after a larger one
+    leaves stale tokens past its end): the findings of batches in new arrays."""
+    space = Workspace()
+    for size, damage in batches:
+        packs = _text_packs(size)
+        for which, choice, value in damage:
+            packs[which % size] = _mutations(packs[which % size], choice, value)
+        assume(all(s.length >= 1 for p in packs for s in p.sequences))
+        assert check_packs(packs, RULES, space) == check_packs(packs, RULES)
+
+
+def test_a_smaller_batch_in_a_workspace_sees_only_its_own_tokens() -> None:
+    space = Workspace()
+    large = [dataclasses.replace(p, loss_mask=np.ones_like(p.loss_mask)) for p in _text_packs(6)]
+    small = _text_packs(2)
+    check_packs(large, RULES, space)  # fills the buffers with ones
+    ids, mask = space.take(sum(p.input_ids.shape[0] for p in small))
+    assert ids.base is space.ids and mask.base is space.mask  # reused, not new
+    assert check_packs(small, RULES, space) == check_packs(small, RULES) == [[], []]
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
