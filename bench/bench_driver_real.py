@@ -3,9 +3,10 @@
     .venv/bin/python -m bench.run_all bench_driver_real
 
 bench_driver measures the coordinator alone, fed by a replay. This runs the real thing: bench_job's
-text workload (``pipelines/text_sft.yaml``, 4 MiB units, the demo chats x 1280 against x 16) with 2 Ray
-actors, at one job a Ray call (the automatic value below 64 actors) and at 16 (the automatic value
-from 512 actors), the settings and sizes interleaved in every repeat. Figures are marginal (big minus
+text workload (``pipelines/text_sft.yaml``, the demo chats x 1280 against x 16) with 2 Ray actors: bench_job's
+4 MiB units at one job a Ray call (the automatic value below 64 actors) and at 16 (the automatic value
+from 512 actors), and the shipped unit size (32 MiB) at one job a call, the settings and sizes
+interleaved in every repeat. Figures are marginal (big minus
 small) medians over ``BENCH_REPEATS`` repeats (default 3):
 
 - *driver loop CPU*: ``driver_loop_cpu_s`` of ``cook run --json``, the driver process's CPU (every
@@ -31,12 +32,21 @@ import statistics
 import sys
 import time
 
-from bench.bench_job import SINGLE_THREAD_ENV, text_workload
-from bench.common import REPO, WORK, single_threaded_tokenizers
+from bench.bench_job import SINGLE_THREAD_ENV, SMALL_TEXT_COPIES, _check_small_starts_every_actor, text_workload
+from bench.common import REPO, WORK, single_threaded_tokenizers, text_corpus
 from bench.job_run import become_subreaper, run_job
 
 COMMAND = ".venv/bin/python -m bench.run_all bench_driver_real"
-CALLS = (1, 16)  # ray.jobs_per_call
+DEFAULT_UNIT_BYTES = 32 * 2**20  # input.unit_bytes as shipped (cook/config.py)
+SMALL_COPIES_SHIPPED_UNITS = 200  # the small run at 32 MiB units: 73 MB, 3 units, so it starts both actors too
+# (units, input.unit_bytes, ray.jobs_per_call, the small run's demo-chat copies): bench_job's 4 MiB units at
+# 1 job a call (the automatic value below 64 actors) and at 16 (from 512 actors), and the shipped unit size
+# at the automatic 1
+CONFIGS = (
+    ("4 MiB", 4 * 2**20, 1, SMALL_TEXT_COPIES),
+    ("4 MiB", 4 * 2**20, 16, SMALL_TEXT_COPIES),
+    ("32 MiB (default)", DEFAULT_UNIT_BYTES, 1, SMALL_COPIES_SHIPPED_UNITS),
+)
 TARGET_CORES = 1000
 IDLE_S = 10.0
 
@@ -81,32 +91,38 @@ def idle_rate() -> float:
 
 
 def run() -> str:
+    from cook.runner.plan import jsonl_cuts
+
     become_subreaper()
     single_threaded_tokenizers()
     repeats = int(os.environ.get("BENCH_REPEATS", 3))
     work = text_workload(int(os.environ.get("BENCH_TEXT_COPIES", 1280)))
     out = WORK / "driver_real_out"
-    marginal: dict[int, list[tuple[float, float, float, float]]] = {k: [] for k in CALLS}
+    marginal: dict[int, list[tuple[float, float, float, float]]] = {c: [] for c in range(len(CONFIGS))}
+    smalls = {copies: text_corpus(copies) for *_, copies in CONFIGS}
+    for _, unit_bytes, _, copies in CONFIGS:
+        _check_small_starts_every_actor("text", len(jsonl_cuts(str(smalls[copies]), unit_bytes)))
     for repeat in range(repeats):
-        for k in CALLS:
+        for c, (_, unit_bytes, k, copies) in enumerate(CONFIGS):
             runs = {}
-            for size in ("small", "big"):
-                args = ["run", work.pipeline, "--input", str(work.inputs[size]), "--output", str(out), "--workers", "2",
-                        *work.sets, "--set", f"ray.jobs_per_call={k}", "--overwrite", "--quiet", "--json"]  # fmt: skip
+            for size, path in (("small", smalls[copies]), ("big", work.inputs["big"])):
+                args = ["run", work.pipeline, "--input", str(path), "--output", str(out), "--workers", "2",
+                        "--set", f"input.unit_bytes={unit_bytes}", "--set", f"ray.jobs_per_call={k}",
+                        "--overwrite", "--quiet", "--json"]  # fmt: skip
                 runs[size] = _run(args)
-                print(f"  repeat {repeat} jobs/call {k} {size}: {runs[size]}", file=sys.stderr)
+                print(f"  repeat {repeat} units {unit_bytes} jobs/call {k} {size}: {runs[size]}", file=sys.stderr)
             big, small = runs["big"], runs["small"]
-            marginal[k].append(tuple(b - s for b, s in zip(big, small, strict=True)))  # type: ignore[arg-type]
+            marginal[c].append(tuple(b - s for b, s in zip(big, small, strict=True)))  # type: ignore[arg-type]
     idle = idle_rate()
     rows = []
-    for k in CALLS:
-        wall, tree, process, loop = (statistics.median(m[i] for m in marginal[k]) for i in range(4))
-        each = ", ".join(f"{m[3]:.2f}" for m in marginal[k])
+    for c, (units, _, k, _) in enumerate(CONFIGS):
+        wall, tree, process, loop = (statistics.median(m[i] for m in marginal[c]) for i in range(4))
+        each = ", ".join(f"{m[3]:.2f}" for m in marginal[c])
         own = loop - idle * wall
         cores, cores_own = (tree / v if v > 0 else float("inf") for v in (loop, own))
         met = "met" if cores_own >= TARGET_CORES else "**not met**"
         rows.append(
-            f"| {k} | {wall:.1f} | {tree:.2f} | {process:.2f} | **{loop:.3f}** ({each}) | {cores:,.0f} "
+            f"| {units} | {k} | {wall:.1f} | {tree:.2f} | {process:.2f} | **{loop:.3f}** ({each}) | {cores:,.0f} "
             f"| {own:.3f} | **{cores_own:,.0f}** ({met}) |"
         )
     table = "\n".join(rows)
@@ -114,8 +130,10 @@ def run() -> str:
 
 `{COMMAND}`
 
-bench_job's text workload ({work.inputs["big"].name} against {work.inputs["small"].name}, 4 MiB units,
-`pipelines/text_sft.yaml`), `cook run --workers 2`, at each `ray.jobs_per_call`; marginal (big minus small),
+bench_job's text workload ({work.inputs["big"].name}, `pipelines/text_sft.yaml`), `cook run --workers 2`:
+bench_job's 4 MiB units at 1 and 16 jobs a Ray call (against {smalls[SMALL_TEXT_COPIES].name}), and the shipped
+unit size (`input.unit_bytes` 32 MiB) at 1, the automatic value for 2 actors (against
+{smalls[SMALL_COPIES_SHIPPED_UNITS].name}, 3 units: every small run starts both actors); marginal (big minus small),
 median of {repeats} repeats, interleaved. *Driver loop CPU*: `driver_loop_cpu_s` of `cook run --json` (the
 driver process, every thread, from the first job handed out to the last result). *Driver process CPU*: the
 whole process, start-up and shutdown included. Cores one driver can feed = job CPU / driver loop CPU.
@@ -123,7 +141,7 @@ Ray's idle background in a driver process (2 actors, no job, {IDLE_S:.0f} s): **
 core; *without it*: the loop's CPU less that rate x the marginal wall (target ≥ {TARGET_CORES:,} cores, judged
 on this, as issue 31 measured).
 
-| jobs a call | wall s | job CPU s | driver process CPU s | driver loop CPU s (each repeat) | cores fed | loop CPU without Ray's idle background s | cores fed |
-| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |
+| units | jobs a call | wall s | job CPU s | driver process CPU s | driver loop CPU s (each repeat) | cores fed | loop CPU without Ray's idle background s | cores fed |
+| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |
 {table}
 """

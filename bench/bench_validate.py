@@ -16,6 +16,8 @@ shards (interpreter, imports and the worker pool's start-up cancel), the least o
 interleaved.
 
 Datasets, cooked by ``cook run`` in-process and cached in bench/_work:
+- text as shipped (the target's): bench_text_varied's generated corpus, 24,000 records minus 2,000, cooked
+  with pipelines/text_sft.yaml as shipped (seq_len 16384, 256 packs per shard; ~62 MB, ~40 sequences a pack);
 - text: the demo chat records x 130, seq_len 8192, 256 packs per shard (~61 MB, ~20 sequences per pack);
 - multimodal-looking: conversations with 1-3 generated 384-768 px images each (dynamic resolution),
   seq_len 8192, so uint8 pixel patches dominate the bytes (~3 KB of patches per image token);
@@ -43,12 +45,18 @@ from typing import Any
 
 import numpy as np
 
+from bench.bench_text_varied import varied_corpus
 from bench.common import DEMO_TOKENIZER, REPO, WORK, single_threaded_tokenizers, text_corpus
 
 COMMAND = ".venv/bin/python -m bench.run_all bench_validate"
 READ_BUFFER = 1 << 20
 REPEATS = 5
 TEXT = ["packing.seq_len=8192", "packing.buffer_size=5120", "output.shard_size=256"]
+SHIPPED = "pipelines/text_sft.yaml"  # the text target's dataset: this pipeline as shipped, on varied records
+VARIED, VARIED_SMALL = 24_000, 2_000  # records of bench_text_varied's corpus (~62 MB of shards minus ~5 MB)
+SHIPPED_TEXT = "text as shipped (varied records, seq_len 16384)"
+DEMO_TEXT = "text (demo chats x 130, seq_len 8192)"
+MEDIA_TEXT = "multimodal-looking (images)"
 MEDIA_RECORDS = 48
 MEDIA_SMALL = 6  # the multimodal dataset's small counterpart (its first 6 records), for the marginal
 BIG_COPIES = 4400  # the demo records x 4400: ~2 GB of text shards, one --jobs 1 run takes several seconds
@@ -58,20 +66,20 @@ IDLE_LOAD = 0.5  # the wall-clock rounds wait for a 1-minute load average below 
 IDLE_WAIT_S = 60  # ... for at most this long (then run anyway and report the load)
 
 
-def _cook(name: str, input_path: str, overrides: list[str]) -> Path:
-    """Cook ``input_path`` into WORK/name with pipelines/demo.yaml + overrides, once (cached)."""
+def _cook(name: str, input_path: str, overrides: list[str], pipeline: str = "pipelines/demo.yaml") -> Path:
+    """Cook ``input_path`` into WORK/name with ``pipeline`` + overrides, once (cached)."""
     from cook.config import load_config
     from cook.runner.local import LocalExecutor
     from cook.runner.pipeline import run_pipeline
 
     out = WORK / name
     stamp = out / "bench.json"
-    wanted = json.dumps({"input": input_path, "overrides": overrides})
+    wanted = json.dumps({"input": input_path, "overrides": overrides, "pipeline": pipeline})
     if stamp.exists() and stamp.read_text() == wanted:
         return out
     shutil.rmtree(out, ignore_errors=True)
     base = [f"input.path={input_path}", f"output.dir={out}", f"tokenizer.path={DEMO_TOKENIZER}"]
-    run_pipeline(load_config("pipelines/demo.yaml", base + overrides), LocalExecutor, overwrite=True, progress=False)
+    run_pipeline(load_config(pipeline, base + overrides), LocalExecutor, overwrite=True, progress=False)
     stamp.write_text(wanted)
     return out
 
@@ -228,6 +236,8 @@ def run() -> str:
 
     single_threaded_tokenizers()
     os.chdir(REPO)
+    shipped = _cook("validate_varied", str(varied_corpus(VARIED)), [], SHIPPED)
+    shipped_small = _cook("validate_varied_small", str(varied_corpus(VARIED_SMALL)), [], SHIPPED)
     text = _cook("validate_text", str(text_corpus(130)), TEXT)
     media_keys = [
         f"input.media_root={WORK / 'validate_media_raw'}",
@@ -240,7 +250,11 @@ def run() -> str:
     media = _cook("validate_media", str(_media_corpus()), media_keys)
     media_small = _cook("validate_media_small", str(_media_corpus(MEDIA_SMALL)), media_keys)
     tiny = _cook("validate_text_tiny", str(text_corpus(1)), [*TEXT[:2], "output.shard_size=4"])  # a few shards
-    measured = {"text (seq_len 8192)": (text, tiny), "multimodal-looking (images)": (media, media_small)}
+    measured = {
+        SHIPPED_TEXT: (shipped, shipped_small),
+        DEMO_TEXT: (text, tiny),
+        MEDIA_TEXT: (media, media_small),
+    }
     rates = {name: _marginal_rates(big, small) for name, (big, small) in measured.items()}
     tables = "\n".join(_table(name, measured[name], rates[name]) for name in measured)
     corpus = text_corpus(BIG_COPIES)
@@ -254,8 +268,8 @@ def run() -> str:
         corpus.unlink(missing_ok=True)
     (wall_1, cpu_1), (wall_2, cpu_2) = marginal[1], marginal[2]
     speedup = wall_1 / wall_2
-    fractions = {name.split(" ")[0]: r["validate"] / r["floor"] for name, r in rates.items()}
-    met = fractions["text"] >= 0.3 and speedup >= 1.7
+    fractions = {name: r["validate"] / r["floor"] for name, r in rates.items()}
+    met = fractions[SHIPPED_TEXT] >= 0.3 and speedup >= 1.7
     load = ", ".join(f"{value:.2f}" for value in loads)
     return f"""## Structural validation against the read + sha256 floor, and `--jobs` (issues 17 and 29)
 
@@ -272,12 +286,16 @@ token facts) cancel as start-up does. How (one checker, which names every proble
 memory-mapped and hashed with sha256 once, its members are views of the map; the tar headers are walked one by one,
 their checksum fields read and verified ~1,000 at a time with NumPy, and `.tar.idx` compared with the pack offsets
 found; then ~4 MiB of packs at a time are checked as one batch: meta.json decoded by msgspec into typed
-entries (the schema's checks done by the library) laid out as columns, the packs' input_ids, loss_mask and boundaries concatenated and
-checked in a few NumPy passes (boundaries, lengths, padding, token range, pad ids, mask values, targets
+entries (the schema's checks done by the library) laid out as columns, the packs' input_ids, loss_mask and boundaries concatenated
+(the token arrays into buffers each process reuses, batch after batch) and checked in a few NumPy passes (boundaries, lengths, padding, token range, pad ids, mask values, targets
 per sequence, no placeholder in a text pack); a pack with media also gets the per-pack media arithmetic.
 
-Targets (issue 29): text >= 0.30 of the floor, `--jobs 2` >= 1.7x `--jobs 1`. Measured: text
-**{fractions["text"]:.2f}**, multimodal **{fractions["multimodal-looking"]:.2f}**, `--jobs 2` **{speedup:.2f}x**;
+Targets (issue 29): text >= 0.30 of the floor, `--jobs 2` >= 1.7x `--jobs 1`. The text target is judged on
+text as the shipped text pipeline cooks it (`{SHIPPED}` as shipped: seq_len 16384, pad_multiple 64, 256 packs a
+shard; the demo tokenizer) from bench_text_varied's generated corpus ({VARIED:,} records minus
+{VARIED_SMALL:,}), not on copies of the demo chats. Measured: text as shipped **{fractions[SHIPPED_TEXT]:.2f}**,
+the demo chats at seq_len 8192 **{fractions[DEMO_TEXT]:.2f}** (half the tokens a pack, so twice the per-pack
+work a byte), multimodal **{fractions[MEDIA_TEXT]:.2f}**, `--jobs 2` **{speedup:.2f}x**;
 **{"met" if met else "not met"}**.
 
 {tables}
