@@ -13,7 +13,8 @@ the shards' writers left: the driver never handles a per-pack row.
   after the windows before), then cut into shard tasks, which go out as write jobs of up to
   ``executor.shards_per_write`` (under Ray 16: its cost in the driver is per job, not per shard; in-process
   1), a shard a job where the window holds media (``WindowPlan.writes``).
-- Plans and writes go out before cooks, so a closed window's shards are written while later units cook.
+- Plans and writes go out before cooks, so a closed window's shards are written while later units cook
+  (under Ray they ride in the next cook's call: ``cook.runner.ray_executor``).
 - Jobs are bounded (``executor.slots`` outstanding), cooks also by ``executor.lookahead`` (units
   cooking or waiting for their turn), and cooks are held back while many shards wait to be handed
   out (``2 * executor.slots``, counted in shards, not write jobs), so the staged samples stay bounded too.
@@ -69,7 +70,6 @@ class Executor(Protocol):
     """Runs jobs somewhere: in this process (``LocalExecutor``) or on Ray actors (``RayExecutor``)."""
 
     store: SampleStore  # the driver reads staged summaries (resume) and drops finished units
-    slots: int  # jobs it takes at once
     lookahead: int  # units cooking or cooked but not yet consumed, at most
     shards_per_write: int  # a window's shards per write job, at most (``windows.SHARDS_PER_WRITE`` under Ray)
     received_bytes: int  # what crossed to the driver
@@ -77,6 +77,8 @@ class Executor(Protocol):
     # executor need not collect the reports at all
     on_progress: Callable[[UnitProgress], None] | None
 
+    @property
+    def slots(self) -> int: ...  # jobs it takes outstanding at once (Ray's grow by the window jobs riding)
     def submit(self, job: Job) -> None: ...
     def outstanding(self) -> int: ...
     def next_done(self) -> Result: ...

@@ -17,6 +17,16 @@ order. Its slots grow with it, so every call can be full, and its lookahead by w
 (``limits``), so the units staged ahead grow no more than that. A job run again after a crash
 goes alone, so a unit's crash trace names its own records only.
 
+**Window jobs ride on cooks.** A window's plan, and the write of a text window's shards, take a few
+milliseconds of an actor, but a call of their own costs the driver as much as a cook's: with the
+shipped 32 MiB units a text run had ~4 window jobs for every unit (bench_driver_real). So the
+executor holds them (``rides``) and sends them at the head of its next call (a cook's, or a media
+write's); they go alone only when the driver would otherwise wait (the input's end, lookahead full).
+Their results come back with that call's, so a window is written about a unit's cook later than on
+its own. They take no slot
+(``slots`` grows by the riders outstanding): the calls' cooks keep every actor busy as before. The
+writes of a window with media are heavy, so they keep calls of their own, spread over the actors.
+
 Progress of the units cooking takes a side channel, a ``ProgressBoard`` actor: each actor posts its
 unit's ``UnitProgress`` there (fire and forget, at most every ``REPORT_INTERVAL_S``), and the driver,
 waiting in ``next_done``, takes the board's reports every ``POLL_S``, and before it hands on a cooked
@@ -155,6 +165,11 @@ def limits(actors: int, per_call: int) -> tuple[int, int]:
 Queued = tuple[Job, Attempt, int]  # a job, its attempt, the tries before this one
 
 
+def rides(job: Job) -> bool:
+    """Whether ``job`` rides in the next cook's call: a window's plan, or a text window's write."""
+    return isinstance(job, WindowTask) or (isinstance(job, WriteTask) and not job.media)
+
+
 class RayExecutor:
     def __init__(
         self, config: PipelineConfig, address: str | None, num_actors: int, report_interval_s: float = REPORT_INTERVAL_S
@@ -172,7 +187,7 @@ class RayExecutor:
         self.actors: list[Any] = [options.remote(config, board, report_interval_s) for _ in range(num_actors)]
         self.store: SampleStore = DiskStore(config.output.dir)
         self.jobs_per_call = jobs_per_call(config.ray.jobs_per_call, num_actors)
-        self.slots, self.lookahead = limits(num_actors, self.jobs_per_call)
+        self._slots, self.lookahead = limits(num_actors, self.jobs_per_call)
         self.shards_per_write = SHARDS_PER_WRITE
         self.received_bytes = 0
         self._trace_dir = os.path.join(config.output.dir, fmt.PROGRESS_DIR)
@@ -181,9 +196,17 @@ class RayExecutor:
         self._ranks = [(0, 0, actor) for actor in range(num_actors)]  # heap: (busy, writes, actor), stale ones too
         self._running: dict[Any, tuple[list[Queued], int]] = {}  # ref -> the call's jobs, actor
         self._waiting: list[Queued] = []  # submitted, not yet sent: less than a call's worth
-        self._results: deque[Result] = deque()  # a call's results not yet handed to the driver
+        self._riders: list[Queued] = []  # window jobs submitted, waiting for a cook's call (``rides``)
+        self._results: deque[tuple[Result, bool]] = deque()  # a call's results not yet handed over (and: rode)
         self._outstanding = 0  # jobs submitted whose result the driver has not taken
+        self._riding = 0  # ... of them, those that ride (they take no slot)
         self._taken_at = time.monotonic()  # when the board's reports were last taken
+
+    @property
+    def slots(self) -> int:
+        """Jobs it takes at once: ``limits``' slots (full calls, ``IN_FLIGHT_PER_ACTOR`` an actor), and the
+        riders outstanding beside them."""
+        return self._slots + self._riding
 
     def _pick(self) -> int:
         """The actor for the next job: the least busy, then the one with fewer write jobs, then the
@@ -211,13 +234,21 @@ class RayExecutor:
         job run again after a crash, which goes alone)."""
         attempt = attempt or Attempt()
         self._outstanding += 1
+        rider = rides(job)
+        self._riding += rider
         if tries:
             self._send([(job, attempt, tries)])
-            return
-        self._waiting.append((job, attempt, tries))
-        if len(self._waiting) >= self.jobs_per_call:
-            self._send(self._waiting)
-            self._waiting = []
+        elif rider:
+            self._riders.append((job, attempt, tries))
+        else:
+            self._waiting.append((job, attempt, tries))
+            if len(self._waiting) >= self.jobs_per_call:
+                self._flush()
+
+    def _flush(self) -> None:
+        """Send the jobs waiting, the riders first, in one call."""
+        self._send(self._riders + self._waiting)
+        self._riders, self._waiting = [], []
 
     def _send(self, jobs: list[Queued]) -> None:
         actor = self._pick()
@@ -235,9 +266,8 @@ class RayExecutor:
         import ray
         from ray.exceptions import RayActorError, WorkerCrashedError
 
-        if self._waiting and not self._results:  # the driver would wait: send what it has submitted
-            self._send(self._waiting)
-            self._waiting = []
+        if (self._waiting or self._riders) and not self._results:  # the driver would wait: send what it has
+            self._flush()
         if self.on_progress is None and not self._muted:
             self._board.mute.remote()  # fire and forget: what was posted before it is dropped there
             self._muted = True
@@ -246,7 +276,11 @@ class RayExecutor:
             since = time.monotonic() - self._taken_at
             if self.on_progress is not None and (
                 since >= POLL_S
-                or (ready and since >= UNIT_POLL_S and isinstance(self._running[ready[0]][0][0][0], Unit))
+                or (
+                    ready
+                    and since >= UNIT_POLL_S
+                    and any(isinstance(job, Unit) for job, *_ in self._running[ready[0]][0])
+                )
             ):
                 for progress in ray.get(self._board.take.remote()):
                     self.on_progress(progress)
@@ -260,6 +294,7 @@ class RayExecutor:
                 payloads = ray.get(ref)
             except (RayActorError, WorkerCrashedError):
                 self._outstanding -= len(jobs)
+                self._riding -= sum(rides(job) for job, _, _ in jobs)
                 for job, attempt, tries in jobs:
                     if tries + 1 >= MAX_ATTEMPTS:
                         raise RuntimeError(
@@ -268,9 +303,11 @@ class RayExecutor:
                     self.submit(job, self._next_attempt(job, attempt), tries + 1)
                 continue
             self.received_bytes += sum(len(payload) for payload in payloads)
-            self._results.extend(decode_result(payload) for payload in payloads)
+            self._results.extend((decode_result(p), rides(job)) for p, (job, _, _) in zip(payloads, jobs, strict=True))
+        result, rode = self._results.popleft()
         self._outstanding -= 1
-        return self._results.popleft()
+        self._riding -= rode
+        return result
 
     def _next_attempt(self, job: Job, attempt: Attempt) -> Attempt:
         """After a crash, trace the unit's records; after a traced crash, blame the last record."""

@@ -226,6 +226,7 @@ class WriteTask:
     window's shards go out together (``cook.runner.windows.SHARDS_PER_WRITE`` at most)."""
 
     shards: tuple[ShardTask, ...]
+    media: bool = False  # the window holds media: heavy shards (a Ray call of their own, not riding on a cook's)
 
 
 @dataclass(frozen=True)

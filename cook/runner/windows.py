@@ -77,9 +77,10 @@ class WindowPlan:
     def writes(self, committed: int, per_job: int) -> list[WriteTask]:
         """The window's shards not yet committed (below ``committed`` they are, after a resume), in write
         jobs of ``per_job`` shards (the last may hold fewer; a shard each where the window holds media)."""
-        per_job = 1 if self.planned.media else per_job
+        media = self.planned.media
+        per_job = 1 if media else per_job
         tasks = [task for task in self.tasks if task.shard_index >= committed]
-        return [WriteTask(tuple(tasks[i : i + per_job])) for i in range(0, len(tasks), per_job)]
+        return [WriteTask(tuple(tasks[i : i + per_job]), media) for i in range(0, len(tasks), per_job)]
 
 
 @dataclass

@@ -4,7 +4,9 @@ small things (summaries, shard entries) cross to the driver."""
 from __future__ import annotations
 
 import hashlib
+import pickle
 import time
+from types import SimpleNamespace
 from pathlib import Path
 
 import pytest
@@ -15,6 +17,7 @@ from cook.config import config_from_dict
 from cook.runner.local import LocalExecutor
 from cook.runner.pipeline import run_pipeline
 from cook.runner.ray_executor import IN_FLIGHT_PER_ACTOR, MAX_JOBS_PER_CALL, RayExecutor, jobs_per_call, limits
+from cook.runner.units import ShardTask, Unit, WindowTask, WriteTask
 from tests.conftest import pipeline_dict, write_jsonl
 
 
@@ -28,13 +31,18 @@ def _chat(i: int, words: int) -> dict:
 
 
 class CountingRayExecutor(RayExecutor):
-    """Records the most jobs outstanding at any submission."""
+    """Records the most jobs outstanding at any submission, riders aside, and the jobs of each call."""
 
     peak = 0
+    calls: list[list[str]] = []
 
     def submit(self, job, attempt=None, tries=0):
         super().submit(job, attempt, tries)
-        CountingRayExecutor.peak = max(CountingRayExecutor.peak, self.outstanding())
+        CountingRayExecutor.peak = max(CountingRayExecutor.peak, self.outstanding() - self._riding)
+
+    def _send(self, jobs):
+        CountingRayExecutor.calls.append([type(job).__name__ for job, _, _ in jobs])
+        super()._send(jobs)
 
 
 def _shards(out: Path) -> dict[str, str]:
@@ -59,6 +67,9 @@ def test_uneven_units_bounded_and_identical_to_in_process(tmp_path: Path, ray_se
     assert 0 < summary.driver_loop_cpu_s < local.driver_loop_cpu_s + summary.driver_loop_cpu_s <= time.process_time()
 
     assert CountingRayExecutor.peak <= IN_FLIGHT_PER_ACTOR * 2
+    calls = CountingRayExecutor.calls
+    assert sum(map(len, calls)) > len(calls)  # window jobs rode on cooks
+    assert all(call[-1] == "Unit" for call in calls if len(call) > 1)  # ... and only on cooks, after them
     assert _shards(tmp_path / "ray") == _shards(tmp_path / "local") and summary.shards > 4
     shard_bytes = sum(p.stat().st_size for p in (tmp_path / "ray").glob("shard-*.tar"))
     assert 0 < summary.driver_received_bytes < shard_bytes / 4  # ids and masks never cross
@@ -103,3 +114,50 @@ def test_limits_fill_every_call_and_stage_only_what_fills_them() -> None:
         slots, lookahead = limits(actors, per_call)
         assert slots == IN_FLIGHT_PER_ACTOR * actors * per_call  # every call full
         assert lookahead - slots == limits(actors, 1)[1] - limits(actors, 1)[0]  # the same margin beyond them
+
+
+class _Run:
+    """An actor's ``run.remote``: records each call's jobs (by kind) instead of running them."""
+
+    def __init__(self, calls: list[list[str]]) -> None:
+        self.calls = calls
+
+    def remote(self, sent: bytes) -> object:
+        self.calls.append([type(job).__name__ for job, _ in pickle.loads(sent)])
+        return object()
+
+
+def _executor(actors: int, per_call: int, calls: list[list[str]]) -> RayExecutor:
+    """A RayExecutor without Ray: its actors record the calls sent to them."""
+    executor = RayExecutor.__new__(RayExecutor)
+    executor.actors = [SimpleNamespace(run=_Run(calls)) for _ in range(actors)]
+    executor._busy, executor._writes = [0] * actors, [0] * actors
+    executor._ranks = [(0, 0, a) for a in range(actors)]
+    executor._running, executor._waiting, executor._riders = {}, [], []
+    executor._outstanding = executor._riding = 0
+    executor.jobs_per_call = per_call
+    executor._slots, executor.lookahead = limits(actors, per_call)
+    return executor
+
+
+@pytest.mark.parametrize("per_call", [1, 3])
+def test_window_jobs_ride_in_the_next_cooks_call_and_take_no_slot(per_call: int) -> None:
+    calls: list[list[str]] = []
+    executor = _executor(2, per_call, calls)
+    window = WindowTask(0, ((0, 0, 10),))
+    text_write = WriteTask((ShardTask(0, 0, window, 0, 4),))
+    media_write = WriteTask((ShardTask(1, 4, window, 4, 8),), media=True)
+    base = executor.slots
+    for job in (window, text_write):
+        executor.submit(job)
+    assert calls == [] and executor.outstanding() == 2 and executor.slots == base + 2  # held, no slot taken
+    executor.submit(media_write)  # heavy: not a rider, a call's job like a cook (the riders ride with it)
+    for k in range(per_call):
+        executor.submit(Unit(k, "x.jsonl", "jsonl"))
+    riders = ["WindowTask", "WriteTask"]
+    if per_call == 1:
+        assert calls == [[*riders, "WriteTask"], ["Unit"]]
+    else:
+        assert calls == [[*riders, "WriteTask", *["Unit"] * (per_call - 1)]]  # a call's worth of them; one waits
+        assert [type(job).__name__ for job, _, _ in executor._waiting] == ["Unit"]
+    assert executor.outstanding() == 3 + per_call and executor.slots == base + 2
