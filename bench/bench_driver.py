@@ -28,7 +28,8 @@ added per job.
 Shapes (``SHAPES``): the shipped pipelines' windows, ``packing.seq_len`` and ``output.shard_size``;
 text units of 10,000 records, image units of 1,000 samples. Each measured run is a fresh process
 (``python -m bench.bench_driver --child SHAPE SAMPLES RECORDING``), which reports its CPU and its
-peak RSS (``resource.getrusage(RUSAGE_SELF).ru_maxrss``).
+peak RSS (``VmHWM`` of ``/proc/self/status``: this process image's own; ``ru_maxrss`` also counts the
+parent's resident memory at the fork, which Linux carries across the ``exec``).
 """
 
 from __future__ import annotations
@@ -456,11 +457,21 @@ def record(shape_name: str, samples: int, path: str) -> dict[str, Any]:
     return {"worker_cpu_s": executor.worker_cpu_s, "driver_cpu_s": cpu - executor.worker_cpu_s}
 
 
+def peak_rss_kib() -> int:
+    """This process image's peak resident memory, KiB: ``VmHWM`` (Linux). Not ``ru_maxrss``: a process
+    started by ``subprocess`` reports at least its parent's resident memory at the fork there."""
+    with open("/proc/self/status", encoding="ascii") as status:
+        for line in status:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1])
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # not Linux
+
+
 def child(shape_name: str, samples: int, recording_path: str, profile: bool) -> dict[str, Any]:
     """One measurement: the pipeline over ``samples`` records, its jobs answered from a recording."""
     shape = SHAPES[shape_name]
     out_dir = str(WORK / "driver" / f"{shape_name}-{samples}")
-    rss_before_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    rss_before_kib = peak_rss_kib()
     profiler = cProfile.Profile() if profile else None
     with open(
         recording_path, "rb"
@@ -485,7 +496,7 @@ def child(shape_name: str, samples: int, recording_path: str, profile: bool) -> 
         "driver_cpu_s": cpu,
         "wall_s": wall,
         "received_bytes": summary.driver_received_bytes,
-        "peak_rss_kib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
+        "peak_rss_kib": peak_rss_kib(),
         "rss_before_kib": rss_before_kib,
     }
     if profiler is not None:
@@ -706,7 +717,7 @@ def run() -> str:
         "its process*: the recording run's, the earlier method: its process's CPU minus the synthetic workers'",
         "(timed inside the executor), for comparison.",
         "Per sample, per unit and per shard are the same run's driver CPU divided by each count.",
-        "*Peak RSS*: `ru_maxrss` of that process (imports included: ~40 MiB before the run starts; the",
+        "*Peak RSS*: `VmHWM` of that process (imports included: ~40 MiB before the run starts; the",
         "driver no longer imports Energon or torch, which the index rows used to bring in: ~300 MiB).",
         f"Median of {repeats} runs at each size (each run's figure is shown); 100M by extrapolating the",
         "linear fits (least squares over the measured sizes).",
