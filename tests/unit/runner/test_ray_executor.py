@@ -6,8 +6,9 @@ from __future__ import annotations
 import hashlib
 import pickle
 import time
-from types import SimpleNamespace
 from pathlib import Path
+from types import SimpleNamespace
+from typing import ClassVar
 
 import pytest
 from hypothesis import example, given, settings
@@ -34,7 +35,7 @@ class CountingRayExecutor(RayExecutor):
     """Records the most jobs outstanding at any submission, riders aside, and the jobs of each call."""
 
     peak = 0
-    calls: list[list[str]] = []
+    calls: ClassVar[list[list[str]]] = []
 
     def submit(self, job, attempt=None, tries=0):
         super().submit(job, attempt, tries)
@@ -142,7 +143,7 @@ def _executor(actors: int, per_call: int, calls: list[list[str]]) -> RayExecutor
 
 @pytest.mark.parametrize("per_call", [1, 3])
 def test_window_jobs_ride_in_the_next_cooks_call_and_take_no_slot(per_call: int) -> None:
-    calls: list[list[str]] = []
+    calls: ClassVar[list[list[str]]] = []
     executor = _executor(2, per_call, calls)
     window = WindowTask(0, ((0, 0, 10),))
     text_write = WriteTask((ShardTask(0, 0, window, 0, 4),))
