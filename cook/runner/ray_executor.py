@@ -23,9 +23,9 @@ shipped 32 MiB units a text run had ~4 window jobs for every unit (bench_driver_
 executor holds them (``rides``) and sends them at the head of its next call (a cook's, or a media
 write's); they go alone only when the driver would otherwise wait (the input's end, lookahead full).
 Their results come back with that call's, so a window is written about a unit's cook later than on
-its own. They take no slot
-(``slots`` grows by the riders outstanding): the calls' cooks keep every actor busy as before. The
-writes of a window with media are heavy, so they keep calls of their own, spread over the actors.
+its own. They take no slot (``slots`` grows by the riders outstanding): the calls' cooks keep every
+actor busy as before. The writes of a window with media are heavy, so they keep calls of their own,
+spread over the actors.
 
 Progress of the units cooking takes a side channel, a ``ProgressBoard`` actor: each actor posts its
 unit's ``UnitProgress`` there (fire and forget, at most every ``REPORT_INTERVAL_S``), and the driver,
@@ -166,7 +166,7 @@ Queued = tuple[Job, Attempt, int]  # a job, its attempt, the tries before this o
 
 
 def rides(job: Job) -> bool:
-    """Whether ``job`` rides in the next cook's call: a window's plan, or a text window's write."""
+    """Whether ``job`` rides at the head of the next call: a window's plan, or a text window's write."""
     return isinstance(job, WindowTask) or (isinstance(job, WriteTask) and not job.media)
 
 
