@@ -42,7 +42,9 @@ text run the takes had cost the driver about as much CPU as its jobs (bench_driv
 When an actor dies on a unit, Ray restarts the actor and the unit is cooked again with a trace
 (``Attempt.trace``, under the output directory, so it must be on storage the driver can read). If
 it dies again, the last traced record is the one that kills workers: it is rejected as
-``worker_crash`` and the unit is cooked once more without it. A unit that keeps killing workers
+``worker_crash`` and the unit is cooked once more without it. Unless the trace says every record was
+cooked (``TRACE_DONE``): a call's reply can be lost when the next call on the same actor kills it, so
+that unit is only run again. A unit that keeps killing workers
 with no record to blame fails the job after ``MAX_ATTEMPTS``.
 """
 
@@ -65,6 +67,7 @@ from cook.runner.progress import REPORT_INTERVAL_S, UnitProgress
 from cook.runner.ray_connect import start_ray, stop_ray
 from cook.runner.staging import DiskStore, SampleStore
 from cook.runner.units import (
+    TRACE_DONE,
     Attempt,
     IndexTask,
     Job,
@@ -318,11 +321,13 @@ class RayExecutor:
             return Attempt(os.path.join(self._trace_dir, f"trace-{job.index:06d}"), attempt.crashed)
         try:
             with open(attempt.trace) as handle:
-                traced = [int(line) for line in handle.read().split()]
+                traced = handle.read().split()
         except FileNotFoundError:
             traced = []
-        if traced and traced[-1] not in attempt.crashed:
-            return Attempt(attempt.trace, attempt.crashed | {traced[-1]})
+        # every record cooked (TRACE_DONE): the worker was lost after them, its reply in flight (the next
+        # call on that actor killed it), so no record of this unit is to blame: run it again as it was
+        if traced and traced[-1] != TRACE_DONE and int(traced[-1]) not in attempt.crashed:
+            return Attempt(attempt.trace, attempt.crashed | {int(traced[-1])})
         return attempt
 
     def close(self) -> None:

@@ -75,11 +75,14 @@ class Unit:
     reads: SequenceReads | None = field(default=None, compare=False)  # a repack unit: cooked sequences to read
 
 
+TRACE_DONE = "done"  # a trace's last line once every record of its unit has been cooked
+
+
 @dataclass(frozen=True)
 class Attempt:
     """How to cook a unit this time: ``trace`` names a file that records each record's ordinal before
-    it is cooked (set after a worker died on the unit); records in ``crashed`` are rejected as
-    ``worker_crash`` instead of being cooked again."""
+    it is cooked, then ``TRACE_DONE`` after the last (set after a worker died on the unit); records in
+    ``crashed`` are rejected as ``worker_crash`` instead of being cooked again."""
 
     trace: str | None = None
     crashed: frozenset[int] = field(default_factory=frozenset)

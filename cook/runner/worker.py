@@ -51,6 +51,7 @@ from cook.runner.reject_log import RejectLog
 from cook.runner.repack_read import repack_unit
 from cook.runner.staging import DiskStore, SampleStore
 from cook.runner.units import (
+    TRACE_DONE,
     Attempt,
     IndexDone,
     IndexTask,
@@ -290,8 +291,9 @@ def read_unit(
     config: PipelineConfig, unit: Unit, trace: str | None = None, cursor: Cursor | None = None
 ) -> Iterator[tuple[int, RawRecord]]:
     """``unit``'s records, numbered from 0. With a ``trace`` path, each number is written there (and
-    flushed) before its record is handed on, so the executor can name a record that kills a worker.
-    ``cursor`` follows how far the reader is."""
+    flushed) before its record is handed on, so the executor can name a record that kills a worker,
+    and ``TRACE_DONE`` once the last one has been cooked (a worker lost after that, with its reply in
+    flight, was not killed by a record of this unit). ``cursor`` follows how far the reader is."""
     assert unit.first_index is not None, f"unit {unit.index}: the lines before it are not counted"
     name = source_name(unit.path, config.input.path)
     reader = SOURCES[unit.format]
@@ -306,6 +308,8 @@ def read_unit(
             out.write(f"{ordinal}\n")
             out.flush()
             yield ordinal, raw
+        out.write(f"{TRACE_DONE}\n")
+        out.flush()
 
 
 def first_unit_texts(config: PipelineConfig, unit: Unit, limit: int = SAMPLE_TEXTS) -> list[str]:

@@ -17,8 +17,10 @@ from hypothesis import strategies as st
 from cook.config import config_from_dict
 from cook.runner.local import LocalExecutor
 from cook.runner.pipeline import run_pipeline
+from cook.runner.plan import plan_units
 from cook.runner.ray_executor import IN_FLIGHT_PER_ACTOR, MAX_JOBS_PER_CALL, RayExecutor, jobs_per_call, limits
-from cook.runner.units import ShardTask, Unit, WindowTask, WriteTask
+from cook.runner.units import TRACE_DONE, Attempt, ShardTask, Unit, WindowTask, WriteTask
+from cook.runner.worker import read_unit
 from tests.conftest import pipeline_dict, write_jsonl
 
 
@@ -162,3 +164,23 @@ def test_window_jobs_ride_in_the_next_cooks_call_and_take_no_slot(per_call: int)
         assert calls == [[*riders, "WriteTask", *["Unit"] * (per_call - 1)]]  # a call's worth of them; one waits
         assert [type(job).__name__ for job, _, _ in executor._waiting] == ["Unit"]
     assert executor.outstanding() == 3 + per_call and executor.slots == base + 2
+
+
+def test_a_unit_traced_to_its_end_has_no_record_to_blame(tmp_path: Path) -> None:
+    """A traced unit whose call is lost mid-record blames that record; one lost after its last record was
+    cooked (its reply in flight when the next call on the actor killed it) blames none: run again."""
+    write_jsonl(tmp_path / "a.jsonl", [_chat(i, 2) for i in range(5)])
+    config = config_from_dict(pipeline_dict(str(tmp_path), str(tmp_path / "out")))
+    (unit,) = plan_units(config.input)
+    trace = tmp_path / "trace"
+    records = read_unit(config, unit, str(trace))
+    next(records), next(records)  # a worker lost while cooking record 1
+    assert trace.read_text().split() == ["0", "1"]
+    executor = RayExecutor.__new__(RayExecutor)  # no Ray: only the attribution
+    executor._trace_dir = str(tmp_path)
+    attempt = Attempt(str(trace))
+    assert executor._next_attempt(unit, attempt) == Attempt(str(trace), frozenset({1}))
+    assert [ordinal for ordinal, _ in records] == [2, 3, 4]  # every record cooked
+    assert trace.read_text().split() == ["0", "1", "2", "3", "4", TRACE_DONE]
+    assert executor._next_attempt(unit, attempt) is attempt
+    assert executor._next_attempt(unit, Attempt()) == Attempt(str(tmp_path / "trace-000000"))  # first crash
