@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import pickle
 import time
+from concurrent.futures import Future
 from pathlib import Path
 from types import SimpleNamespace
 from typing import ClassVar
@@ -129,9 +130,16 @@ class _Run:
     def __init__(self, calls: list[list[str]]) -> None:
         self.calls = calls
 
-    def remote(self, sent: bytes) -> object:
+    def remote(self, sent: bytes) -> _Ref:
         self.calls.append([type(job).__name__ for job, _ in pickle.loads(sent)])
-        return object()
+        return _Ref()
+
+
+class _Ref:
+    """A call's ref, never answered."""
+
+    def future(self) -> Future:
+        return Future()
 
 
 def _executor(actors: int, per_call: int, calls: list[list[str]]) -> RayExecutor:
