@@ -61,7 +61,7 @@ from cook.format import Counts
 from cook.manifest import ShardInfo
 from cook.runner.pipeline import RunSummary, run_pipeline
 from cook.runner.progress import UnitProgress
-from cook.runner.ray_executor import ACTORS_PER_JOB, MAX_JOBS_PER_CALL, jobs_per_call, limits
+from cook.runner.ray_executor import ACTORS_PER_JOB, IN_FLIGHT_PER_ACTOR, MAX_JOBS_PER_CALL, jobs_per_call, limits
 from cook.runner.staging import MemoryStore, SampleStore
 from cook.runner.units import (
     IndexDone,
@@ -357,6 +357,7 @@ def replay(
 RAY_ACTORS = 2
 RAY_JOBS = (300, 3000)  # jobs per measured round: the small one is subtracted
 BIG_CALL = MAX_JOBS_PER_CALL  # jobs a call at a thousand actors (ray_executor.jobs_per_call)
+FLEET = 1024  # the actors whose calls in flight Ray's cost is measured beside (the cores-fed columns' scale)
 
 
 ECHO_SHARDS = 3  # a text window's shards (bench_driver text: 2,986 shards of 1,000 windows)
@@ -384,17 +385,30 @@ class EchoWorker:
         return [self.PAYLOAD] * len(pickle.loads(sent))
 
 
+class Sleeper:
+    """Holds calls that stay unanswered for the whole measurement: the calls a fleet keeps in flight."""
+
+    def sleep(self, seconds: float) -> None:
+        time.sleep(seconds)
+
+
 def _cpu_s() -> float:
     times = os.times()
     return times.user + times.system  # the whole process: every thread, Ray's own included
 
 
-def ray_child(repeats: int, actors: int = RAY_ACTORS, per_call: int = 1, riders: int = 1) -> dict[str, Any]:
+def ray_child(
+    repeats: int, actors: int = RAY_ACTORS, per_call: int = 1, riders: int = 1, in_flight: int = 0
+) -> dict[str, Any]:
     """The driver's CPU per job through the real ``RayExecutor`` (``actors`` echo actors, ``per_call``
-    jobs a call, its slots kept full: ``.remote``, ``ray.wait``, the progress board, ``ray.get``,
+    jobs a call, its slots kept full: ``.remote``, waiting for a call's answer, the progress board,
     ``decode_result``), marginal between ``RAY_JOBS`` rounds; and the driver process's CPU per idle second
     with Ray up. ``riders`` 1: a text window's jobs in turn, a unit, a window plan and a write (the two
-    ride on the unit's call); 0: units alone (a call's own jobs, as a media write is)."""
+    ride on the unit's call); 0: units alone (a call's own jobs, as a media write is). ``in_flight``:
+    calls beside them, unanswered throughout, among the executor's running calls (a fleet's: a thousand
+    actors keep ``IN_FLIGHT_PER_ACTOR`` calls each in flight)."""
+    import ray
+
     from cook.runner import ray_executor
 
     ray_executor.RayWorker = EchoWorker  # type: ignore[misc]
@@ -402,6 +416,9 @@ def ray_child(repeats: int, actors: int = RAY_ACTORS, per_call: int = 1, riders:
     config = shape_config(SHAPES["text"], out_dir)
     config = replace(config, ray=replace(config.ray, jobs_per_call=per_call))
     executor = ray_executor.RayExecutor(config, None, actors)
+    sleeper = ray.remote(num_cpus=0)(Sleeper).remote()
+    for _ in range(in_flight):
+        executor._running[sleeper.sleep.remote(3600.0)] = ([], 0)  # never answered while measured
     window = WindowTask(0, ((0, 0, 10_000),))
     write = WriteTask(
         tuple(ShardTask(k, 256 * k, window, 256 * (k - 7), 256 * (k - 6)) for k in range(7, 7 + ECHO_SHARDS))
@@ -429,6 +446,7 @@ def ray_child(repeats: int, actors: int = RAY_ACTORS, per_call: int = 1, riders:
         time.sleep(5.0)
         idle = (_cpu_s() - cpu0) / 5.0
     finally:
+        ray.kill(sleeper)
         executor.close()
         shutil.rmtree(out_dir, ignore_errors=True)
     small, big = (statistics.median(rounds[n]) for n in RAY_JOBS)
@@ -677,10 +695,13 @@ def run() -> str:
         sections.append((shape, *_shape_section(shape, rows, workers[shape])))
     profile = _profile_table(*PROFILED)
     print("bench_driver: Ray's per-job cost", file=sys.stderr)
-    ray_cost = _run_module("--ray", str(repeats), str(RAY_ACTORS), "1")
-    ray_batched = _run_module("--ray", str(repeats), str(RAY_ACTORS), str(BIG_CALL))
-    ray_calls = _run_module("--ray", str(repeats), str(RAY_ACTORS), "1", "0")
-    ray_calls_batched = _run_module("--ray", str(repeats), str(RAY_ACTORS), str(BIG_CALL), "0")
+    fleet = str(IN_FLIGHT_PER_ACTOR * FLEET)  # the calls a 1,024-actor fleet keeps in flight
+    ray_cost = _run_module("--ray", str(repeats), str(RAY_ACTORS), "1", "1", fleet)
+    ray_batched = _run_module("--ray", str(repeats), str(RAY_ACTORS), str(BIG_CALL), "1", fleet)
+    ray_calls = _run_module("--ray", str(repeats), str(RAY_ACTORS), "1", "0", fleet)
+    ray_calls_batched = _run_module("--ray", str(repeats), str(RAY_ACTORS), str(BIG_CALL), "0", fleet)
+    ray_calls_alone = _run_module("--ray", str(repeats), str(RAY_ACTORS), "1", "0", "0")
+    ray_calls_batched_alone = _run_module("--ray", str(repeats), str(RAY_ACTORS), str(BIG_CALL), "0", "0")
     raw = {
         "measured": measured,
         "profile": profile,
@@ -688,6 +709,8 @@ def run() -> str:
         "ray_batched": ray_batched,
         "ray_calls": ray_calls,
         "ray_calls_batched": ray_calls_batched,
+        "ray_calls_alone": ray_calls_alone,
+        "ray_calls_batched_alone": ray_calls_batched_alone,
         "workers": workers,
     }
     RAW.write_text(json.dumps(raw, indent=1))
@@ -743,11 +766,17 @@ def run() -> str:
     (call_1, rider_1), (call_16, rider_16) = costs[1], costs[BIG_CALL]
     text += [
         "**With Ray's cost.** The driver's CPU per job through the real `RayExecutor` (submit to the",
-        "least busy actor, `.remote`, `ray.wait`, the progress board, `ray.get`, `decode_result`), its",
-        f"{RAY_ACTORS} actors `EchoWorker`s that answer every job at once with a write job's result of "
-        f"{ECHO_SHARDS} shards "
+        "least busy actor, `.remote`, the call's answer taken as it comes (its future), the progress board,",
+        f"`decode_result`), its {RAY_ACTORS} actors `EchoWorker`s that answer every job at once with a write",
+        f"job's result of {ECHO_SHARDS} shards "
         f"({ray_cost['payload_bytes']} bytes), its slots kept full, {RAY_JOBS[1]:,} jobs minus {RAY_JOBS[0]:,},",
-        f"median of {repeats} rounds each. A window's plan and a text window's write ride on the next call",
+        f"median of {repeats} rounds each, beside the {IN_FLIGHT_PER_ACTOR * FLEET:,} calls a {FLEET:,}-actor fleet",
+        f"keeps in flight ({IN_FLIGHT_PER_ACTOR} an actor: calls to a `Sleeper` actor, unanswered while",
+        "measured, among the executor's running calls): the scale the cores-fed columns claim. Without them,",
+        f"a call's job costs {ray_calls_alone['per_job_s'] * 1e3:.2f} ms at one job a call and",
+        f"{ray_calls_batched_alone['per_job_s'] * 1e3:.3f} ms at {BIG_CALL} (a call's answer is taken from a queue",
+        "its future's callback fills, so its cost does not grow with the calls in flight; `ray.wait` over them",
+        "all did: see the SCALING note). A window's plan and a text window's write ride on the next call",
         "(`ray_executor.rides`), so Ray's cost is measured twice: units alone (a call's own job, as a media",
         "window's write, a line count or the index job are) and a text window's jobs in turn (a unit, a plan,",
         "a write: one call's job and two riders), which gives a rider's cost = (3 x the mix's per job - a",
@@ -793,7 +822,7 @@ def run() -> str:
 
 
 if __name__ == "__main__" and sys.argv[1:2] == ["--ray"]:
-    print(json.dumps(ray_child(*map(int, sys.argv[2:6]))))
+    print(json.dumps(ray_child(*map(int, sys.argv[2:7]))))
 elif __name__ == "__main__" and sys.argv[1:2] == ["--record"]:
     print(json.dumps(record(sys.argv[2], int(sys.argv[3]), sys.argv[4])))
 elif __name__ == "__main__" and sys.argv[1:2] == ["--child"]:
