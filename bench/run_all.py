@@ -33,6 +33,7 @@ BENCHES = [
     "bench_driver",
     "bench_driver_real",
     "bench_units",
+    "bench_stage",
 ]
 KEPT = ["bench_gpu_decode"]  # measured on a lent GPU (the module prints JSON there); kept as written, never run here
 RESULTS = Path(__file__).with_name("RESULTS.md")
