@@ -24,8 +24,10 @@ the shards' writers left: the driver never handles a per-pack row.
   A window whose shards are all committed is complete: the resume position moves to its end.
 - Checkpoints (``state.json``, the rejects before it) are timed, not per window: after
   a commit once ``ray.checkpoint_interval_s`` have passed since the last, at the end, and on an interrupt
-  while waiting on the workers. Staged units are dropped as their windows complete: a ``kill -9``
-  before the next save cooks them again (the same bytes).
+  (Ctrl-C): at once while the driver waits on the workers, and at the end of its step when it lands in
+  the driver's own work (``_Interrupts``), so an interrupt always saves a whole state. Staged units
+  are dropped as their windows complete: a ``kill -9`` before the next save cooks them again (the
+  same bytes).
 - Progress: the executor passes on the workers' reports of units still cooking (``UnitProgress``);
   the bar moves by what each adds, and by the rest of its unit when the unit's summary is consumed
   (``cook.runner.progress``), so every unit counts its planned bytes once.
@@ -34,11 +36,13 @@ the shards' writers left: the driver never handles a per-pack row.
 from __future__ import annotations
 
 import itertools
+import signal
+import threading
 import time
 from collections import Counter, deque
 from collections.abc import Callable, Sequence
 from dataclasses import replace
-from typing import Protocol
+from typing import Any, Protocol
 
 from cook.config import PipelineConfig
 from cook.errors import interrupts_held
@@ -124,54 +128,61 @@ class Driver:
         waiting: dict[int, UnitDone] = {}
         turn, cooking, planned_all = self.resume.unit, 0, False
         executor = self.executor
-        while True:
-            while self.tasks and executor.outstanding() < executor.slots:
-                task = self.tasks.popleft()
-                self.queued_shards -= len(task.shards) if isinstance(task, WriteTask) else 0
-                executor.submit(task)
-            while (
-                todo
-                and executor.outstanding() < executor.slots
-                and cooking + len(waiting) < executor.lookahead
-                and self.queued_shards < 2 * executor.slots
-            ):
-                unit = todo.popleft()
-                staged = executor.store.summary(unit.index)
-                if staged is not None:
-                    waiting[unit.index] = staged
-                else:
-                    executor.submit(unit)
-                    cooking += 1
-            while turn in waiting:
-                self._consume(waiting.pop(turn))
-                turn += 1
-            if turn == len(units) and not planned_all:
-                planned_all = True
-                for plan in self.planner.finish():
-                    self._open(plan)
-                self._commit()
-                continue
-            if executor.outstanding() == 0:
-                if planned_all and not self.tasks and not self.windows:
-                    break
-                if not self.tasks and not (todo and not waiting):
-                    raise RuntimeError(f"driver stalled at unit {turn}: nothing to run and nothing running")
-                continue
-            try:
-                result = executor.next_done()
-            except KeyboardInterrupt:  # between whole steps: the state is whole, keep what is done
-                with interrupts_held():
-                    self._checkpoint(self.at)
-                raise
-            if isinstance(result, UnitDone):
-                cooking -= 1
-                waiting[result.unit] = result
-            elif isinstance(result, WindowDone):
-                self._planned(result)
-            elif isinstance(result, WriteDone):
-                self.done.update((shard.shard_index, shard) for shard in result.shards)
-                self._commit()
-        self._checkpoint(Position(len(units)))
+        with _Interrupts() as interrupts:
+            while True:
+                while self.tasks and executor.outstanding() < executor.slots:
+                    task = self.tasks.popleft()
+                    self.queued_shards -= len(task.shards) if isinstance(task, WriteTask) else 0
+                    executor.submit(task)
+                while (
+                    todo
+                    and executor.outstanding() < executor.slots
+                    and cooking + len(waiting) < executor.lookahead
+                    and self.queued_shards < 2 * executor.slots
+                ):
+                    unit = todo.popleft()
+                    staged = executor.store.summary(unit.index)
+                    if staged is not None:
+                        waiting[unit.index] = staged
+                    else:
+                        executor.submit(unit)
+                        cooking += 1
+                while turn in waiting:
+                    self._consume(waiting.pop(turn))
+                    turn += 1
+                if turn == len(units) and not planned_all:
+                    planned_all = True
+                    for plan in self.planner.finish():
+                        self._open(plan)
+                    self._commit()
+                    continue
+                if executor.outstanding() == 0:
+                    if planned_all and not self.tasks and not self.windows:
+                        break
+                    if not self.tasks and not (todo and not waiting):
+                        raise RuntimeError(f"driver stalled at unit {turn}: nothing to run and nothing running")
+                    continue
+                try:
+                    interrupts.check()  # one that came during the steps above, now that they are whole
+                    interrupts.waiting = True
+                    try:
+                        result = executor.next_done()
+                    finally:
+                        interrupts.waiting = False
+                except KeyboardInterrupt:  # between whole steps: the state is whole, keep what is done
+                    with interrupts_held():
+                        self._checkpoint(self.at)
+                    raise
+                if isinstance(result, UnitDone):
+                    cooking -= 1
+                    waiting[result.unit] = result
+                elif isinstance(result, WindowDone):
+                    self._planned(result)
+                elif isinstance(result, WriteDone):
+                    self.done.update((shard.shard_index, shard) for shard in result.shards)
+                    self._commit()
+            self._checkpoint(Position(len(units)))
+            interrupts.check()  # saved: a rerun publishes the index
         executor.submit(IndexTask(self.committed))  # every shard is committed: its rows are all there
         done = executor.next_done()
         assert isinstance(done, IndexDone), done
@@ -276,3 +287,38 @@ class Driver:
         self.since_checkpoint, self.checkpointed = 0, time.monotonic()
         for unit in [u for u in self.snapshots if u < position.unit - 1]:
             del self.snapshots[unit]
+
+
+class _Interrupts:
+    """SIGINT during the driver's loop (set up on the main thread only). While the driver waits on its
+    executor (``waiting``) it raises ``KeyboardInterrupt`` at once, as Python's own handler does; during
+    the driver's own steps (consuming a unit, numbering windows, committing shards) it is noted and
+    raised by ``check`` once the step is whole, so a Ctrl-C always finds a whole state to save. One
+    handler for the loop, not one swapped around each step: a swap costs the driver ~7 µs a job."""
+
+    def __init__(self) -> None:
+        self.waiting = False
+        self.noted = False
+        self._previous: Any = None
+        self._installed = False
+
+    def __enter__(self) -> _Interrupts:
+        if threading.current_thread() is threading.main_thread():
+            self._previous = signal.signal(signal.SIGINT, self._on_sigint)
+            self._installed = True
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._installed:
+            signal.signal(signal.SIGINT, self._previous if self._previous is not None else signal.SIG_DFL)
+
+    def _on_sigint(self, signum: int, frame: Any) -> None:
+        if self.waiting:
+            raise KeyboardInterrupt
+        self.noted = True
+
+    def check(self) -> None:
+        """Raise the interrupt noted during the steps, if any."""
+        if self.noted:
+            self.noted = False
+            raise KeyboardInterrupt
