@@ -19,6 +19,7 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from enum import StrEnum
+from typing import Any
 
 
 @contextmanager
@@ -37,9 +38,48 @@ def interrupts_held() -> Iterator[None]:
     try:
         yield
     finally:
-        signal.signal(signal.SIGINT, previous if previous is not None else signal.SIG_DFL)
+        _restore_sigint(previous)
         if caught:
             signal.raise_signal(signal.SIGINT)  # to the handler that was there: KeyboardInterrupt by default
+
+
+def _restore_sigint(previous: Any) -> None:
+    signal.signal(signal.SIGINT, previous if previous is not None else signal.SIG_DFL)
+
+
+class SteppedInterrupts:
+    """SIGINT for a loop that alternates waits and steps of its own (the driver's; set up on the main
+    thread only). While ``waiting`` it raises ``KeyboardInterrupt`` at once, as Python's own handler
+    does; during a step it is noted and raised by ``check`` once the step is whole, so whoever catches
+    it finds a whole state to save. One handler for the loop, not ``interrupts_held`` around each step:
+    a swap costs ~7 µs, per job in the driver."""
+
+    def __init__(self) -> None:
+        self.waiting = False
+        self.noted = False
+        self._previous: Any = None
+        self._installed = False
+
+    def __enter__(self) -> SteppedInterrupts:
+        if threading.current_thread() is threading.main_thread():
+            self._previous = signal.signal(signal.SIGINT, self._on_sigint)
+            self._installed = True
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._installed:
+            _restore_sigint(self._previous)
+
+    def _on_sigint(self, signum: int, frame: Any) -> None:
+        if self.waiting:
+            raise KeyboardInterrupt
+        self.noted = True
+
+    def check(self) -> None:
+        """Raise the interrupt noted during the step, if any."""
+        if self.noted:
+            self.noted = False
+            raise KeyboardInterrupt
 
 
 class RejectReason(StrEnum):

@@ -25,7 +25,7 @@ the shards' writers left: the driver never handles a per-pack row.
 - Checkpoints (``state.json``, the rejects before it) are timed, not per window: after
   a commit once ``ray.checkpoint_interval_s`` have passed since the last, at the end, and on an interrupt
   (Ctrl-C): at once while the driver waits on the workers, and at the end of its step when it lands in
-  the driver's own work (``_Interrupts``), so an interrupt always saves a whole state. Staged units
+  the driver's own work (``cook.errors.SteppedInterrupts``), so an interrupt always saves a whole state. Staged units
   are dropped as their windows complete: a ``kill -9`` before the next save cooks them again (the
   same bytes).
 - Progress: the executor passes on the workers' reports of units still cooking (``UnitProgress``);
@@ -36,16 +36,14 @@ the shards' writers left: the driver never handles a per-pack row.
 from __future__ import annotations
 
 import itertools
-import signal
-import threading
 import time
 from collections import Counter, deque
 from collections.abc import Callable, Sequence
 from dataclasses import replace
-from typing import Any, Protocol
+from typing import Protocol
 
 from cook.config import PipelineConfig
-from cook.errors import interrupts_held
+from cook.errors import SteppedInterrupts, interrupts_held
 from cook.packing.metrics import PackingStats
 from cook.runner.output_dir import OutputDir
 from cook.runner.plan import line_count_tasks, with_first_lines
@@ -128,7 +126,7 @@ class Driver:
         waiting: dict[int, UnitDone] = {}
         turn, cooking, planned_all = self.resume.unit, 0, False
         executor = self.executor
-        with _Interrupts() as interrupts:
+        with SteppedInterrupts() as interrupts:
             while True:
                 while self.tasks and executor.outstanding() < executor.slots:
                     task = self.tasks.popleft()
@@ -287,38 +285,3 @@ class Driver:
         self.since_checkpoint, self.checkpointed = 0, time.monotonic()
         for unit in [u for u in self.snapshots if u < position.unit - 1]:
             del self.snapshots[unit]
-
-
-class _Interrupts:
-    """SIGINT during the driver's loop (set up on the main thread only). While the driver waits on its
-    executor (``waiting``) it raises ``KeyboardInterrupt`` at once, as Python's own handler does; during
-    the driver's own steps (consuming a unit, numbering windows, committing shards) it is noted and
-    raised by ``check`` once the step is whole, so a Ctrl-C always finds a whole state to save. One
-    handler for the loop, not one swapped around each step: a swap costs the driver ~7 µs a job."""
-
-    def __init__(self) -> None:
-        self.waiting = False
-        self.noted = False
-        self._previous: Any = None
-        self._installed = False
-
-    def __enter__(self) -> _Interrupts:
-        if threading.current_thread() is threading.main_thread():
-            self._previous = signal.signal(signal.SIGINT, self._on_sigint)
-            self._installed = True
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        if self._installed:
-            signal.signal(signal.SIGINT, self._previous if self._previous is not None else signal.SIG_DFL)
-
-    def _on_sigint(self, signum: int, frame: Any) -> None:
-        if self.waiting:
-            raise KeyboardInterrupt
-        self.noted = True
-
-    def check(self) -> None:
-        """Raise the interrupt noted during the steps, if any."""
-        if self.noted:
-            self.noted = False
-            raise KeyboardInterrupt

@@ -3,12 +3,18 @@ counted in input bytes, an interrupt in the driver's own step saved whole."""
 
 from __future__ import annotations
 
+import hashlib
+import json
+import signal
 from pathlib import Path
 
 import pytest
 
+from cook import format as fmt
 from cook.config import config_from_dict
+from cook.runner.driver import Driver
 from cook.runner.local import LocalExecutor
+from cook.runner.output_dir import STATE_NAME
 from cook.runner.pipeline import run_pipeline
 from cook.runner.progress import Progress
 from tests.conftest import pipeline_dict, write_jsonl
@@ -60,14 +66,6 @@ def test_an_interrupt_in_the_drivers_own_step_saves_a_whole_state(tmp_path: Path
     is raised once that commit is whole, and saves it: the state counts the shard, and the rerun ends
     byte-identical to an uninterrupted run. Python's own handler raised it in the middle of the commit,
     where nothing could be saved."""
-    import hashlib
-    import json
-    import signal
-
-    from cook import format as fmt
-    from cook.runner.driver import Driver
-    from cook.runner.output_dir import STATE_NAME
-
     (tmp_path / "raw").mkdir()
     write_jsonl(tmp_path / "raw" / "a.jsonl", _chats(60))
     extra = {"packing": {"buffer_size": 8, "seq_len": 64, "overflow": "truncate"}, "output": {"shard_size": 1}}
