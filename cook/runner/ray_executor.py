@@ -34,16 +34,19 @@ actor busy as before. The writes of a window with media are heavy, so they keep 
 spread over the actors.
 
 Progress of the units cooking takes a side channel, a ``ProgressBoard`` actor: each actor posts its
-unit's ``UnitProgress`` there (fire and forget, at most every ``REPORT_INTERVAL_S``), and the driver,
-waiting in ``next_done``, takes the board's reports every ``POLL_S``, and before it hands on a cooked
-unit unless it took them in the last ``UNIT_POLL_S`` (so a unit's reports come before its summary and
-the bar moves within a short run's units too), not per job: a take is a round trip to the board
-(after every job, it doubled Ray's per-job cost in the driver; before every cooked unit, +0.16 ms a
-job in bench_driver's probe, and hundreds of takes a second with a thousand actors). A report that
-comes after its unit's summary is moot (the summary moves the bar by the rest of the unit). The
-reports go to ``on_progress``. No cook ever waits on it. When no progress is shown (``on_progress``
-None: ``--quiet``), the driver never takes and the board keeps nothing (``mute``): in a real 2-actor
-text run the takes had cost the driver about as much CPU as its jobs (bench_driver_real).
+unit's ``UnitProgress`` there (fire and forget, at most every ``REPORT_INTERVAL_S``; before it answers
+the unit it waits for its last post, one round trip a unit, so the reports are on the board by the time
+the driver has the answer: posts from an actor and its answers travel apart), and the driver, waiting
+in ``next_done``, takes the board's reports every ``POLL_S``, and before it hands on a cooked unit
+unless it took them in the last ``UNIT_POLL_S`` (so a unit's reports come before its summary and the
+bar moves within a short run's units too), not per job: a take is a round trip to the board (after
+every job, it doubled Ray's per-job cost in the driver; before every cooked unit, +0.16 ms a job in
+bench_driver's probe, and hundreds of takes a second with a thousand actors). A report that comes after
+its unit's summary is moot (the summary moves the bar by the rest of the unit). The reports go to
+``on_progress``. A cook waits for its own last post only, never for the driver. When no progress is
+shown (``on_progress`` None: ``--quiet``), the driver never takes and the board keeps nothing
+(``mute``): in a real 2-actor text run the takes had cost the driver about as much CPU as its jobs
+(bench_driver_real).
 
 When an actor dies on a unit, Ray restarts the actor and the unit is cooked again with a trace
 (``Attempt.trace``, under the output directory, so it must be on storage the driver can read). If
@@ -129,7 +132,12 @@ class RayWorker(CookWorker):
     def __init__(self, config: PipelineConfig, board: str, report_interval_s: float) -> None:
         import ray
 
-        super().__init__(config, report=ray.get_actor(board).post.remote, report_interval_s=report_interval_s)
+        self._post: Any = ray.get_actor(board).post.remote
+        self._last_post: Any = None  # the ref of this unit's last report, awaited before the unit's answer
+        super().__init__(config, report=self._post_report, report_interval_s=report_interval_s)
+
+    def _post_report(self, progress: UnitProgress) -> None:
+        self._last_post = self._post(progress)
 
     def run(self, sent: bytes) -> list[bytes]:
         """``sent``: ``pickle.dumps([(job, attempt), ...])``, made by the driver (``RayExecutor._send``)
@@ -140,6 +148,11 @@ class RayWorker(CookWorker):
 
     def _one(self, job: Job, attempt: Attempt) -> bytes:
         done = self.work(job, attempt)
+        if self._last_post is not None:  # the unit's reports reach the board before its answer reaches the driver
+            import ray
+
+            ray.get(self._last_post)
+            self._last_post = None
         if isinstance(done, WriteDone):
             import ray
 

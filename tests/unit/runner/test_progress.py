@@ -14,7 +14,7 @@ from typing import ClassVar
 import pytest
 
 from cook.config import config_from_dict
-from cook.runner import pipeline, progress
+from cook.runner import pipeline, progress, ray_executor
 from cook.runner.local import LocalExecutor
 from cook.runner.progress import Progress
 from cook.runner.ray_executor import RayExecutor
@@ -98,7 +98,10 @@ def test_in_process_cook_reports_within_the_file(tmp_path: Path, monkeypatch: py
 
 
 def test_ray_cook_reports_within_the_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, ray_session) -> None:
+    """The actor's reports are on the board before its answer (it waits for its last post), and the
+    driver takes them before it hands on the unit (``UNIT_POLL_S`` 0: always), so some come first."""
     _TakesCounted.takes = 0
+    monkeypatch.setattr(ray_executor, "UNIT_POLL_S", 0.0)
     bar = _cook_recorded(tmp_path, monkeypatch, lambda c: _TakesCounted(c, None, 1, report_interval_s=0.0))
     _check_within_unit(bar)
     assert _TakesCounted.takes > 0  # progress is shown: the driver takes the reports (and the count sees it)
