@@ -37,6 +37,7 @@ import os
 import signal
 import threading
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 from typing import Any
 
 from cook.config import PipelineConfig
@@ -76,6 +77,7 @@ from cook.tokenize.backends import SAMPLE_TEXTS
 from cook.types import Conversation, MediaItem, Pack, RawRecord, TextPart, TokenizedSample
 from cook.writer.energon_index import publish_index
 from cook.writer.index_rows import write_rows
+from cook.writer.members import encode_item_frames
 from cook.writer.shards import write_shard
 
 TOKENIZE_BATCH = 256
@@ -164,6 +166,8 @@ class CookWorker:
         self.cooker = COOKERS[config.cooker]
         self._media_store: Any = None
         self._budget = RecordBudget(config.ray.record_timeout_s)
+        image = config.media.image
+        self._storages = (frame_storage(image.storage, image.jpeg_quality), frame_storage(*config.media.video_storage))
 
     def _media(self, raw: RawRecord, conv: Conversation) -> tuple[tuple[MediaItem, ...], ...]:
         if not conv.media:
@@ -260,8 +264,16 @@ class CookWorker:
         samples: list[TokenizedSample] = []
         for tokenized in tokenize_batch(self.tokenizer, convs, media, self.config.tokenizer):
             with rejects.catch(tokenized.source):
-                samples.append(fit_sample(tokenized.sample(), self.config.packing))
+                samples.append(self._stored(fit_sample(tokenized.sample(), self.config.packing)))
         return samples
+
+    def _stored(self, sample: TokenizedSample) -> TokenizedSample:
+        """``sample`` with its visual frames encoded as its shard will store them (png/jpeg storage), so
+        the stage and the shard writer hold the encoded frames, not the patches (``encode_item_frames``)."""
+        image, video = self._storages
+        if not sample.media or not image.stores_frames:
+            return sample
+        return replace(sample, media=tuple(encode_item_frames(item, image, video) for item in sample.media))
 
     def write_shard(self, task: ShardTask) -> ShardDone:
         """Build the task's packs from its window's plan and staged samples and write them as one
@@ -273,15 +285,15 @@ class CookWorker:
         bounds = pack_bounds.tolist()
         pad_id, pad_multiple = self.tokenizer.pad_id, self.config.packing.pad_multiple
         packs = [build_pack(samples[a:b], pad_id, pad_multiple, False) for a, b in itertools.pairwise(bounds)]
-        image = self.config.media.image
+        image, video = self._storages
         info, layout = write_shard(
             self.config.output.dir,
             task.shard_index,
             task.first_pack,
             packs,
             direct=self.config.ray.direct_io,
-            storage=frame_storage(image.storage, image.jpeg_quality),
-            video_storage=frame_storage(*self.config.media.video_storage),
+            storage=image,
+            video_storage=video,
         )
         write_rows(self.config.output.dir, task.shard_index, info, layout)
         return ShardDone(task.shard_index, info, _packed_counts(packs, samples))

@@ -2,12 +2,16 @@
 
 With stored frames (``media.image.storage`` / ``media.video.storage`` png | jpeg, ``FrameStorage``)
 the pack's patches are not written as ``pixel_patches.npy``: each visual frame (``media_sizes`` row
-``(frames, H, W)`` gives ``frames`` of them) is encoded here, in the worker, as member
-``frame.<k>.png|jpg`` in its medium's codec (``cook.frames``), and the pack's meta.json says
-``format.FRAME_SCHEMA_VERSION``; a pack without frame members stays schema 1.
+``(frames, H, W)`` gives ``frames`` of them) is member ``frame.<k>.png|jpg`` in its medium's codec
+(``cook.frames``), and the pack's meta.json says ``format.FRAME_SCHEMA_VERSION``; a pack without frame
+members stays schema 1. The worker that cooks a sample encodes its frames before staging it
+(``encode_item_frames``: the stage holds ~1/8 of the patches' bytes), so the packs come with their
+frames stored; a pack that comes with patches (``cook repack`` of raw patches) is encoded here.
 """
 
 from __future__ import annotations
+
+from dataclasses import replace
 
 import numpy as np
 import orjson
@@ -15,7 +19,7 @@ import orjson
 from cook import format as fmt
 from cook.contract import RAW_STORAGE, FrameStorage
 from cook.frames import encode_frame, frame_sizes, frame_storages
-from cook.types import Pack
+from cook.types import MediaItem, Pack
 
 
 def meta_json(pack: Pack, frames: bool = False) -> bytes:
@@ -113,6 +117,23 @@ def _frame_members(pack: Pack, image: FrameStorage, video: FrameStorage) -> list
         out.append((fmt.frame_member(index, storage.codec), (memoryview(data),)))
         first += count
     return out
+
+
+def encode_item_frames(item: MediaItem, image: FrameStorage, video: FrameStorage) -> MediaItem:
+    """``item`` with its frames encoded as a pack stores them (``stored_frames``; its patches dropped), the
+    bytes ``_frame_members`` encodes from its patches, in its medium's storage (``frame_storages``). A cook
+    worker encodes each item so before staging it (a stored frame is ~1/8 of its patches' bytes). An item
+    without patches (audio; frames already stored), or in raw storage, is returned as it is."""
+    if item.patches is None or item.size is None or not image.stores_frames:
+        return item
+    frames, height_px, width_px = item.size
+    storages = frame_storages(np.array([item.size], np.int32), [item.visual_kind or item.kind], image, video)
+    count = fmt.frame_patches(height_px, width_px)
+    encoded = tuple(
+        encode_frame(item.patches[k * count : (k + 1) * count], height_px, width_px, storage)
+        for k, storage in zip(range(frames), storages, strict=True)
+    )
+    return replace(item, patches=None, stored_frames=encoded)
 
 
 def pack_members(

@@ -24,12 +24,15 @@ from megatron.energon import WorkerConfig, get_savable_loader, get_train_dataset
 from bench.bench_media import photo_jpeg
 from cook import format as fmt
 from cook.cli.main import main
-from cook.contract import ContractMismatch
+from cook.config import config_from_dict
+from cook.contract import ContractMismatch, frame_storage
 from cook.errors import ConfigError
-from cook.frames import frame_header
+from cook.frames import encode_frame, frame_header, frame_sizes
 from cook.packfiles import find_pack
 from cook.reader import PackedBatch, make_loader, to_device
 from cook.reader.loader import PackedTaskEncoder
+from cook.runner.plan import plan_units
+from cook.runner.worker import CookWorker
 from tests.conftest import DEMO_DATA, DEMO_TOKENIZER, REPO, pipeline_dict, write_jsonl
 from tests.e2e.energon_load import load_all_packs
 
@@ -140,6 +143,56 @@ def test_each_medium_stored_in_its_own_codec(demo: dict[str, Path]) -> None:
                 assert np.abs(got.astype(np.int16) - want).mean() <= 2.0
             seen.add(kind)
     assert seen == {"image", "video"}
+
+
+@pytest.mark.parametrize("mode", ["jpeg", "mixed"])
+def test_frames_are_the_encode_of_the_raw_cooks_patches(demo: dict[str, Path], mode: str) -> None:
+    """The worker encodes each item's frames before staging it: every frame member is byte for byte
+    ``encode_frame`` of the raw cook's patches for that frame in its medium's storage, what encoding
+    the pack's patches at write time gives."""
+    packs = load_all_packs(str(demo[mode]), _manifest(demo[mode])["counts"]["packs"])
+    raw = _patches_by_key(demo["raw"])
+    storages = {"image": "png" if mode == "mixed" else "jpeg", "video": "jpeg"}
+    frames = 0
+    for key, members in packs.items():
+        if fmt.MEDIA_SIZES not in members:
+            continue
+        sizes = np.load(io.BytesIO(bytes(members[fmt.MEDIA_SIZES])))
+        first = 0
+        for k, ((frame_h, frame_w), kind) in enumerate(zip(frame_sizes(sizes), _frame_kinds(members), strict=True)):
+            count = fmt.frame_patches(frame_h, frame_w)
+            want = encode_frame(raw[key][first : first + count], frame_h, frame_w, frame_storage(storages[kind]))
+            assert bytes(members[fmt.frame_member(k, storages[kind])]) == want, (key, k)
+            first, frames = first + count, frames + 1
+    assert frames > 0
+
+
+def test_the_stage_holds_encoded_frames(tmp_path: Path) -> None:
+    """A cooked unit with jpeg storage is staged with each image's encoded frames and no patches (a
+    ``StagedUnit`` read back), a fraction of the patches' bytes."""
+    config = config_from_dict(
+        pipeline_dict(
+            str(DEMO_DATA),
+            str(tmp_path / "out"),
+            input={"media_root": str(DEMO_DATA / "media")},
+            tokenizer={"path": str(DEMO_TOKENIZER)},
+            media={"image": {"storage": "jpeg"}, "video": {"storage": "jpeg"}},
+        )
+    )
+    worker = CookWorker(config)
+    units = plan_units(config.input)
+    done = [worker.cook_unit(unit) for unit in units]
+    assert sum(d.samples for d in done) > 0
+    visual = [
+        item
+        for unit in units
+        for sample in worker.store.get(unit.index)  # type: ignore[attr-defined]  # a DiskStore's StagedUnit
+        for item in sample.media
+        if item.size is not None
+    ]
+    assert visual and all(item.patches is None and len(item.stored_frames) == item.size[0] for item in visual)
+    patch_bytes = sum(item.n_patches * fmt.PATCH_VALUES for item in visual)
+    assert sum(len(frame) for item in visual for frame in item.stored_frames) < patch_bytes / 2
 
 
 def test_contract_records_each_medium(demo: dict[str, Path]) -> None:
