@@ -5,8 +5,9 @@
 bench_driver measures the coordinator alone, fed by a replay. This runs the real thing: bench_job's
 text workload (``pipelines/text_sft.yaml``, the demo chats x 1280 against x 16) with 2 Ray actors: bench_job's
 4 MiB units at one job a Ray call (the automatic value below 64 actors) and at 16 (the automatic value
-from 512 actors), and the shipped unit size (32 MiB) at one job a call, the settings and sizes
-interleaved in every repeat. Figures are marginal (big minus
+from 512 actors), and the shipped unit size (32 MiB) at one job a call and at 16, what a fleet of 1,024
+actors gets (its big run the demo chats x 5120, 56 units, so that full calls keep both actors busy), the
+settings and sizes interleaved in every repeat. Figures are marginal (big minus
 small) medians over ``BENCH_REPEATS`` repeats (default 3):
 
 - *driver loop CPU*: ``driver_loop_cpu_s`` of ``cook run --json``, the driver process's CPU (every
@@ -39,13 +40,15 @@ from bench.job_run import become_subreaper, run_job
 COMMAND = ".venv/bin/python -m bench.run_all bench_driver_real"
 DEFAULT_UNIT_BYTES = 32 * 2**20  # input.unit_bytes as shipped (cook/config.py)
 SMALL_COPIES_SHIPPED_UNITS = 200  # the small run at 32 MiB units: 73 MB, 3 units, so it starts both actors too
-# (units, input.unit_bytes, ray.jobs_per_call, the small run's demo-chat copies): bench_job's 4 MiB units at
-# 1 job a call (the automatic value below 64 actors) and at 16 (from 512 actors), and the shipped unit size
-# at the automatic 1
+BIG_COPIES_FLEET_CALLS = 5120  # 1.9 GB, 56 units of 32 MiB: 16 jobs a call fill the 2 actors' 4 calls in flight
+# (units, input.unit_bytes, ray.jobs_per_call, the small run's and the big run's demo-chat copies (0: bench_job's
+# text workload)): bench_job's 4 MiB units at 1 job a call (the automatic value below 64 actors) and at 16
+# (from 512 actors), and the shipped unit size at the automatic 1 and at 16, what a fleet of 1,024 actors gets
 CONFIGS = (
-    ("4 MiB", 4 * 2**20, 1, SMALL_TEXT_COPIES),
-    ("4 MiB", 4 * 2**20, 16, SMALL_TEXT_COPIES),
-    ("32 MiB (default)", DEFAULT_UNIT_BYTES, 1, SMALL_COPIES_SHIPPED_UNITS),
+    ("4 MiB", 4 * 2**20, 1, SMALL_TEXT_COPIES, 0),
+    ("4 MiB", 4 * 2**20, 16, SMALL_TEXT_COPIES, 0),
+    ("32 MiB (default)", DEFAULT_UNIT_BYTES, 1, SMALL_COPIES_SHIPPED_UNITS, 0),
+    ("32 MiB (default)", DEFAULT_UNIT_BYTES, 16, SMALL_COPIES_SHIPPED_UNITS, BIG_COPIES_FLEET_CALLS),
 )
 TARGET_CORES = 1000
 IDLE_S = 10.0
@@ -99,13 +102,14 @@ def run() -> str:
     work = text_workload(int(os.environ.get("BENCH_TEXT_COPIES", 1280)))
     out = WORK / "driver_real_out"
     marginal: dict[int, list[tuple[float, float, float, float]]] = {c: [] for c in range(len(CONFIGS))}
-    smalls = {copies: text_corpus(copies) for *_, copies in CONFIGS}
-    for _, unit_bytes, _, copies in CONFIGS:
+    smalls = {copies: text_corpus(copies) for *_, copies, _ in CONFIGS}
+    bigs = {big: text_corpus(big) if big else work.inputs["big"] for *_, big in CONFIGS}
+    for _, unit_bytes, _, copies, _ in CONFIGS:
         _check_small_starts_every_actor("text", len(jsonl_cuts(str(smalls[copies]), unit_bytes)))
     for repeat in range(repeats):
-        for c, (_, unit_bytes, k, copies) in enumerate(CONFIGS):
+        for c, (_, unit_bytes, k, copies, big_copies) in enumerate(CONFIGS):
             runs = {}
-            for size, path in (("small", smalls[copies]), ("big", work.inputs["big"])):
+            for size, path in (("small", smalls[copies]), ("big", bigs[big_copies])):
                 args = ["run", work.pipeline, "--input", str(path), "--output", str(out), "--workers", "2",
                         "--set", f"input.unit_bytes={unit_bytes}", "--set", f"ray.jobs_per_call={k}",
                         "--overwrite", "--quiet", "--json"]  # fmt: skip
@@ -115,14 +119,14 @@ def run() -> str:
             marginal[c].append(tuple(b - s for b, s in zip(big, small, strict=True)))  # type: ignore[arg-type]
     idle = idle_rate()
     rows = []
-    for c, (units, _, k, _) in enumerate(CONFIGS):
+    for c, (units, _, k, _, big_copies) in enumerate(CONFIGS):
         wall, tree, process, loop = (statistics.median(m[i] for m in marginal[c]) for i in range(4))
         each = ", ".join(f"{m[3]:.2f}" for m in marginal[c])
         own = loop - idle * wall
         cores, cores_own = (tree / v if v > 0 else float("inf") for v in (loop, own))
         met = "met" if cores_own >= TARGET_CORES else "**not met**"
         rows.append(
-            f"| {units} | {k} | {wall:.1f} | {tree:.2f} | {process:.2f} | **{loop:.3f}** ({each}) | {cores:,.0f} "
+            f"| {units} | {k} | {bigs[big_copies].name} | {wall:.1f} | {tree:.2f} | {process:.2f} | **{loop:.3f}** ({each}) | {cores:,.0f} "
             f"| {own:.3f} | **{cores_own:,.0f}** ({met}) |"
         )
     table = "\n".join(rows)
@@ -132,8 +136,10 @@ def run() -> str:
 
 bench_job's text workload ({work.inputs["big"].name}, `pipelines/text_sft.yaml`), `cook run --workers 2`:
 bench_job's 4 MiB units at 1 and 16 jobs a Ray call (against {smalls[SMALL_TEXT_COPIES].name}), and the shipped
-unit size (`input.unit_bytes` 32 MiB) at 1, the automatic value for 2 actors (against
-{smalls[SMALL_COPIES_SHIPPED_UNITS].name}, 3 units: every small run starts both actors); marginal (big minus small),
+unit size (`input.unit_bytes` 32 MiB) at 1, the automatic value for 2 actors, and at 16, the automatic value
+for 1,024 actors (against {smalls[SMALL_COPIES_SHIPPED_UNITS].name}, 3 units: every small run starts both actors;
+at 16 jobs a call the big run is {bigs[BIG_COPIES_FLEET_CALLS].name}, 56 units, so that full calls of 16 keep
+both actors busy); marginal (big minus small),
 median of {repeats} repeats, interleaved. *Driver loop CPU*: `driver_loop_cpu_s` of `cook run --json` (the
 driver process, every thread, from the first job handed out to the last result). *Driver process CPU*: the
 whole process, start-up and shutdown included. Cores one driver can feed = job CPU / driver loop CPU.
@@ -141,7 +147,7 @@ Ray's idle background in a driver process (2 actors, no job, {IDLE_S:.0f} s): **
 core; *without it*: the loop's CPU less that rate x the marginal wall (target ≥ {TARGET_CORES:,} cores, judged
 on this, as issue 31 measured).
 
-| units | jobs a call | wall s | job CPU s | driver process CPU s | driver loop CPU s (each repeat) | cores fed | loop CPU without Ray's idle background s | cores fed |
-| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |
+| units | jobs a call | big run | wall s | job CPU s | driver process CPU s | driver loop CPU s (each repeat) | cores fed | loop CPU without Ray's idle background s | cores fed |
+| --- | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |
 {table}
 """
