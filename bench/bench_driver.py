@@ -100,12 +100,13 @@ class Shape:
     pipeline: str
     unit_records: int
     visual: bool  # samples carry images (patch counts, the pixel members in each pack)
+    heavy: bool  # the shards copy raw patches (a write job a shard), not frames stored png/jpeg (``heavy_sample``)
     record_bytes: int  # input bytes per record (progress only)
 
 
 SHAPES = {
-    "text": Shape("text", "pipelines/text_sft.yaml", 10_000, False, 1_550),
-    "images": Shape("images", "pipelines/omni_sft.yaml", 1_000, True, 330_000),
+    "text": Shape("text", "pipelines/text_sft.yaml", 10_000, False, False, 1_550),
+    "images": Shape("images", "pipelines/omni_sft.yaml", 1_000, True, False, 330_000),  # jpeg frames, as shipped
 }
 
 
@@ -147,7 +148,7 @@ def unit_summary(shape: Shape, unit: int, records: int, seq_len: int) -> UnitSum
         RejectRecord(f"part-{unit:05d}.jsonl#{i + 1}", reasons[i % len(reasons)], "synthetic reject for bench_driver")
         for i in rejected.tolist()
     )
-    return UnitSummary(unit, records, rejects, lengths, n_patches, bool(shape.visual))
+    return UnitSummary(unit, records, rejects, lengths, n_patches, shape.heavy)
 
 
 def shard_done(
@@ -284,7 +285,7 @@ def job_key(job: Job) -> str:
         return f"window {job.index}"
     if isinstance(job, IndexTask):
         return f"index {job.shards}"
-    media = " media" if job.media else ""  # a media window's write: a call of its own, not a rider
+    media = " media" if job.heavy else ""  # a heavy window's write: a call of its own, not a rider
     return f"shards {job.shards[0].shard_index}..{job.shards[-1].shard_index}{media}"
 
 

@@ -23,15 +23,16 @@ order. Its slots grow with it, so every call can be full, and its lookahead by w
 (``limits``), so the units staged ahead grow no more than that. A job run again after a crash
 goes alone, so a unit's crash trace names its own records only.
 
-**Window jobs ride on cooks.** A window's plan, and the write of a text window's shards, take a few
-milliseconds of an actor, but a call of their own costs the driver as much as a cook's: with the
-shipped 32 MiB units a text run had ~4 window jobs for every unit (bench_driver_real). So the
-executor holds them (``rides``) and sends them at the head of its next call (a cook's, or a media
-write's); they go alone only when the driver would otherwise wait (the input's end, lookahead full).
-Their results come back with that call's, so a window is written about a unit's cook later than on
-its own. They take no slot (``slots`` grows by the riders outstanding): the calls' cooks keep every
-actor busy as before. The writes of a window with media are heavy, so they keep calls of their own,
-spread over the actors.
+**Window jobs ride on cooks.** A window's plan, and the write of a light window's shards (text, or
+frames stored png/jpeg), take a few milliseconds of an actor, but a call of their own costs the driver
+as much as a cook's: with the shipped 32 MiB units a text run had ~4 window jobs for every unit
+(bench_driver_real). So the executor holds them (``rides``) and sends them at the head of its next call
+(a cook's, or a heavy write's); they go alone only when the driver would otherwise wait (the input's
+end, lookahead full). Their results come back with that call's, so a window is written about a unit's
+cook later than on its own. They take no slot (``slots`` grows by the riders outstanding): the calls'
+cooks keep every actor busy as before. The writes of a window with raw patches or audio are heavy, so
+they keep calls of their own, spread over the actors; frames stored png/jpeg are light
+(``heavy_sample``).
 
 Progress of the units cooking takes a side channel, a ``ProgressBoard`` actor: each actor posts its
 unit's ``UnitProgress`` there (fire and forget, at most every ``REPORT_INTERVAL_S``; before it answers
@@ -189,8 +190,8 @@ Queued = tuple[Job, Attempt, int]  # a job, its attempt, the tries before this o
 
 
 def rides(job: Job) -> bool:
-    """Whether ``job`` rides at the head of the next call: a window's plan, or a text window's write."""
-    return isinstance(job, WindowTask) or (isinstance(job, WriteTask) and not job.media)
+    """Whether ``job`` rides at the head of the next call: a window's plan, or a light window's write."""
+    return isinstance(job, WindowTask) or (isinstance(job, WriteTask) and not job.heavy)
 
 
 class RayExecutor:

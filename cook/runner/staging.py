@@ -99,7 +99,7 @@ class MemoryStore:
     def put(self, summary: UnitSummary, samples: Sequence[TokenizedSample], spans: Spans | None = None) -> None:
         """Keep ``samples`` (their arrays as they are: ``spans`` is not needed in the process)."""
         self._units[summary.unit] = samples
-        self._lengths[summary.unit] = (summary.lengths, summary.n_patches, summary.media)
+        self._lengths[summary.unit] = (summary.lengths, summary.n_patches, summary.heavy)
 
     def lengths(self, unit: int) -> StagedLengths:
         """The unit's lengths and patch counts (int32 [N] each), in sample order, and its media flag."""

@@ -103,7 +103,7 @@ class UnitSummary:
     rejects: tuple[RejectRecord, ...]  # in the order raised: read/cook/media per record, tokenize/fit per batch
     lengths: np.ndarray  # int32 [N] tokens per sample, in record order
     n_patches: np.ndarray  # int32 [N] visual patches per sample
-    media: bool  # a sample holds a media item (patches, stored frames or audio): the unit's shards are heavy
+    heavy: bool  # a sample holds patches or audio to copy: the unit's shards are heavy (``heavy_sample``)
 
     @classmethod
     def of(
@@ -112,7 +112,7 @@ class UnitSummary:
         """The summary of a unit's ``samples`` (``TokenizedSample``s, in record order)."""
         lengths = np.array([s.length for s in samples], dtype=np.int32)
         n_patches = np.array([s.n_patches for s in samples], dtype=np.int32)
-        return cls(unit, records_in, tuple(rejects), lengths, n_patches, any(s.media for s in samples))
+        return cls(unit, records_in, tuple(rejects), lengths, n_patches, any(heavy_sample(s) for s in samples))
 
     @property
     def samples(self) -> int:
@@ -126,7 +126,14 @@ class UnitSummary:
         return UnitDone(self.unit, self.records_in, Rejects.of(self.rejects), self.samples, self.tokens)
 
 
-StagedLengths = tuple[np.ndarray, np.ndarray, bool]  # a staged unit's lengths, patch counts, media flag
+def heavy_sample(sample: TokenizedSample) -> bool:
+    """Whether writing ``sample`` moves heavy bytes: raw image or video patches (8.5x a photo's JPEG bytes)
+    or audio features. Frames stored png/jpeg, encoded by the cooking worker, are not: a window of them
+    is written as a text window is, several shards a job, riding on a cook's call."""
+    return any(item.patches is not None or item.audio_features is not None for item in sample.media)
+
+
+StagedLengths = tuple[np.ndarray, np.ndarray, bool]  # a staged unit's lengths, patch counts, heavy flag
 
 
 @dataclass(frozen=True)
@@ -178,15 +185,15 @@ class WindowTask:
 @dataclass(frozen=True)
 class WindowDone:
     """A planned window: how many packs, their packing stats, whether their count misses
-    ``packing.pack_count_multiple``, and whether its units hold media (images, video or audio: its
-    shards are heavy, so the driver hands them out a shard per job). The plan itself stays in the
+    ``packing.pack_count_multiple``, and whether its shards are heavy (a unit's sample holds patches or
+    audio: ``heavy_sample``), so the driver hands them out a shard per job. The plan itself stays in the
     staging store."""
 
     index: int
     packs: int
     stats: PackingStats
     short_of_multiple: bool
-    media: bool
+    heavy: bool
 
 
 @dataclass(frozen=True, eq=False)
@@ -229,7 +236,7 @@ class WriteTask:
     window's shards go out together (``cook.runner.windows.SHARDS_PER_WRITE`` at most)."""
 
     shards: tuple[ShardTask, ...]
-    media: bool = False  # the window holds media: heavy shards (a Ray call of their own, not riding on a cook's)
+    heavy: bool = False  # heavy shards (``heavy_sample``): a Ray call of their own, not riding on a cook's
 
 
 @dataclass(frozen=True)
@@ -313,7 +320,7 @@ def _body(result: Result) -> dict[str, Any]:
             "packs": result.packs,
             "stats": asdict(result.stats),
             "short_of_multiple": result.short_of_multiple,
-            "media": result.media,
+            "heavy": result.heavy,
         }
     if isinstance(result, IndexDone):
         return {"index_shards": result.shards}
@@ -342,18 +349,18 @@ def encode_result(result: Result) -> bytes:
 
 def encode_staged(summary: UnitSummary) -> bytes:
     """The staging store's sidecar of a unit: its ``UnitDone`` (``decode_result`` reads that part)
-    plus its lengths, patch counts and media flag (``staged_lengths``)."""
+    plus its lengths, patch counts and heavy flag (``staged_lengths``)."""
     body = _body(summary.done())
     body["lengths"], body["n_patches"] = _int32s(summary.lengths), _int32s(summary.n_patches)
-    body["media"] = summary.media
+    body["heavy"] = summary.heavy
     return _dumps(body)
 
 
 def staged_lengths(payload: bytes) -> StagedLengths:
-    """The lengths, patch counts (int32 [N] each) and media flag of a sidecar written by ``encode_staged``."""
+    """The lengths, patch counts (int32 [N] each) and heavy flag of a sidecar written by ``encode_staged``."""
     body = json.loads(payload)
-    media = bool(body.get("media", True))  # staged before the flag (a resume): as media, a shard per job
-    return _from_int32s(body["lengths"]), _from_int32s(body["n_patches"]), media
+    heavy = bool(body.get("heavy", True))  # staged before the flag (a resume): heavy, a shard per job
+    return _from_int32s(body["lengths"]), _from_int32s(body["n_patches"]), heavy
 
 
 def decode_result(payload: bytes) -> Result:
@@ -364,7 +371,7 @@ def decode_result(payload: bytes) -> Result:
         return UnitDone(body["unit"], body["records_in"], rejects, body["samples"], body["tokens"])
     if "window" in body:
         stats = PackingStats.from_fields(body["stats"])
-        return WindowDone(body["window"], body["packs"], stats, body["short_of_multiple"], body["media"])
+        return WindowDone(body["window"], body["packs"], stats, body["short_of_multiple"], body["heavy"])
     if "index_shards" in body:
         return IndexDone(body["index_shards"])
     if "lines_from_unit" in body:

@@ -33,8 +33,10 @@ from cook.runner.units import PackPlan, ShardTask, Slice, StagedLengths, UnitDon
 
 # Under Ray a text window's shards go to one worker together, this many at most: the driver's cost is
 # per job, not per shard; the cap keeps a large window (``buffer_size: all``) spread over the workers.
-# A window with media (images, video, audio) goes a shard per job: its shards are heavy, so Ray's cost
-# is small beside them and one job for them all would leave the other actors idle. In-process a job
+# A window whose samples hold patches or audio (``heavy_sample``: raw image and video patches, audio
+# features) goes a shard per job: its shards are heavy, so Ray's cost is small beside them and one job
+# for them all would leave the other actors idle. Frames stored png/jpeg were encoded by the cooking
+# worker (``encode_item_frames``): such a window's shards only copy them, and go as text's do. In-process a job
 # costs nothing to hand out: a shard per job, so a Ctrl-C keeps every shard written. Figures:
 # docs/SCALING.md.
 SHARDS_PER_WRITE = 16
@@ -76,11 +78,11 @@ class WindowPlan:
 
     def writes(self, committed: int, per_job: int) -> list[WriteTask]:
         """The window's shards not yet committed (below ``committed`` they are, after a resume), in write
-        jobs of ``per_job`` shards (the last may hold fewer; a shard each where the window holds media)."""
-        media = self.planned.media
-        per_job = 1 if media else per_job
+        jobs of ``per_job`` shards (the last may hold fewer; a shard each where the shards are heavy)."""
+        heavy = self.planned.heavy
+        per_job = 1 if heavy else per_job
         tasks = [task for task in self.tasks if task.shard_index >= committed]
-        return [WriteTask(tuple(tasks[i : i + per_job]), media) for i in range(0, len(tasks), per_job)]
+        return [WriteTask(tuple(tasks[i : i + per_job]), heavy) for i in range(0, len(tasks), per_job)]
 
 
 @dataclass
@@ -157,7 +159,7 @@ def plan_window_task(
     task: WindowTask, lengths_of: Callable[[int], StagedLengths], packing: PackingConfig
 ) -> tuple[PackPlan, WindowDone]:
     """Plan ``task``'s packs (``plan_window``) from its units' staged lengths and patch counts
-    (``lengths_of(unit)``: int32 [N] each, and the unit's media flag): the plan, and what the driver
+    (``lengths_of(unit)``: int32 [N] each, and the unit's heavy flag): the plan, and what the driver
     needs of it."""
     columns = [(unit, start, stop, *lengths_of(unit)) for unit, start, stop in task.slices]
     lengths = np.concatenate([length[start:stop] for _, start, stop, length, _, _ in columns])  # int32 [N]
@@ -172,6 +174,6 @@ def plan_window_task(
         packs,
         stats_for_flat(lengths, order, bounds, packing.seq_len, packing.pad_multiple),
         bool(packing.pack_count_multiple and packs % packing.pack_count_multiple),
-        any(media for *_, media in columns),
+        any(heavy for *_, heavy in columns),
     )
     return PackPlan(refs[order], np.asarray(bounds, dtype=np.int64)), done

@@ -13,8 +13,11 @@ from cook import format as fmt
 @pytest.mark.parametrize(
     ("shape", "samples"),
     [
-        (Shape("images", SHAPES["images"].pipeline, 100, True, 1000), 2_550),  # windows of 1,000: 2 close mid-run
-        (Shape("text", SHAPES["text"].pipeline, 500, False, 1000), 2_000),  # one window, closed at the end
+        (
+            Shape("images", SHAPES["images"].pipeline, 100, True, False, 1000),
+            2_550,
+        ),  # windows of 1,000: 2 close mid-run
+        (Shape("text", SHAPES["text"].pipeline, 500, False, False, 1000), 2_000),  # one window, closed at the end
     ],
 )
 def test_synthetic_executor_drives_the_driver_to_completion(tmp_path: Path, shape: Shape, samples: int) -> None:
@@ -38,7 +41,7 @@ def test_synthetic_executor_drives_the_driver_to_completion(tmp_path: Path, shap
 def test_a_replay_hands_out_the_recorded_jobs_and_finishes_the_same_run(tmp_path: Path) -> None:
     """The measured run answers each job from a recording of the synthetic one: the same jobs in the
     same order (checked job by job), the same counts, shards and manifest."""
-    shape = Shape("images", SHAPES["images"].pipeline, 100, True, 1000)
+    shape = Shape("images", SHAPES["images"].pipeline, 100, True, True, 1000)
     recording: list[tuple[str, str]] = []
     recorded, _ = drive(shape, 2_550, str(tmp_path / "recorded"), actors=2, record=recording)
     assert [key for key, _ in recording][-1] == f"index {recorded.shards}"

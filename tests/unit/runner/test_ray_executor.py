@@ -161,7 +161,7 @@ def test_window_jobs_ride_in_the_next_cooks_call_and_take_no_slot(per_call: int)
     executor = _executor(2, per_call, calls)
     window = WindowTask(0, ((0, 0, 10),))
     text_write = WriteTask((ShardTask(0, 0, window, 0, 4),))
-    media_write = WriteTask((ShardTask(1, 4, window, 4, 8),), media=True)
+    media_write = WriteTask((ShardTask(1, 4, window, 4, 8),), heavy=True)
     base = executor.slots
     for job in (window, text_write):
         executor.submit(job)

@@ -8,7 +8,7 @@ import pytest
 from cook.errors import RejectReason
 from cook.runner.output_dir import stage_dir
 from cook.runner.staging import DiskStore, MemoryStore
-from cook.runner.units import PackPlan, Rejects, UnitDone, UnitSummary, WindowTask
+from cook.runner.units import PackPlan, Rejects, UnitDone, UnitSummary, WindowTask, heavy_sample
 from cook.types import MediaItem, PlaceholderBlock, RejectRecord, TokenizedSample
 
 
@@ -34,7 +34,7 @@ def _summary(unit: int, samples: list[TokenizedSample]) -> UnitSummary:
     rejects = (RejectRecord("a.jsonl#2", RejectReason.BAD_JSON, "x\ny"),)
     lengths = np.array([s.length for s in samples], np.int32)
     n_patches = np.array([s.n_patches for s in samples], np.int32)
-    return UnitSummary(unit, len(samples) + 1, rejects, lengths, n_patches, any(s.media for s in samples))
+    return UnitSummary(unit, len(samples) + 1, rejects, lengths, n_patches, any(heavy_sample(s) for s in samples))
 
 
 @pytest.mark.parametrize("kind", ["disk", "memory"])
@@ -66,8 +66,8 @@ def test_disk_summary_survives_the_process_and_drop_removes_it(tmp_path: Path) -
     again = DiskStore(str(tmp_path)).summary(5)
     assert again is not None
     assert again == summary.done() == UnitDone(5, 4, Rejects.of(summary.rejects), 3, 9)
-    lengths, n_patches, media = DiskStore(str(tmp_path)).lengths(5)
-    assert lengths.tolist() == [5, 3, 1] and n_patches.tolist() == [0, 4, 0] and media
+    lengths, n_patches, heavy = DiskStore(str(tmp_path)).lengths(5)
+    assert lengths.tolist() == [5, 3, 1] and n_patches.tolist() == [0, 4, 0] and heavy
     assert DiskStore(str(tmp_path)).summary(6) is None
     DiskStore(str(tmp_path)).drop(5)
     assert DiskStore(str(tmp_path)).summary(5) is None

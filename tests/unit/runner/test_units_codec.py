@@ -48,23 +48,23 @@ def test_a_reason_no_cook_knows_is_refused() -> None:
         decode_result(payload)
 
 
-@pytest.mark.parametrize("media", [False, True])
-def test_the_staged_sidecar_holds_the_counts_the_lengths_and_the_media_flag(media: bool) -> None:
-    summary = UnitSummary(4, 3, (), np.array([5, 70000, 1], np.int32), np.array([0, 4096, 0], np.int32), media)
+@pytest.mark.parametrize("heavy", [False, True])
+def test_the_staged_sidecar_holds_the_counts_the_lengths_and_the_heavy_flag(heavy: bool) -> None:
+    summary = UnitSummary(4, 3, (), np.array([5, 70000, 1], np.int32), np.array([0, 4096, 0], np.int32), heavy)
     payload = encode_staged(summary)
     assert decode_result(payload) == UnitDone(4, 3, Rejects(), 3, 70006)
-    lengths, n_patches, staged_media = staged_lengths(payload)
+    lengths, n_patches, staged_heavy = staged_lengths(payload)
     assert lengths.dtype == np.int32 and lengths.tolist() == [5, 70000, 1] and n_patches.tolist() == [0, 4096, 0]
-    assert staged_media is media
+    assert staged_heavy is heavy
     body = json.loads(payload)
-    del body["media"]  # a unit staged by the cook before the flag, met by a resume
-    assert staged_lengths(json.dumps(body).encode())[2] is True  # taken as media: a shard per job, same bytes
+    del body["heavy"]  # a unit staged by the cook before the flag, met by a resume
+    assert staged_lengths(json.dumps(body).encode())[2] is True  # taken as heavy: a shard per job, same bytes
 
 
 def test_window_done_round_trips() -> None:
     stats = stats_for_flat(np.array([5, 9, 30]), np.array([2, 0, 1]), np.array([0, 1, 3]), 32, 4)
-    for media in (False, True):
-        done = WindowDone(7, 2, stats, True, media)
+    for heavy in (False, True):
+        done = WindowDone(7, 2, stats, True, heavy)
         assert decode_result(encode_result(done)) == done
 
 

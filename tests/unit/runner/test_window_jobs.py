@@ -172,12 +172,13 @@ def test_in_process_each_shard_is_a_write_job_of_its_own(tmp_path: Path) -> None
     assert [len(write.shards) for write in writes] == [1] * summary.shards and summary.shards > 1
 
 
-def test_a_window_with_media_is_written_a_shard_per_job() -> None:
-    """Image shards are heavy: one job for all of a window's would leave the other actors idle."""
+def test_a_heavy_window_is_written_a_shard_per_job() -> None:
+    """Shards of raw patches or audio are heavy: one job for all of a window's would leave the other
+    actors idle. A light window (text, frames stored png/jpeg) goes ``SHARDS_PER_WRITE`` shards a job."""
     stats = PackingStats(64)
-    for media, sizes in ((False, [16, 16, 8]), (True, [1] * 40)):
+    for heavy, sizes in ((False, [16, 16, 8]), (True, [1] * 40)):
         planner = Planner(config_from_dict(pipeline_dict("x.jsonl", "out")).packing, 1, Position(0), 0, 0, 0)
         (window,) = planner.add(UnitDone(0, 40, Rejects.of(()), 40, 400)) or planner.finish()
-        window.done = WindowDone(window.index, 40, stats, False, media)
+        window.done = WindowDone(window.index, 40, stats, False, heavy)
         planner.number(window)
         assert [len(w.shards) for w in window.writes(0, SHARDS_PER_WRITE)] == sizes

@@ -100,19 +100,29 @@ def test_the_plan_is_the_same_wherever_it_is_made() -> None:
     assert done == window.done
 
 
-def test_a_window_holds_media_when_one_of_its_units_does_audio_included() -> None:
-    """The media flag (a shard per write job under Ray) comes from the units' staged flag, not from the
-    patch counts alone: an audio-only unit has no patches, yet its shards are heavy."""
+def test_a_window_is_heavy_when_a_unit_holds_patches_or_audio_not_stored_frames() -> None:
+    """The heavy flag (a shard per write job under Ray) comes from the units' staged flag, not from the
+    patch counts: an audio-only unit has no patches, yet its shards are heavy; a unit of raw patches is
+    heavy; a unit of frames stored png/jpeg (encoded by the cooking worker) is light, as text is."""
     block = (PlaceholderBlock("<so_start>", "<so_embedding>", 4, "<so_end>"),)
     audio = MediaItem("audio", block, audio_features=np.zeros((1, 16, 128), np.float16), audio_lengths=np.array([16]))
-    text = TokenizedSample("a#1", np.arange(9, dtype=np.int32), np.ones(9, np.uint8))
-    heard = TokenizedSample("a#2", np.arange(9, dtype=np.int32), np.ones(9, np.uint8), (audio,), 5)
-    summaries = {0: UnitSummary.of(0, 1, (), [text]), 1: UnitSummary.of(1, 1, (), [heard])}
-    assert not summaries[0].media and summaries[1].media and summaries[1].n_patches.tolist() == [0]
+    image_block = (PlaceholderBlock("<img>", "<image>", 1, "</img>"),)
+    raw = MediaItem("image", image_block, np.zeros((4, 768), np.uint8), (1, 32, 32), "image")
+    stored = MediaItem("image", image_block, None, (1, 32, 32), "image", stored_frames=(b"jpeg bytes",))
+
+    def sample(name: str, *media: MediaItem) -> TokenizedSample:
+        return TokenizedSample(name, np.arange(9, dtype=np.int32), np.ones(9, np.uint8), media, 5 if media else 0)
+
+    samples = [[sample("a#1")], [sample("a#2", audio)], [sample("a#3", raw)], [sample("a#4", stored)]]
+    summaries = {unit: UnitSummary.of(unit, 1, (), unit_samples) for unit, unit_samples in enumerate(samples)}
+    assert [summaries[u].heavy for u in range(4)] == [False, True, True, False]
+    assert [summaries[u].n_patches.tolist() for u in range(4)] == [[0], [0], [4], [4]]
 
     def lengths_of(unit: int) -> tuple[np.ndarray, np.ndarray, bool]:
-        return summaries[unit].lengths, summaries[unit].n_patches, summaries[unit].media
+        return summaries[unit].lengths, summaries[unit].n_patches, summaries[unit].heavy
 
-    for slices, media in ((((0, 0, 1),), False), (((1, 0, 1),), True), (((0, 0, 1), (1, 0, 1)), True)):
+    cases = {((0, 0, 1),): False, ((1, 0, 1),): True, ((2, 0, 1),): True, ((3, 0, 1),): False}
+    cases |= {((0, 0, 1), (1, 0, 1)): True, ((3, 0, 1), (2, 0, 1)): True, ((0, 0, 1), (3, 0, 1)): False}
+    for slices, heavy in cases.items():
         _, done = plan_window_task(WindowTask(0, slices), lengths_of, _packing(8))
-        assert done.media is media
+        assert done.heavy is heavy, slices
