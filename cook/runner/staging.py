@@ -102,7 +102,7 @@ class MemoryStore:
         self._lengths[summary.unit] = (summary.lengths, summary.n_patches, summary.heavy)
 
     def lengths(self, unit: int) -> StagedLengths:
-        """The unit's lengths and patch counts (int32 [N] each), in sample order, and its media flag."""
+        """The unit's lengths and patch counts (int32 [N] each), in sample order, and its heavy flag."""
         return self._lengths[unit]
 
     def put_plan(self, window: WindowTask, plan: PackPlan) -> None:
@@ -151,7 +151,7 @@ class DiskStore:
         _write_atomic(self._path(summary.unit, ".json"), [encode_staged(summary)])
 
     def lengths(self, unit: int) -> StagedLengths:
-        """The unit's lengths and patch counts (int32 [N] each), in sample order, and its media flag,
+        """The unit's lengths and patch counts (int32 [N] each), in sample order, and its heavy flag,
         from its sidecar."""
         with open(self._path(unit, ".json"), "rb") as handle:
             return staged_lengths(handle.read())

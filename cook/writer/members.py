@@ -11,6 +11,7 @@ frames stored; a pack that comes with patches (``cook repack`` of raw patches) i
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import replace
 
 import numpy as np
@@ -103,18 +104,24 @@ def _frame_members(pack: Pack, image: FrameStorage, video: FrameStorage) -> list
         return []
     kinds = [kind for sequence in pack.sequences for kind in sequence.media]
     storages = frame_storages(pack.media_sizes, kinds, image, video)
-    if pack.stored_frames:  # moved as they were stored (cook repack): the bytes a fresh encode gives
-        return [
-            (fmt.frame_member(index, storage.codec), (memoryview(data),))
-            for index, (storage, data) in enumerate(zip(storages, pack.stored_frames, strict=True))
-        ]
-    patches = pack.pixel_patches if pack.pixel_patches is not None else np.concatenate(pack.pixel_patch_parts)
-    out: list[tuple[str, tuple[memoryview, ...]]] = []
-    first = 0
-    for index, ((height_px, width_px), storage) in enumerate(zip(frame_sizes(pack.media_sizes), storages, strict=True)):
+    if pack.stored_frames:  # encoded by the cooking worker, or moved as stored (cook repack)
+        frames: Sequence[bytes | memoryview] = pack.stored_frames
+    else:
+        patches = pack.pixel_patches if pack.pixel_patches is not None else np.concatenate(pack.pixel_patch_parts)
+        frames = _encode_frames(patches, pack.media_sizes, storages)
+    return [
+        (fmt.frame_member(index, storage.codec), (memoryview(data),))
+        for index, (storage, data) in enumerate(zip(storages, frames, strict=True))
+    ]
+
+
+def _encode_frames(patches: np.ndarray, media_sizes: np.ndarray, storages: Sequence[FrameStorage]) -> list[bytes]:
+    """Each visual frame of ``patches`` (uint8 [P, 768], the rows of ``media_sizes``' frames one after
+    another) encoded in its storage, in placeholder order."""
+    out, first = [], 0
+    for (height_px, width_px), storage in zip(frame_sizes(media_sizes), storages, strict=True):
         count = fmt.frame_patches(height_px, width_px)
-        data = encode_frame(patches[first : first + count], height_px, width_px, storage)
-        out.append((fmt.frame_member(index, storage.codec), (memoryview(data),)))
+        out.append(encode_frame(patches[first : first + count], height_px, width_px, storage))
         first += count
     return out
 
@@ -126,14 +133,9 @@ def encode_item_frames(item: MediaItem, image: FrameStorage, video: FrameStorage
     without patches (audio; frames already stored), or in raw storage, is returned as it is."""
     if item.patches is None or item.size is None or not image.stores_frames:
         return item
-    frames, height_px, width_px = item.size
-    storages = frame_storages(np.array([item.size], np.int32), [item.visual_kind or item.kind], image, video)
-    count = fmt.frame_patches(height_px, width_px)
-    encoded = tuple(
-        encode_frame(item.patches[k * count : (k + 1) * count], height_px, width_px, storage)
-        for k, storage in zip(range(frames), storages, strict=True)
-    )
-    return replace(item, patches=None, stored_frames=encoded)
+    sizes = np.array([item.size], np.int32)  # int32 [1, 3]: (frames, H, W)
+    storages = frame_storages(sizes, [item.visual_kind or item.kind], image, video)
+    return replace(item, patches=None, stored_frames=tuple(_encode_frames(item.patches, sizes, storages)))
 
 
 def pack_members(
