@@ -36,7 +36,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from cook.packing.placement import best_fit_batched, emptiest_fit, first_fit_batched, first_fit_each, fit_by_level
-from cook.packing.problem import I64, PackRequest, Problem, make_problem
+from cook.packing.problem import I64, PackRequest, Problem, make_problem, stable_argsort
 from cook.packing.structures import Pool, runs_of
 
 __all__ = ["ALGORITHMS", "PackRequest", "pack", "pack_flat"]
@@ -164,7 +164,7 @@ def modified_first_fit_decreasing(p: Problem) -> I64:
         while slots[b] and (q := pool.largest(free[b], free_media[b])) >= 0:
             put(b, q)
     rest = pool.remaining()
-    rest = rest[np.argsort(-p.cost[rest], kind="stable")]
+    rest = rest[stable_argsort(p.capacity - p.cost[rest])]
     (first_fit_each if p.media is not None else first_fit_batched)(p, rest, bin_of, len(large))
     return bin_of
 
@@ -238,7 +238,7 @@ def pack_flat(
 
 def _canonical_flat(bin_of: I64) -> tuple[I64, I64]:
     """Bin numbers -> (order, bounds): packs each sorted ascending, packs sorted by first index."""
-    order = np.argsort(bin_of, kind="stable")  # by bin, then by index
+    order = stable_argsort(bin_of)  # by bin, then by index
     starts, ends = runs_of(bin_of[order])
     rank = np.argsort(order[starts])
     first, size = starts[rank], (ends - starts)[rank]

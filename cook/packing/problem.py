@@ -2,7 +2,8 @@
 
 ``make_problem`` checks the knobs of ``pack`` (a ``PackRequest``) and turns lengths into costs (``ceil(length /
 pad_multiple) * pad_multiple``); it raises ValueError for a bad knob or an item that cannot fit even
-alone. ``Problem`` is what the placement routines and algorithms read.
+alone. ``Problem`` is what the placement routines and algorithms read. ``stable_argsort`` is their
+stable sort of integer keys (costs, bin numbers): 16-bit radix passes, O(n), for windows of millions.
 """
 
 from __future__ import annotations
@@ -40,6 +41,22 @@ class PackRequest:
     delta: int = 0
 
 
+def stable_argsort(keys: I64) -> I64:
+    """``np.argsort(keys, kind="stable")``, the same int64 order, for integer keys: numpy sorts 16-bit
+    keys by radix (O(n)) and wider ones by merge sort, so keys in [0, 2**32) (a window's costs, at most
+    its capacity; its bin numbers) go by their low 16 bits, then, stably, by their high 16 bits. Other
+    keys go to numpy as they are."""
+    if not len(keys):
+        return np.zeros(0, dtype=np.int64)
+    low, high = int(keys.min()), int(keys.max())
+    if low < 0 or high >= 2**32:
+        return np.argsort(keys, kind="stable")
+    order = np.argsort((keys & 0xFFFF).astype(np.uint16), kind="stable")
+    if high >= 2**16:
+        order = order[np.argsort((keys[order] >> 16).astype(np.uint16), kind="stable")]
+    return order.astype(np.int64, copy=False)
+
+
 @dataclass(frozen=True)
 class Problem:
     cost: I64  # int64 [n] padded lengths
@@ -52,7 +69,7 @@ class Problem:
 
     def decreasing(self) -> I64:
         """Item indices by decreasing cost, ties by ascending index."""
-        return np.argsort(-self.cost, kind="stable")
+        return stable_argsort(self.capacity - self.cost)  # every cost fits: keys in [0, capacity]
 
     def media_of(self, items: I64) -> list[int]:
         return [0] * len(items) if self.media is None else self.media[items].tolist()
