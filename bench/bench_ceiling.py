@@ -21,14 +21,23 @@ hits them alike:
 The ceilings: bench_job's bare image loop (decode + patch copy) for both image workloads, and its bare
 ``encode_batch`` loop for text, each once a repeat, after its jobs. How a job's wall and CPU are counted:
 bench/job_run.py.
+
+Beside the judged figure, each repeat also runs the workload's own in-process cook twice at once, each
+on half the input (every other line or tar part), the big halves and the small halves: the machine's
+2-process speed-up for this very job without Ray (in-process marginal wall / the pair's marginal
+wall). Against it, the 2-actor figure shows what Ray and staging cost apart from what two busy cores
+cost this work on this machine.
 """
 
 from __future__ import annotations
 
 import os
+import shutil
 import statistics
 import subprocess
 import sys
+import time
+from pathlib import Path
 
 from bench.bench_job import (
     CEILING_SHARE_TARGET,
@@ -42,11 +51,52 @@ from bench.bench_job import (
     measure_once,
     text_workload,
 )
-from bench.common import REPO, single_threaded_tokenizers
+from bench.common import REPO, WORK, single_threaded_tokenizers
 from bench.job_run import become_subreaper
 
 COMMAND = ".venv/bin/python -m bench.run_all bench_ceiling"
 WORKERS = (0, 2)
+
+
+def _halves(source: Path) -> tuple[Path, Path]:
+    """``source`` split in two (made once): every other line of a JSONL file, every other tar part
+    (linked) of a directory."""
+    out = WORK / "ceiling_halves"
+    halves = (out / f"{source.stem}-0{source.suffix}", out / f"{source.stem}-1{source.suffix}")
+    if all(half.exists() for half in halves):
+        return halves
+    out.mkdir(parents=True, exist_ok=True)
+    if source.is_dir():
+        parts = sorted(source.glob("part-*.tar"))
+        for k, half in enumerate(halves):
+            half.mkdir()
+            for part in parts[k::2]:
+                (half / part.name).symlink_to(part)
+    else:
+        lines = source.read_bytes().splitlines(keepends=True)
+        for k, half in enumerate(halves):
+            half.write_bytes(b"".join(lines[k::2]))
+    return halves
+
+
+def pair_wall(work: Workload, size: str) -> float:
+    """Wall s of two in-process ``cook run``s at once, each on half of ``work``'s ``size`` input."""
+    cook = str(Path(sys.executable).parent / "cook")
+    env = {**os.environ, "TOKENIZERS_PARALLELISM": "false"}
+    procs = []
+    start = time.perf_counter()
+    for k, half in enumerate(_halves(work.inputs[size])):
+        args = [cook, "run", work.pipeline, "--input", str(half), "--output", str(WORK / f"pair_out{k}")]
+        args += ["--workers", "0", *work.sets, "--overwrite", "--quiet"]
+        procs.append(subprocess.Popen(args, cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE))
+    for proc in procs:
+        _, err = proc.communicate()
+        if proc.returncode:
+            raise RuntimeError(f"{' '.join(map(str, proc.args))} exited {proc.returncode}:\n{err.decode()[-3000:]}")
+    wall = time.perf_counter() - start
+    for k in (0, 1):
+        shutil.rmtree(WORK / f"pair_out{k}", ignore_errors=True)
+    return wall
 
 
 def _row(work: Workload, series: dict[str, list[float]], ceilings: list[float]) -> tuple[str, float]:
@@ -56,12 +106,14 @@ def _row(work: Workload, series: dict[str, list[float]], ceilings: list[float]) 
     cpu0, cpu2 = statistics.median(series["tree0"]), statistics.median(series["tree2"])
     shares = [two / ceiling for two, ceiling in zip(series["speedup"], ceilings, strict=True)]
     share = statistics.median(shares)
+    over_pair = [two / pair for two, pair in zip(series["speedup"], series["pair"], strict=True)]
     met = "met" if share >= CEILING_SHARE_TARGET else "**not met**"
     low, high = min(series["speedup"]), max(series["speedup"])
     row = (
         f"| {work.name} | {wall0:.2f} | {wall2:.2f} | {cpu0:.2f} | {cpu2:.2f} | {wall0 / wall2:.2f}x ({low:.2f} .. {high:.2f}) "
         f"| {statistics.median(ceilings):.2f}x ({min(ceilings):.2f} .. {max(ceilings):.2f}) "
-        f"| {' '.join(f'{x:.2f}' for x in shares)} | **{share:.2f}** | {met} |"
+        f"| {' '.join(f'{x:.2f}' for x in shares)} | **{share:.2f}** | {met} "
+        f"| {statistics.median(series['pair']):.2f}x | {statistics.median(over_pair):.2f} |"
     )
     return row, share
 
@@ -79,6 +131,8 @@ def report() -> str:
         for work in works:
             print(f"bench_ceiling {work.name}: repeat {repeat + 1}/{repeats}", file=sys.stderr)
             measure_once(work, use_json, series[work.name], WORKERS, tenth=False)
+            pair = pair_wall(work, "big") - pair_wall(work, "small")
+            series[work.name].setdefault("pair", []).append(series[work.name]["wall0"][-1] / pair)
         ceilings["images"].append(bare_scaling(n_images, 1).two_process_speedup)
         ceilings["text"].append(bare_text_scaling(1).two_process_speedup)
     of = {"text": "text", "images-jpeg": "images", "images": "images"}  # the bare loop each workload is judged by
@@ -92,13 +146,16 @@ Each workload's `cook run` in-process (`--workers 0`) and with 2 Ray actors (`--
 small run (marginal), {repeats} repeats, the three workloads interleaved within each repeat; the
 ceiling is the bare loop's wall speed-up on two forked processes against one (images: Pillow decode +
 patch copy; text: `encode_batch`), measured in each repeat right after its jobs. Figure: the median
-over repeats of the repeat's 2-actor speed-up / the repeat's ceiling. Target ≥ {CEILING_SHARE_TARGET}. Workloads (bench/bench_ceiling.py): text as bench_job's
+over repeats of the repeat's 2-actor speed-up / the repeat's ceiling. Target ≥ {CEILING_SHARE_TARGET}. The last two
+columns, not judged: the in-process cook run twice at once, each on half the input (every other line
+or tar part), its marginal speed-up over one in-process cook, and the 2-actor speed-up over it (medians
+of the repeats' own ratios): what Ray and staging cost beside what two busy cores cost this job here. Workloads (bench/bench_ceiling.py): text as bench_job's
 ({copies} vs 16 copies of the demo chats, 4 MiB units); **images-jpeg**: bench_job's {n_images} vs 16 photos
 with `pipelines/omni_sft.yaml` as shipped (JPEG frames, buffered writes); **images**: the same photos
 stored as raw patches with `ray.direct_io=true` (bench_job's image workload, 8.5x the source bytes).
 
-| workload | in-process wall s | 2 actors wall s | in-process CPU s | 2 actors CPU s | 2-actor speed-up, medians (each repeat's min .. max) | ceiling, median (min .. max) | speed-up / ceiling, each repeat | median | target ≥ {CEILING_SHARE_TARGET} |
-| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |
+| workload | in-process wall s | 2 actors wall s | in-process CPU s | 2 actors CPU s | 2-actor speed-up, medians (each repeat's min .. max) | ceiling, median (min .. max) | speed-up / ceiling, each repeat | median | target ≥ {CEILING_SHARE_TARGET} | two in-process cooks at once, speed-up | 2-actor speed-up / theirs |
+| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- | ---: | ---: |
 {table}
 
 Machine: {os.cpu_count()} cores, 1-min load average {os.getloadavg()[0]:.1f} at the end.

@@ -15,13 +15,14 @@ def test_the_row_judges_each_repeat_against_its_own_ceiling() -> None:
         "tree0": [49.0, 50.0, 51.0],
         "tree2": [56.0, 57.0, 58.0],
         "speedup": [2.0, 1.6, 1.8],
+        "pair": [2.0, 1.6, 1.5],  # two in-process cooks at once: 2-actor / theirs 1.0, 1.0, 1.2
     }
     # ratios 2.0/2.5 = 0.80, 1.6/1.6 = 1.00, 1.8/2.0 = 0.90: median 0.90
     row, share = _row(WORK, series, [2.5, 1.6, 2.0])
     assert share == 0.9
     assert row == (
         "| text | 50.00 | 25.00 | 50.00 | 57.00 | 2.00x (1.60 .. 2.00) | 2.00x (1.60 .. 2.50) "
-        "| 0.80 1.00 0.90 | **0.90** | met |"
+        "| 0.80 1.00 0.90 | **0.90** | met | 1.60x | 1.00 |"
     )
     _, paired = _row(WORK, series, [2.0, 2.5, 1.6])  # the same ceilings in another order: 1.00 0.64 1.125
     assert paired == 1.0
