@@ -28,6 +28,8 @@ import os
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
+import orjson
+
 from cook import __version__
 from cook import format as fmt
 from cook.config import PipelineConfig
@@ -63,13 +65,14 @@ _CONVERTED = ("shards", "counts", "packing")  # the fields of RunState that stat
 
 def shard_line(shard: ShardInfo) -> bytes:
     """One line of the shard log (``shards.jsonl`` beside ``state.json``): a shard's entry, appended
-    once when it is committed, so a checkpoint costs what it adds, not every shard so far."""
-    return (json.dumps(vars(shard), sort_keys=True) + "\n").encode()
+    once when it is committed, so a checkpoint costs what it adds, not every shard so far. orjson: ~1 µs
+    a line against ``json.dumps``' ~9."""
+    return orjson.dumps(shard.to_dict(), option=orjson.OPT_SORT_KEYS | orjson.OPT_APPEND_NEWLINE)
 
 
 def read_shard_log(data: bytes) -> list[ShardInfo]:
     """The shard log's entries (``data``: its first ``shard_log_bytes``, as ``state.json`` counts them)."""
-    return [ShardInfo(**json.loads(line)) for line in data.splitlines()]
+    return [ShardInfo(**orjson.loads(line)) for line in data.splitlines()]
 
 
 def state_json(state: RunState, shard_log_bytes: int) -> dict[str, Any]:

@@ -4,11 +4,14 @@ and a malformed one gives one ``ManifestError`` line naming the file and the key
 from __future__ import annotations
 
 import copy
+import dataclasses
 import json
 from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from cook import format as fmt
 from cook.contract import Contract, MediaSettings
@@ -21,6 +24,7 @@ from cook.manifest import (
     TokenizerEntry,
     load_manifest,
 )
+from cook.writer import manifest as manifest_writer
 from cook.writer.manifest import write_manifest
 
 MANIFEST = Manifest(
@@ -169,3 +173,28 @@ def test_from_dict_names_its_source() -> None:
     with pytest.raises(ManifestError) as caught:
         Manifest.from_dict({"schema_version": 1}, "somewhere/cook_manifest.json")
     assert str(caught.value) == "somewhere/cook_manifest.json: pack_schema_version is missing or not an integer"
+
+
+_TEXT = st.text(st.characters(codec="utf-8"), max_size=12) | st.sampled_from(['"shards"', '\n  "shards": ', "é\u2028"])
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    shards=st.integers(0, 11),
+    pipeline=st.dictionaries(_TEXT, _TEXT | st.floats(allow_nan=False) | st.integers(), max_size=4),
+    reasons=st.dictionaries(_TEXT, st.integers(0, 10**12), max_size=3),
+)
+def test_the_manifest_is_json_dumps_indent_2_byte_for_byte(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, shards: int, pipeline: dict[str, Any], reasons: dict[str, int]
+) -> None:
+    """The shards go through orjson a piece at a time (3 here: pieces end inside and at the list's
+    end), the rest through json; the file is what one ``json.dumps`` of the whole would write, for
+    keys and values of any kind (a pipeline string holding the shards' key line, NUL, non-ASCII)."""
+    monkeypatch.setattr(manifest_writer, "SHARDS_PER_PIECE", 3)
+    entries = tuple(ShardInfo(f"shard-{i:06d}.tar", i % 5, 7 * i, 2**40 + i, f"{i:064x}") for i in range(shards))
+    manifest = dataclasses.replace(
+        MANIFEST, pipeline={**MANIFEST.pipeline, **pipeline}, rejects_by_reason=reasons, shards=entries
+    )
+    write_manifest(str(tmp_path), manifest)
+    expected = json.dumps(manifest.to_dict(), indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+    assert (tmp_path / fmt.MANIFEST_NAME).read_bytes() == expected.encode("utf-8")
