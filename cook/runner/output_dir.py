@@ -224,7 +224,9 @@ class OutputDir:
         count, size = self._logged
         if count > len(self.state.shards):  # a new state (nothing of the old one is kept)
             count, size = 0, 0
-        lines = b"".join(shard_line(shard) for shard in self.state.shards[count:])
+        lines = bytearray()  # each line dropped once copied: orjson's bytes hold ~4 KiB each while they live
+        for shard in self.state.shards[count:]:
+            lines += shard_line(shard)
         fd = os.open(os.path.join(self.progress_dir, SHARD_LOG_NAME), os.O_WRONLY | os.O_CREAT, 0o644)
         try:
             os.ftruncate(fd, size)
