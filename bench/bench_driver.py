@@ -29,7 +29,10 @@ Shapes (``SHAPES``): the shipped pipelines' windows, ``packing.seq_len`` and ``o
 text units of 10,000 records, image units of 1,000 samples. Each measured run is a fresh process
 (``python -m bench.bench_driver --child SHAPE SAMPLES RECORDING``), which reports its CPU and its
 peak RSS (``VmHWM`` of ``/proc/self/status``: this process image's own; ``ru_maxrss`` also counts the
-parent's resident memory at the fork, which Linux carries across the ``exec``).
+parent's resident memory at the fork, which Linux carries across the ``exec``), and its CPU after
+start-up (from the executor's creation, once the tokenizer is loaded and checked, to the end,
+publishing included): the per-sample fits use that, since start-up's own spread between runs is as
+large as the per-sample work at these sizes.
 """
 
 from __future__ import annotations
