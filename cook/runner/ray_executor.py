@@ -2,7 +2,9 @@
 
 The Ray layer is only this: actors that each load one tokenizer and reuse it and run every kind of
 job (count a file's lines, cook a unit, plan a window, write a window's shards, publish the index),
-``IN_FLIGHT_PER_ACTOR`` calls per actor at a time, and crash handling. An actor returns its result as JSON bytes
+``IN_FLIGHT_PER_ACTOR`` calls per actor at a time, and crash handling. A call carries its jobs as JSON
+bytes (``units.encode_jobs``; the actor builds them back with ``decode_jobs``, never unpickling). An
+actor returns its result as JSON bytes
 (``units.encode_result``, never pickle), so the driver counts exactly what crosses to it
 (``received_bytes``): unit counts, window pack counts and shard entries, never samples, their
 lengths or Energon's index rows, which the actors stage under the output directory
@@ -63,7 +65,6 @@ from __future__ import annotations
 import heapq
 import math
 import os
-import pickle
 import queue
 import time
 import uuid
@@ -88,7 +89,9 @@ from cook.runner.units import (
     WindowTask,
     WriteDone,
     WriteTask,
+    decode_jobs,
     decode_result,
+    encode_jobs,
     encode_result,
 )
 from cook.runner.windows import SHARDS_PER_WRITE
@@ -141,11 +144,9 @@ class RayWorker(CookWorker):
         self._last_post = self._post(progress)
 
     def run(self, sent: bytes) -> list[bytes]:
-        """``sent``: ``pickle.dumps([(job, attempt), ...])``, made by the driver (``RayExecutor._send``)
-        from its own job dataclasses, never from dataset bytes: the trust Ray already gives every actor
-        argument, which it unpickles too. Dataset bytes reach a worker only through the sources' parsers.
-        Returns each job's result, in order."""
-        return [self._one(job, attempt) for job, attempt in pickle.loads(sent)]
+        """``sent``: ``units.encode_jobs`` of the call's jobs (JSON, never pickle), made by the driver
+        (``RayExecutor._send``). Returns each job's result, in order."""
+        return [self._one(job, attempt) for job, attempt in decode_jobs(sent)]
 
     def _one(self, job: Job, attempt: Attempt) -> bytes:
         done = self.work(job, attempt)
@@ -278,8 +279,8 @@ class RayExecutor:
     def _send(self, jobs: list[Queued]) -> None:
         actor = self._pick()
         self._load(actor, 1, sum(isinstance(job, WriteTask) for job, _, _ in jobs))
-        sent = pickle.dumps([(job, attempt) for job, attempt, _ in jobs], protocol=pickle.HIGHEST_PROTOCOL)  # bytes:
-        # Ray's cloudpickle of the dataclasses themselves cost the driver ~0.2 ms a job
+        sent = encode_jobs([(job, attempt) for job, attempt, _ in jobs])  # bytes: Ray's cloudpickle of the
+        # dataclasses themselves cost the driver ~0.2 ms a job
         ref = self.actors[actor].run.remote(sent)
         self._running[ref] = (jobs, actor)
         ref.future().add_done_callback(lambda future: self._answered.put((ref, future)))  # on a Ray thread

@@ -382,3 +382,99 @@ def decode_result(payload: bytes) -> Result:
 def _shard_done(body: dict[str, Any]) -> ShardDone:
     counts = Counts.from_dict(body["counts"])
     return ShardDone(body["shard_index"], ShardInfo(**body["info"]), counts, body["writer"])
+
+
+# ------------------------------------------------------------------ jobs, driver to worker: JSON too
+# A Ray call carries ``encode_jobs`` of its (job, attempt) pairs; the actor reads them with
+# ``decode_jobs``, which builds only these dataclasses from plain values: nothing it reads can run
+# code. ``json`` (not orjson) both ways: a path from an undecodable file name holds a lone surrogate,
+# which ``json`` escapes and reads back.
+
+
+def _array(values: np.ndarray, dtype: str) -> str:
+    return base64.b64encode(np.ascontiguousarray(values, dtype=dtype).tobytes()).decode("ascii")
+
+
+def _from_array(text: str, dtype: str) -> np.ndarray:
+    return np.frombuffer(base64.b64decode(text), dtype=dtype).astype(np.dtype(dtype).newbyteorder("="))
+
+
+def _window_body(window: WindowTask) -> dict[str, Any]:
+    return {"window": window.index, "slices": window.slices}
+
+
+def _window_task(body: dict[str, Any]) -> WindowTask:
+    return WindowTask(body["window"], tuple((int(u), int(a), int(b)) for u, a, b in body["slices"]))
+
+
+def _job_body(job: Job) -> dict[str, Any]:
+    if isinstance(job, Unit):
+        body = {"unit": job.index, "path": job.path, "format": job.format, "span": job.span}
+        body |= {"first_index": job.first_index, "size_bytes": job.size_bytes}
+        if job.reads is not None:
+            reads = job.reads
+            body["reads"] = {
+                "shards": reads.shards,
+                "shard": _array(reads.shard, "<i4"),
+                "offset": _array(reads.offset, "<i8"),
+                "seq": _array(reads.seq, "<i4"),
+            }
+        return body
+    if isinstance(job, WindowTask):
+        return _window_body(job)
+    if isinstance(job, WriteTask):
+        shards = [
+            {"shard_index": s.shard_index, "first_pack": s.first_pack, "of": _window_body(s.window)}
+            | {"start": s.start, "stop": s.stop}
+            for s in job.shards
+        ]
+        return {"write": shards, "heavy": job.heavy}
+    if isinstance(job, IndexTask):
+        return {"index_shards": job.shards}
+    return {"count_from_unit": job.first_unit, "path": job.path, "spans": job.spans}
+
+
+def _job(body: dict[str, Any]) -> Job:
+    if "unit" in body:
+        reads = body.get("reads")
+        return Unit(
+            body["unit"],
+            body["path"],
+            body["format"],
+            tuple(body["span"]) if body["span"] is not None else None,
+            body["first_index"],
+            body["size_bytes"],
+            reads=None
+            if reads is None
+            else SequenceReads(
+                tuple(reads["shards"]),
+                _from_array(reads["shard"], "<i4"),
+                _from_array(reads["offset"], "<i8"),
+                _from_array(reads["seq"], "<i4"),
+            ),
+        )
+    if "window" in body:
+        return _window_task(body)
+    if "write" in body:
+        shards = tuple(
+            ShardTask(s["shard_index"], s["first_pack"], _window_task(s["of"]), s["start"], s["stop"])
+            for s in body["write"]
+        )
+        return WriteTask(shards, body["heavy"])
+    if "index_shards" in body:
+        return IndexTask(body["index_shards"])
+    return LineCountTask(body["count_from_unit"], body["path"], tuple((int(a), int(b)) for a, b in body["spans"]))
+
+
+def encode_jobs(jobs: Sequence[tuple[Job, Attempt]]) -> bytes:
+    """One Ray call's jobs and their attempts as JSON bytes (``decode_jobs`` reads them back)."""
+    return json.dumps(
+        [[_job_body(job), {"trace": attempt.trace, "crashed": sorted(attempt.crashed)}] for job, attempt in jobs],
+        separators=(",", ":"),
+    ).encode("ascii")
+
+
+def decode_jobs(payload: bytes) -> list[tuple[Job, Attempt]]:
+    """``encode_jobs``' pairs again: only this module's dataclasses, built from plain JSON values."""
+    pairs = json.loads(payload)
+    return [(_job(job), Attempt(attempt["trace"], frozenset(attempt["crashed"]))) for job, attempt in pairs]

@@ -4,7 +4,6 @@ small things (summaries, shard entries) cross to the driver."""
 from __future__ import annotations
 
 import hashlib
-import pickle
 import time
 from concurrent.futures import Future
 from pathlib import Path
@@ -20,7 +19,7 @@ from cook.runner.local import LocalExecutor
 from cook.runner.pipeline import run_pipeline
 from cook.runner.plan import plan_units
 from cook.runner.ray_executor import IN_FLIGHT_PER_ACTOR, MAX_JOBS_PER_CALL, RayExecutor, jobs_per_call, limits
-from cook.runner.units import TRACE_DONE, Attempt, ShardTask, Unit, WindowTask, WriteTask
+from cook.runner.units import TRACE_DONE, Attempt, ShardTask, Unit, WindowTask, WriteTask, decode_jobs
 from cook.runner.worker import read_unit
 from tests.conftest import pipeline_dict, write_jsonl
 
@@ -131,7 +130,7 @@ class _Run:
         self.calls = calls
 
     def remote(self, sent: bytes) -> _Ref:
-        self.calls.append([type(job).__name__ for job, _ in pickle.loads(sent)])
+        self.calls.append([type(job).__name__ for job, _ in decode_jobs(sent)])
         return _Ref()
 
 

@@ -84,3 +84,51 @@ def test_write_done_round_trips_its_shards_in_order_and_is_not_pickle() -> None:
 
 def test_index_done_round_trips() -> None:
     assert decode_result(encode_result(IndexDone(12))) == IndexDone(12)
+
+
+def test_every_job_crosses_to_an_actor_as_json_and_comes_back_equal() -> None:
+    """The driver's calls carry ``encode_jobs``: JSON, so the actor unpickles nothing. Every job type
+    and an attempt with a trace and crashed records come back equal; a repack unit's reads keep their
+    arrays and dtypes; a path from an undecodable file name (a lone surrogate) survives."""
+    from cook.runner.units import (
+        Attempt,
+        IndexTask,
+        LineCountTask,
+        SequenceReads,
+        ShardTask,
+        Unit,
+        WindowTask,
+        WriteTask,
+        decode_jobs,
+        encode_jobs,
+    )
+
+    window = WindowTask(7, ((3, 0, 120), (4, 0, 55)))
+    reads = SequenceReads(
+        ("/in/a/shard-000000.tar", "/in/b/shard-000001.tar"),
+        np.array([0, 1, 1], np.int32),
+        np.array([0, 2**40, 512], np.int64),
+        np.array([2, 0, 5], np.int32),
+    )
+    jobs = [
+        (Unit(0, "/data/caf\udce9.jsonl", "jsonl", (0, 4096), None, 4096), Attempt()),
+        (Unit(1, "/data/b.parquet", "parquet", None, 1, 9), Attempt("/out/.trace-1", frozenset({5, 2}))),
+        (Unit(2, "/in/a/cook_manifest.json", "cooked", (10, 13), 11, 300, reads=reads), Attempt()),
+        (window, Attempt()),
+        (
+            WriteTask((ShardTask(12, 3000, window, 0, 256), ShardTask(13, 3256, window, 256, 300)), heavy=True),
+            Attempt(),
+        ),
+        (IndexTask(14), Attempt()),
+        (LineCountTask(3, "/data/big.jsonl", ((0, 100), (100, 250))), Attempt()),
+    ]
+    payload = encode_jobs(jobs)
+    json.loads(payload)  # plain JSON: no pickle opcode in it
+    back = decode_jobs(payload)
+    assert back == jobs
+    got = back[2][0]
+    assert isinstance(got, Unit) and got.reads is not None
+    for name in ("shard", "offset", "seq"):
+        mine, theirs = getattr(reads, name), getattr(got.reads, name)
+        assert theirs.dtype == mine.dtype and theirs.tolist() == mine.tolist()
+    assert got.reads.shards == reads.shards
