@@ -296,12 +296,13 @@ Result = UnitDone | WindowDone | WriteDone | IndexDone | LineCounts
 # int32 columns as base64 of their little-endian bytes; the driver never decodes them.
 
 
-def _int32s(values: np.ndarray) -> str:
-    return base64.b64encode(np.ascontiguousarray(values, dtype="<i4").tobytes()).decode("ascii")
+def _array(values: np.ndarray, dtype: str) -> str:
+    """``values`` as base64 of their ``dtype`` (little-endian) bytes."""
+    return base64.b64encode(np.ascontiguousarray(values, dtype=dtype).tobytes()).decode("ascii")
 
 
-def _from_int32s(text: str) -> np.ndarray:
-    return np.frombuffer(base64.b64decode(text), dtype="<i4").astype(np.int32)
+def _from_array(text: str, dtype: str) -> np.ndarray:
+    return np.frombuffer(base64.b64decode(text), dtype=dtype).astype(np.dtype(dtype).newbyteorder("="))
 
 
 def _body(result: Result) -> dict[str, Any]:
@@ -351,7 +352,7 @@ def encode_staged(summary: UnitSummary) -> bytes:
     """The staging store's sidecar of a unit: its ``UnitDone`` (``decode_result`` reads that part)
     plus its lengths, patch counts and heavy flag (``staged_lengths``)."""
     body = _body(summary.done())
-    body["lengths"], body["n_patches"] = _int32s(summary.lengths), _int32s(summary.n_patches)
+    body["lengths"], body["n_patches"] = _array(summary.lengths, "<i4"), _array(summary.n_patches, "<i4")
     body["heavy"] = summary.heavy
     return _dumps(body)
 
@@ -360,7 +361,7 @@ def staged_lengths(payload: bytes) -> StagedLengths:
     """The lengths, patch counts (int32 [N] each) and heavy flag of a sidecar written by ``encode_staged``."""
     body = json.loads(payload)
     heavy = bool(body.get("heavy", True))  # staged before the flag (a resume): heavy, a shard per job
-    return _from_int32s(body["lengths"]), _from_int32s(body["n_patches"]), heavy
+    return _from_array(body["lengths"], "<i4"), _from_array(body["n_patches"], "<i4"), heavy
 
 
 def decode_result(payload: bytes) -> Result:
@@ -389,14 +390,6 @@ def _shard_done(body: dict[str, Any]) -> ShardDone:
 # ``decode_jobs``, which builds only these dataclasses from plain values: nothing it reads can run
 # code. ``json`` (not orjson) both ways: a path from an undecodable file name holds a lone surrogate,
 # which ``json`` escapes and reads back.
-
-
-def _array(values: np.ndarray, dtype: str) -> str:
-    return base64.b64encode(np.ascontiguousarray(values, dtype=dtype).tobytes()).decode("ascii")
-
-
-def _from_array(text: str, dtype: str) -> np.ndarray:
-    return np.frombuffer(base64.b64decode(text), dtype=dtype).astype(np.dtype(dtype).newbyteorder("="))
 
 
 def _window_body(window: WindowTask) -> dict[str, Any]:
