@@ -194,12 +194,12 @@ def report() -> str:
         for attempt in range(TRIES):
             print(f"bench_ceiling: repeat {repeat + 1}/{repeats}, try {attempt + 1}", file=sys.stderr)
             got, ceiling = _one_repeat(works, use_json, gauge, n_images)
-            tried.append(f"{gauge.drift():.2f}")
-            print(f"  gauge readings {[round(r, 3) for r in gauge.readings]}: drift {tried[-1]}", file=sys.stderr)
-            if gauge.drift() <= STEADY:
+            tried.append(gauge.drift())
+            print(f"  gauge readings {[round(r, 3) for r in gauge.readings]}: drift {tried[-1]:.2f}", file=sys.stderr)
+            if tried[-1] <= STEADY:
                 break
-        steady.append(gauge.drift() <= STEADY)
-        drifts.append("/".join(tried))
+        steady.append(tried[-1] <= STEADY)
+        drifts.append("/".join(f"{drift:.2f}" for drift in tried))
         for name, values in got.items():
             for key, value in values.items():
                 series[name].setdefault(key, []).extend(value)
