@@ -68,3 +68,32 @@ def test_job_breakdown_names_ray_processes_by_kind() -> None:
     assert _kind("/venv/lib/ray/core/src/ray/raylet/raylet --raylet_socket_name=y") == "raylet"
     assert _kind("/venv/lib/ray/core/src/ray/gcs/gcs_server --port=1") == "gcs_server"
     assert _kind("python -m something_else") == "other"
+
+
+def test_a_block_reads_the_gauge_around_its_jobs_and_ceiling_and_runs_the_pair_after(monkeypatch) -> None:
+    import bench.bench_ceiling as ceiling
+
+    steps: list[str] = []
+
+    class Recording(Gauge):
+        def __init__(self) -> None:
+            self.readings = []
+
+        def read(self) -> None:
+            steps.append("gauge")
+            self.readings.append(1.0)
+
+    def jobs(work, use_json, series, workers, tenth):  # type: ignore[no-untyped-def]
+        steps.append("jobs")
+        series.update(wall0=[20.0], wall2=[12.0], speedup=[20.0 / 12.0])
+
+    monkeypatch.setattr(ceiling, "measure_once", jobs)
+    monkeypatch.setattr(ceiling, "_ceiling", lambda work, n: steps.append("ceiling") or 1.9)
+    walls = {"big": 14.0, "small": 4.0}
+    monkeypatch.setattr(ceiling, "pair_wall", lambda work, size: steps.append(f"pair {size}") or walls[size])
+    gauge = Recording()
+    gauge.readings = [5.0]  # a reading from the block before is not this block's
+    series, got = ceiling._one_block(WORK, False, gauge, 16)
+    assert steps == ["gauge", "jobs", "gauge", "ceiling", "gauge", "pair big", "pair small"]
+    assert gauge.readings == [1.0, 1.0, 1.0] and got == 1.9
+    assert series["pair"] == [2.0]  # in-process 20 s over the pair's marginal 10 s
