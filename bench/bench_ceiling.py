@@ -10,8 +10,7 @@ jobs and its ceiling alike. The target is 0.87, as the median of the blocks' rat
 
 bench_job measures the same ratio among much else (1 actor, peak RSS, the CPU ratios), for raw image
 patches and text only, and takes ~45 min. This bench runs only what the ratio needs, the in-process
-and 2-actor jobs, for three workloads interleaved within every repeat, so drift on a shared machine
-hits them alike:
+and 2-actor jobs and the ceilings, for three workloads, a block each in every repeat:
 
 - **text**: bench_job's text workload (``pipelines/text_sft.yaml``, 4 MiB units, the demo chats);
 - **images-jpeg**: bench_job's photos with ``pipelines/omni_sft.yaml`` as shipped (frames stored as
@@ -19,8 +18,8 @@ hits them alike:
 - **images (raw patches)**: bench_job's image workload (raw patches, ``ray.direct_io=true``).
 
 The ceilings: bench_job's bare image loop (decode + patch copy) for each image workload, and its bare
-``encode_batch`` loop for text, each once a block, right after its workload's jobs. How a job's wall and CPU are counted:
-bench/job_run.py.
+``encode_batch`` loop for text, each once a block, right after its workload's jobs. How a job's wall
+and CPU are counted: bench/job_run.py.
 
 **Steady blocks.** This VM's host changes its speed for minutes at a time, unreported (no steal
 time): the same in-process text job took 18.8 s and, ten minutes later, 40.7 s (stop 55). A ratio
@@ -35,9 +34,9 @@ judged a whole repeat, three workloads and both ceilings over 5-8 min: two of it
 still.)
 
 Beside the judged figure, each block ends with the workload's own in-process cook twice at once (after
-the gauge's last reading: not judged), each on half the input (every other line or tar part), the big halves and the small halves: the machine's
-2-process speed-up for this very job without Ray (in-process marginal wall / the pair's marginal
-wall). Against it, the 2-actor figure shows what Ray and staging cost apart from what two busy cores
+the gauge's last reading: not judged), each on half the input (every other line or tar part), the big
+halves and the small halves: the machine's 2-process speed-up for this very job without Ray
+(in-process marginal wall / the pair's marginal wall). Against it, the 2-actor figure shows what Ray and staging cost apart from what two busy cores
 cost this work on this machine.
 """
 
