@@ -71,6 +71,8 @@ WORKERS = (0, 2)
 GAUGE_COPIES = 8  # the gauge's input: encode_batch over this many copies of the demo chats (0.5-1 s)
 STEADY = 1.10  # a block is steady when its slowest gauge reading is at most this times its fastest
 TRIES = 3  # a block is measured at most this many times before an unsteady one is kept, marked
+REPEATS = 10  # blocks per workload: two runs of 5 steady blocks each gave text 0.90 then 0.84 (stop 56),
+# a spread as wide as the target's margin; ten blocks a run narrow the median's own spread by ~1.4x
 
 
 class Gauge:
@@ -185,7 +187,7 @@ def _one_block(work: Workload, use_json: bool, gauge: Gauge, n_images: int) -> t
 def report() -> str:
     become_subreaper()
     single_threaded_tokenizers()
-    repeats = _env_int("BENCH_REPEATS", 5)
+    repeats = _env_int("BENCH_REPEATS", REPEATS)
     n_images, copies = _env_int("BENCH_IMAGES", 768), _env_int("BENCH_TEXT_COPIES", 1280)
     use_json = cook_supports_json()
     works = [text_workload(copies), image_workload(n_images, shipped=True), image_workload(n_images)]
