@@ -36,8 +36,8 @@ still.)
 Beside the judged figure, each block ends with the workload's own in-process cook twice at once (after
 the gauge's last reading: not judged), each on half the input (every other line or tar part), the big
 halves and the small halves: the machine's 2-process speed-up for this very job without Ray
-(in-process marginal wall / the pair's marginal wall). Against it, the 2-actor figure shows what Ray and staging cost apart from what two busy cores
-cost this work on this machine.
+(in-process marginal wall / the pair's marginal wall). Against it, the 2-actor figure shows what Ray
+and staging cost apart from what two busy cores cost this work on this machine.
 """
 
 from __future__ import annotations
