@@ -26,8 +26,8 @@ actors ``EchoWorker``s that answer every job at once with a write job's result o
 added per job.
 
 Shapes (``SHAPES``): the shipped pipelines' windows, ``packing.seq_len`` and ``output.shard_size``;
-text units of 10,000 records, image units of 1,000 samples. Each measured run is a fresh process
-(``python -m bench.bench_driver --child SHAPE SAMPLES RECORDING``), which reports its CPU and its
+text units of 10,000 records, image units of 1,000 samples, video units of 500 clips. Each measured
+run is a fresh process (``python -m bench.bench_driver --child SHAPE SAMPLES RECORDING``), which reports its CPU and its
 peak RSS (``VmHWM`` of ``/proc/self/status``: this process image's own; ``ru_maxrss`` also counts the
 parent's resident memory at the fork, which Linux carries across the ``exec``), and its CPU after
 start-up (from the executor's creation, once the tokenizer is loaded and checked, to the end,
@@ -105,11 +105,14 @@ class Shape:
     visual: bool  # samples carry images (patch counts, the pixel members in each pack)
     heavy: bool  # the shards copy raw patches (a write job a shard), not frames stored png/jpeg (``heavy_sample``)
     record_bytes: int  # input bytes per record (progress only)
+    video: bool = False  # the visual item is a clip's sampled frames (and its sound), not a photo
 
 
 SHAPES = {
     "text": Shape("text", "pipelines/text_sft.yaml", 10_000, False, False, 1_550),
     "images": Shape("images", "pipelines/omni_sft.yaml", 1_000, True, False, 330_000),  # jpeg frames, as shipped
+    # a tar of 500 clips of ~2 MB (a ~1 GB WebDataset shard: one unit), frames stored jpeg as shipped
+    "video": Shape("video", "pipelines/omni_sft.yaml", 500, True, False, 2_000_000, video=True),
 }
 
 
@@ -134,11 +137,23 @@ def unit_summary(shape: Shape, unit: int, records: int, seq_len: int) -> UnitSum
     Text: log-normal tokens per chat (median 700, long tail), 32 .. seq_len. Images: one image per
     sample at the native 16 px grid of a photo 640x480 .. 1600x1184 (sides multiples of 32, as in
     bench_job): 1,200 .. 7,400 patches, 4 patches per token, plus a log-normal text part (median 250).
+    Video: one clip per sample, log-normal seconds (median 20, 2 .. 600) sampled as omni_sft does (2
+    frames a second, 8 .. 32, an even count) at a ~1,008-patch grid a frame, 8 patches per token, a
+    "Frame i sampled at X.XX seconds: " prefix (~12 tokens) per pair of frames, the sound on 3 clips in
+    4 (12.5 tokens a second), plus a log-normal text part (median 60).
     """
     rng = np.random.default_rng((SEED, unit))
     rejected = np.flatnonzero(rng.random(records) < REJECT_RATE)
     n = records - len(rejected)
-    if shape.visual:
+    if shape.video:
+        seconds = np.clip(rng.lognormal(np.log(20), 0.8, n), 2, 600)  # float64 [N]
+        frames = np.clip(np.floor(seconds * 2), 8, 32).astype(np.int32) // 2 * 2  # int32 [N]
+        n_patches = frames * 1008  # int32 [N]
+        sound = np.where(rng.random(n) < 0.75, np.ceil(seconds * 12.5), 0)
+        text = rng.lognormal(np.log(60), 0.8, n)
+        tokens = n_patches // 8 + 12 * (frames // 2) + sound + text
+        lengths = np.clip(tokens, 32, seq_len).astype(np.int32)  # int32 [N]
+    elif shape.visual:
         width, height = 32 * rng.integers(20, 51, n), 32 * rng.integers(15, 38, n)
         n_patches = ((width // 16) * (height // 16)).astype(np.int32)  # int32 [N]
         text = rng.lognormal(np.log(250), 0.8, n)
@@ -578,17 +593,23 @@ def measure(shape: str, samples: int, path: str, profile: bool = False) -> dict[
 # ---------------------------------------------------------------- the section
 
 
-# Worker CPU per sample: bench_job's in-process job CPU (driver included, so a little high for the
-# workers alone, and the smaller image figure of its two in-process runs), from an earlier bench_job
-# run: a later one measured 28.89 s / 8.35 s with its bare baselines as much slower (the machine), and
-# the lower figures give fewer cores fed, not more.
+VIDEO_CLIPS = 64  # the video job's big run: bench_job.clip_spec's varied clips, against its 16
+
+
 def worker_cpu(shape: str, repeats: int) -> tuple[float, int, str]:
     """The worker CPU per sample in this run: bench_job's in-process job (text: 1280 copies of the demo
-    chats against 16; images: the windowed 768-photo job against its small one), marginal CPU of the
-    process tree, median of ``repeats``: ``(CPU s, samples, how it was measured)``."""
+    chats against 16; images: the windowed 768-photo job against its small one; video: ``VIDEO_CLIPS``
+    varied clips against 16, omni_sft as shipped), marginal CPU of the process tree (the driver's in it,
+    so a little high for the workers alone, which gives fewer cores fed, not more), median of
+    ``repeats``: ``(CPU s, samples, how it was measured)``."""
     from bench import bench_job
 
-    work = bench_job.text_workload(1280) if shape == "text" else bench_job.image_workload(768, bench_job.WINDOW)
+    if shape == "text":
+        work = bench_job.text_workload(1280)
+    elif shape == "images":
+        work = bench_job.image_workload(768, bench_job.WINDOW)
+    else:
+        work = bench_job.video_workload(VIDEO_CLIPS)
     runs = []
     for _ in range(repeats):
         small, big = bench_job.cook_job(work, "small", 0, False), bench_job.cook_job(work, "big", 0, False)
@@ -600,6 +621,7 @@ def worker_cpu(shape: str, repeats: int) -> tuple[float, int, str]:
 SIZES = {  # samples per measured run; images stop at 2M (their growth is superlinear: see the fit)
     "text": (1_000_000, 2_000_000, 4_000_000, 10_000_000),
     "images": (250_000, 500_000, 1_000_000, 2_000_000),
+    "video": (100_000, 200_000, 400_000, 800_000),  # ~40 clips a shard: as many shards as images' sizes
 }
 PROFILED = ("text", 1_000_000)
 PROFILE_COSTS = (  # (file suffix, function): the driver's costs, by cumulative time; none spans a paused
@@ -750,7 +772,8 @@ def run() -> str:
         "wire form (`encode_result` on the worker side, `decode_result` in the driver) and with the Ray",
         f"executor's slots and lookahead for {ACTORS} actors. Text: log-normal lengths (median 700 tokens);",
         "images: one photo-sized image per sample at its native patch grid (1,200 .. 7,400 patches) plus",
-        f"text; {REJECT_RATE:.1%} of records rejected (a unit's reject lines cross as its worker made them).",
+        "text; video: one clip per sample (median 20 s: 8 .. 32 frames of ~1,008 patches, the sound on 3 in 4)",
+        f"plus text; {REJECT_RATE:.1%} of records rejected (a unit's reject lines cross as its worker made them).",
         "Shard results carry a sha256 string, the size and counts; no shard bytes exist, nor their Energon",
         "index rows or `.nv-meta/` (the workers write those: the final `IndexTask` is answered at once), and",
         "nothing in the driver reads them. Every unit names the demo chat file (stat'ed for the run identity;",
@@ -834,7 +857,9 @@ def run() -> str:
         text.append(f"| {shape} | {calls_per * 1e4:.1f} + {riders_per * 1e4:.1f} | {' | '.join(cells)} |")
     text += [
         "",
-        "Video: bench_job has no video job figure, so no cores-fed figure for video.",
+        f"Video's worker CPU is a whole in-process job over bench_job's varied clips ({VIDEO_CLIPS} against 16: 4-24 s,",
+        "24-30 fps, 640x360 to 1280x720 h264, a sound track on 3 in 4), omni_sft as shipped (frames stored JPEG,",
+        "the sound heard); the video shape's lengths follow omni_sft's sampling of log-normal clips (median 20 s).",
         "",
         f"Where the driver's CPU goes: cProfile of a replay of the {PROFILED[0]} shape at {PROFILED[1]:,} samples",
         "(profiling inflates the times; shares are what counts):",

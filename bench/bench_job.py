@@ -9,7 +9,7 @@ extra input. Each figure is the median over ``BENCH_REPEATS`` repeats for text (
 Ray start-up that varies by ~1 s); within a repeat the runs are interleaved, so drift on a shared
 machine hits them alike.
 
-- **Images**: a LLaVA WebDataset (``KEY.json`` + ``KEY.jpg``, ``IMAGES_PER_TAR`` samples per tar, one
+- **Images**: a LLaVA WebDataset (``KEY.json`` + ``KEY.jpg``, ``MEDIA_PER_TAR`` samples per tar, one
   work unit per tar) of photo-like JPEGs (``bench_media.photo_jpeg``) whose sides are multiples of
   32 px from 640x480 to 1600x1184, so each patch grid is the native one (inside ``[1024, 13312]``, both
   sides even; checked): cook's media work is decode + patchify, no resize. ``pipelines/omni_sft.yaml``
@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import io
 import json
+import multiprocessing
 import os
 import shutil
 import statistics
@@ -55,7 +56,8 @@ from bench.common import DEMO_TOKENIZER, REPO, WORK, single_threaded_tokenizers,
 from bench.job_run import become_subreaper, run_job
 
 COMMAND = ".venv/bin/python -m bench.run_all bench_job"
-IMAGES_PER_TAR = 8
+MEDIA_PER_TAR = 8  # samples per WebDataset tar: one work unit each
+SMALL_VIDEOS = 16  # clips: 2 tars
 SMALL_IMAGES = 16  # 2 tars: 2 work units, so the small run starts as many actors as the big one
 SMALL_TEXT_COPIES = 16  # 5.9 MB: 2 units of TEXT_UNIT_BYTES (cook starts no more actors than units)
 TEXT_UNIT_BYTES = 4 * 2**20  # ~110 units of the 1280-copy corpus for the actors to share
@@ -102,19 +104,62 @@ def photo(seed: int) -> bytes:
 
 def image_dataset(n_images: int) -> Path:
     """A directory of LLaVA WebDataset tars holding photos 0 .. n_images - 1."""
-    root = WORK / f"job_images_{n_images}"
+    return _llava_dataset(WORK / f"job_images_{n_images}", "image", n_images, photo)
+
+
+def clip_spec(seed: int) -> tuple[float, int, int, int, int | None]:
+    """(seconds, fps, W, H, audio Hz or None) of clip ``seed``: 4 .. 24 s; 24, 25 or 30 fps; mostly
+    640x360, some 854x480 and 1280x720; a sound track on 3 in 4, at 16, 44.1 or 48 kHz."""
+    rng = np.random.default_rng([13, seed])
+    width, height = ((640, 360), (640, 360), (854, 480), (1280, 720))[int(rng.integers(4))]
+    audio = (None, 16_000, 44_100, 48_000)[int(rng.integers(4))]
+    return float(rng.integers(8, 49)) / 2, int(rng.choice((24, 25, 30))), width, height, audio
+
+
+def clip(seed: int) -> bytes:
+    """Clip ``seed`` (``clip_spec``): ``bench_media.video_mp4``'s moving gradients, h264 (+ AAC)."""
+    from bench.bench_media import video_mp4
+
+    path = WORK / "job_clips" / f"{seed:05d}.mp4"
+    if not path.exists():
+        seconds, fps, width, height, audio = clip_spec(seed)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_bytes(video_mp4(30_000 + seed, seconds, fps, width, height, audio))
+        tmp.rename(path)
+    return path.read_bytes()
+
+
+def video_dataset(n_clips: int) -> Path:
+    """A directory of LLaVA WebDataset tars holding clips 0 .. n_clips - 1 (made two at a time, in
+    forked processes: a spawned pool's resource tracker would outlive it, a job's left-behind process)."""
+    missing = [seed for seed in range(n_clips) if not (WORK / "job_clips" / f"{seed:05d}.mp4").exists()]
+    if missing:
+        with multiprocessing.get_context("fork").Pool(2) as pool:
+            pool.map(_made, missing)
+    return _llava_dataset(WORK / f"job_videos_{n_clips}", "video", n_clips, clip)
+
+
+def _made(seed: int) -> None:
+    clip(seed)
+
+
+def _llava_dataset(root: Path, kind: str, n: int, media: Callable[[int], bytes]) -> Path:
+    """``root``: LLaVA WebDataset tars of ``MEDIA_PER_TAR`` samples, each a ``<kind>`` question about
+    its own member ``media(seed)``, seeds 0 .. n - 1."""
     if (root / "done").exists():
         return root
-    print(f"bench_job: writing {n_images} photos into {root}", file=sys.stderr)
+    print(f"bench_job: writing {n} {kind} samples into {root}", file=sys.stderr)
     shutil.rmtree(root, ignore_errors=True)
     root.mkdir(parents=True)
-    turns = [{"from": "human", "value": "<image>\nDescribe."}, {"from": "gpt", "value": "A photo."}]
-    for part in range(n_images // IMAGES_PER_TAR):
+    turns = [{"from": "human", "value": f"<{kind}>\nDescribe."}, {"from": "gpt", "value": f"A {kind}."}]
+    prefix, suffix = {"image": ("img", "jpg"), "video": ("vid", "mp4")}[kind]
+    for part in range(n // MEDIA_PER_TAR):
         with tarfile.open(root / f"part-{part:04d}.tar", "w", format=tarfile.USTAR_FORMAT) as tar:
-            for seed in range(part * IMAGES_PER_TAR, (part + 1) * IMAGES_PER_TAR):
-                key = f"img{seed:05d}"
-                record = json.dumps({"conversations": turns, "image": f"{key}.jpg"}).encode()
-                for name, data in ((f"{key}.json", record), (f"{key}.jpg", photo(seed))):
+            for seed in range(part * MEDIA_PER_TAR, (part + 1) * MEDIA_PER_TAR):
+                key = f"{prefix}{seed:05d}"
+                record = json.dumps({"conversations": turns, kind: f"{key}.{suffix}"}).encode()
+                for name, data in ((f"{key}.json", record), (f"{key}.{suffix}", media(seed))):
                     info = tarfile.TarInfo(name)
                     info.size = len(data)
                     tar.addfile(info, io.BytesIO(data))
@@ -420,9 +465,9 @@ def figures(series: dict[str, list[float]]) -> Figures:
 def image_workload(n_images: int, window: int | None = None, shipped: bool = False) -> Workload:
     """Raw patches (``IMAGE_SETS``), or with ``shipped`` omni_sft's own storage (JPEG frames) and I/O."""
     check_native_grid(n_images)
-    _check_small_starts_every_actor("image", SMALL_IMAGES // IMAGES_PER_TAR)
-    counts = {"big": n_images, "small": SMALL_IMAGES, "tenth": max(1, round(n_images / 10 / IMAGES_PER_TAR))}
-    counts["tenth"] *= IMAGES_PER_TAR
+    _check_small_starts_every_actor("image", SMALL_IMAGES // MEDIA_PER_TAR)
+    counts = {"big": n_images, "small": SMALL_IMAGES, "tenth": max(1, round(n_images / 10 / MEDIA_PER_TAR))}
+    counts["tenth"] *= MEDIA_PER_TAR
     inputs = {size: image_dataset(n) for size, n in counts.items()}
     source = {size: sum(len(photo(seed)) for seed in range(n)) for size, n in counts.items()}
     if shipped:
@@ -431,6 +476,16 @@ def image_workload(n_images: int, window: int | None = None, shipped: bool = Fal
         return Workload("images", "pipelines/omni_sft.yaml", IMAGE_SETS, inputs, source, rejects_expected=False)
     sets = (*IMAGE_SETS, "--set", f"packing.buffer_size={window}")
     return Workload(WINDOWED, "pipelines/omni_sft.yaml", sets, inputs, source, rejects_expected=False)
+
+
+def video_workload(n_clips: int) -> Workload:
+    """``clip_spec``'s varied clips as omni_sft ships (JPEG frames, the sound heard), one a sample."""
+    _check_small_starts_every_actor("video", SMALL_VIDEOS // MEDIA_PER_TAR)
+    inputs = {"big": video_dataset(n_clips), "small": video_dataset(SMALL_VIDEOS)}
+    source = {
+        size: sum(len(clip(seed)) for seed in range(n)) for size, n in (("big", n_clips), ("small", SMALL_VIDEOS))
+    }
+    return Workload("video", "pipelines/omni_sft.yaml", SHIPPED_IMAGE_SETS, inputs, source, rejects_expected=False)
 
 
 def _check_small_starts_every_actor(name: str, units: int) -> None:
@@ -547,7 +602,7 @@ took ~1.5x the CPU: docs/SCALING.md); text jobs use the default buffered writes.
 
 - **Images**: {SMALL_IMAGES + image_fig.records:,} vs {SMALL_IMAGES} photo-like JPEGs ({mb["images"]:.1f} MB marginal),
   640x480 .. 1600x1184 with sides multiples of 32 px (native patch grid: decode + patchify, no
-  resize), as a LLaVA WebDataset of {IMAGES_PER_TAR} samples per tar (one work unit each):
+  resize), as a LLaVA WebDataset of {MEDIA_PER_TAR} samples per tar (one work unit each):
   `cook run pipelines/omni_sft.yaml --set input.format=wds --set cooker=llava --set packing.seq_len=16384
   --set ray.direct_io=true`;
   0 records rejected. Baseline: Pillow `Image.open(BytesIO).convert("RGB")`, `np.asarray` and the
@@ -622,8 +677,8 @@ def report() -> str:
     repeats = _env_int("BENCH_REPEATS", 5)  # Ray start-up varies by ~1 s a run: 5 steady the medians
     image_repeats = _env_int("BENCH_IMAGE_REPEATS", 9)  # images: ~4-6 s of 2-actor steady state, so more
     n_images, copies = _env_int("BENCH_IMAGES", 768), _env_int("BENCH_TEXT_COPIES", 1280)
-    if n_images % IMAGES_PER_TAR or n_images <= SMALL_IMAGES:
-        raise SystemExit(f"BENCH_IMAGES={n_images}: must be a multiple of {IMAGES_PER_TAR} above {SMALL_IMAGES}")
+    if n_images % MEDIA_PER_TAR or n_images <= SMALL_IMAGES:
+        raise SystemExit(f"BENCH_IMAGES={n_images}: must be a multiple of {MEDIA_PER_TAR} above {SMALL_IMAGES}")
     if copies <= SMALL_TEXT_COPIES:
         raise SystemExit(f"BENCH_TEXT_COPIES={copies}: must be above {SMALL_TEXT_COPIES}")
     use_json = cook_supports_json()

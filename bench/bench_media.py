@@ -105,24 +105,39 @@ def photo_jpeg(seed: int, width: int = 1280, height: int = 800) -> bytes:
     return buffer.getvalue()
 
 
-def video_mp4(seed: int, seconds: float = 10.0, fps: int = 24, width: int = 640, height: int = 360) -> bytes:
-    """An h264 mp4 (GOP 2 s, veryfast, CRF 28) of moving gradients."""
+def video_mp4(
+    seed: int, seconds: float = 10.0, fps: int = 24, width: int = 640, height: int = 360, audio_hz: int | None = None
+) -> bytes:
+    """An h264 mp4 (GOP 2 s, veryfast, CRF 28) of moving gradients; with ``audio_hz`` also a mono AAC
+    track of ``speech_like`` sound at that rate."""
     import av
 
     y, x = np.mgrid[0:height, 0:width]
+    planes = np.stack([x, y, (x + y) // 2], axis=-1).astype(np.uint8)  # uint8 [H, W, 3]: the gradients mod 256
+    steps = np.array([3, 2, 1], np.int64)  # each channel's shift per step
     buffer = io.BytesIO()
     with av.open(buffer, "w", format="mp4") as out:
         stream = out.add_stream("libx264", rate=fps)
         stream.width, stream.height, stream.pix_fmt = width, height, "yuv420p"
         stream.codec_context.gop_size = 2 * fps
         stream.options = {"preset": "veryfast", "crf": "28"}
+        sound = out.add_stream("aac", rate=audio_hz, layout="mono") if audio_hz else None
         for i in range(round(seconds * fps)):
-            shift = i + 7 * seed
-            frame = np.stack([(x + 3 * shift) % 256, (y + 2 * shift) % 256, ((x + y) // 2 + shift) % 256], axis=-1)
-            for packet in stream.encode(av.VideoFrame.from_ndarray(frame.astype(np.uint8), format="rgb24")):
+            frame = planes + ((i + 7 * seed) * steps % 256).astype(np.uint8)  # uint8 adds wrap: mod 256
+            for packet in stream.encode(av.VideoFrame.from_ndarray(frame, format="rgb24")):
                 out.mux(packet)
         for packet in stream.encode(None):
             out.mux(packet)
+        if sound is not None and audio_hz:
+            pcm = speech_like(seed, seconds, audio_hz)[:, 0]  # float32 [S]
+            step = 1024  # AAC's frame
+            for start in range(0, len(pcm), step):
+                chunk = av.AudioFrame.from_ndarray(pcm[None, start : start + step], format="fltp", layout="mono")
+                chunk.sample_rate, chunk.pts = audio_hz, start
+                for packet in sound.encode(chunk):
+                    out.mux(packet)
+            for packet in sound.encode(None):
+                out.mux(packet)
     return buffer.getvalue()
 
 

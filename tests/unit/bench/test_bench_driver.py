@@ -18,6 +18,7 @@ from cook import format as fmt
             2_550,
         ),  # windows of 1,000: 2 close mid-run
         (Shape("text", SHAPES["text"].pipeline, 500, False, False, 1000), 2_000),  # one window, closed at the end
+        (Shape("video", SHAPES["video"].pipeline, 200, True, False, 1000, video=True), 1_100),  # a window closes
     ],
 )
 def test_synthetic_executor_drives_the_driver_to_completion(tmp_path: Path, shape: Shape, samples: int) -> None:
@@ -52,3 +53,16 @@ def test_a_replay_hands_out_the_recorded_jobs_and_finishes_the_same_run(tmp_path
     assert manifests[1]["counts"] == manifests[0]["counts"]
     with pytest.raises(AssertionError, match="the replay hands out"):
         replay(shape, 2_550, str(tmp_path / "mismatched"), recording[1:], actors=2)
+
+
+def test_a_video_unit_samples_clips_as_omni_sft_does() -> None:
+    """Video samples: an even 8 .. 32 frames of 1,008 patches each, 8 patches a token plus the frame
+    prefixes, sound and text, so each length lies between the frames' tokens and seq_len."""
+    seq_len = shape_config(SHAPES["video"], "out").packing.seq_len
+    summary = unit_summary(SHAPES["video"], 3, 500, seq_len)
+    frames = summary.n_patches // 1008
+    assert (summary.n_patches % 1008 == 0).all() and (frames % 2 == 0).all()
+    assert frames.min() == 8 and frames.max() == 32  # short and long clips both occur in 500
+    assert (summary.lengths >= summary.n_patches // 8 + 12 * (frames // 2)).all()
+    assert (summary.lengths <= seq_len).all()
+    assert summary.samples + len(summary.rejects) == 500
