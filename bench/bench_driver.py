@@ -41,7 +41,6 @@ import cProfile
 import hashlib
 import json
 import os
-import pickle
 import pstats
 import resource
 import shutil
@@ -78,6 +77,7 @@ from cook.runner.units import (
     WindowTask,
     WriteDone,
     WriteTask,
+    decode_jobs,
     decode_result,
     encode_result,
 )
@@ -412,7 +412,7 @@ class EchoWorker:
         pass
 
     def run(self, sent: bytes) -> list[bytes]:
-        return [self.PAYLOAD] * len(pickle.loads(sent))
+        return [self.PAYLOAD] * len(decode_jobs(sent))  # the jobs as the executor sends them
 
 
 class Sleeper:

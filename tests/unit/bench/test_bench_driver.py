@@ -6,8 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from bench.bench_driver import SHAPES, Shape, drive, replay, shape_config, unit_summary
+from bench.bench_driver import SHAPES, EchoWorker, Shape, drive, replay, shape_config, unit_summary
 from cook import format as fmt
+from cook.runner.units import Attempt, Unit, WriteDone, decode_result, encode_jobs
 
 
 @pytest.mark.parametrize(
@@ -66,3 +67,12 @@ def test_a_video_unit_samples_clips_as_omni_sft_does() -> None:
     assert (summary.lengths >= summary.n_patches // 8 + 12 * (frames // 2)).all()
     assert (summary.lengths <= seq_len).all()
     assert summary.samples + len(summary.rejects) == 500
+
+
+def test_the_echo_worker_answers_each_job_of_a_call_as_the_executor_sends_them() -> None:
+    """bench_driver's Ray figure stands ``EchoWorker`` in for the actors: it must read a call's jobs
+    in the executor's wire form and answer each with a result the driver decodes."""
+    jobs = [(Unit(i, "chat.jsonl", "jsonl", (0, 10)), Attempt()) for i in range(3)]
+    payloads = EchoWorker(None, "board", 0.5).run(encode_jobs(jobs))  # type: ignore[arg-type]
+    assert len(payloads) == 3
+    assert all(isinstance(decode_result(p), WriteDone) for p in payloads)
