@@ -102,9 +102,10 @@ def photo(seed: int) -> bytes:
     return path.read_bytes()
 
 
-def image_dataset(n_images: int) -> Path:
-    """A directory of LLaVA WebDataset tars holding photos 0 .. n_images - 1."""
-    return _llava_dataset(WORK / f"job_images_{n_images}", "image", n_images, photo)
+def image_dataset(n_images: int, per_tar: int = MEDIA_PER_TAR) -> Path:
+    """A directory of LLaVA WebDataset tars of ``per_tar`` samples holding photos 0 .. n_images - 1."""
+    name = f"job_images_{n_images}" + ("" if per_tar == MEDIA_PER_TAR else f"_per_{per_tar}")
+    return _llava_dataset(WORK / name, "image", n_images, photo, per_tar)
 
 
 def clip_spec(seed: int) -> tuple[float, int, int, int, int | None]:
@@ -137,16 +138,16 @@ def video_dataset(n_clips: int) -> Path:
     if missing:
         with multiprocessing.get_context("fork").Pool(2) as pool:
             pool.map(_made, missing)
-    return _llava_dataset(WORK / f"job_videos_{n_clips}", "video", n_clips, clip)
+    return _llava_dataset(WORK / f"job_videos_{n_clips}", "video", n_clips, clip, MEDIA_PER_TAR)
 
 
 def _made(seed: int) -> None:
     clip(seed)
 
 
-def _llava_dataset(root: Path, kind: str, n: int, media: Callable[[int], bytes]) -> Path:
-    """``root``: LLaVA WebDataset tars of ``MEDIA_PER_TAR`` samples, each a ``<kind>`` question about
-    its own member ``media(seed)``, seeds 0 .. n - 1."""
+def _llava_dataset(root: Path, kind: str, n: int, media: Callable[[int], bytes], per_tar: int) -> Path:
+    """``root``: LLaVA WebDataset tars of ``per_tar`` samples, each a ``<kind>`` question about its own
+    member ``media(seed)``, seeds 0 .. n - 1."""
     if (root / "done").exists():
         return root
     print(f"bench_job: writing {n} {kind} samples into {root}", file=sys.stderr)
@@ -154,9 +155,9 @@ def _llava_dataset(root: Path, kind: str, n: int, media: Callable[[int], bytes])
     root.mkdir(parents=True)
     turns = [{"from": "human", "value": f"<{kind}>\nDescribe."}, {"from": "gpt", "value": f"A {kind}."}]
     prefix, suffix = {"image": ("img", "jpg"), "video": ("vid", "mp4")}[kind]
-    for part in range(n // MEDIA_PER_TAR):
+    for part in range(n // per_tar):
         with tarfile.open(root / f"part-{part:04d}.tar", "w", format=tarfile.USTAR_FORMAT) as tar:
-            for seed in range(part * MEDIA_PER_TAR, (part + 1) * MEDIA_PER_TAR):
+            for seed in range(part * per_tar, (part + 1) * per_tar):
                 key = f"{prefix}{seed:05d}"
                 record = json.dumps({"conversations": turns, kind: f"{key}.{suffix}"}).encode()
                 for name, data in ((f"{key}.json", record), (f"{key}.{suffix}", media(seed))):
