@@ -28,6 +28,11 @@ machine hits them alike.
   HF tokenizer takes ~100 s of CPU per pass over 1280 copies). The demo chats hold one record with
   a bad role per copy: it is rejected, as in bench_text_cook.
 
+``video_workload`` (not judged here: bench_driver takes its worker CPU per clip) is a LLaVA
+WebDataset of varied clips (``clip_spec``: 4-24 s, 24-30 fps, 640x360 to 1280x720 h264, an AAC
+track on 3 in 4; cached under ``_work/job_clips``; x264's threads make a clip's bytes differ between
+makings, not its spec) cooked by omni_sft as shipped.
+
 How a job's processes are counted (the driver's CPU, the whole tree's CPU, the driver's peak RSS) is
 in ``bench/job_run.py``; this measurement runs in its own process (``run()`` starts it) because it
 makes itself the child subreaper of the jobs.
