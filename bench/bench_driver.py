@@ -27,10 +27,10 @@ added per job.
 
 Shapes (``SHAPES``): the shipped pipelines' windows, ``packing.seq_len`` and ``output.shard_size``;
 text units of 10,000 records, image units of 1,000 samples, video units of 500 clips. Each measured
-run is a fresh process (``python -m bench.bench_driver --child SHAPE SAMPLES RECORDING``), which reports its CPU and its
-peak RSS (``VmHWM`` of ``/proc/self/status``: this process image's own; ``ru_maxrss`` also counts the
-parent's resident memory at the fork, which Linux carries across the ``exec``), and its CPU after
-start-up (from the executor's creation, once the tokenizer is loaded and checked, to the end,
+run is a fresh process (``python -m bench.bench_driver --child SHAPE SAMPLES RECORDING``), which
+reports its CPU and its peak RSS (``VmHWM`` of ``/proc/self/status``: this process image's own;
+``ru_maxrss`` also counts the parent's resident memory at the fork, which Linux carries across the
+``exec``), and its CPU after start-up (from the executor's creation, once the tokenizer is loaded and checked, to the end,
 publishing included): the per-sample fits use that, since start-up's own spread between runs is as
 large as the per-sample work at these sizes.
 """
@@ -38,6 +38,7 @@ large as the per-sample work at these sizes.
 from __future__ import annotations
 
 import cProfile
+import functools
 import hashlib
 import json
 import os
@@ -57,10 +58,12 @@ import numpy as np
 
 from bench.common import REPO, WORK
 from cook import format as fmt
-from cook.config import PipelineConfig, load_config
+from cook.config import PipelineConfig, VideoConfig, load_config
 from cook.errors import RejectReason
 from cook.format import Counts
 from cook.manifest import ShardInfo
+from cook.media.image import choose_grid
+from cook.media.video import frame_count
 from cook.runner.pipeline import RunSummary, run_pipeline
 from cook.runner.progress import UnitProgress
 from cook.runner.ray_executor import ACTORS_PER_JOB, IN_FLIGHT_PER_ACTOR, MAX_JOBS_PER_CALL, jobs_per_call, limits
@@ -131,27 +134,37 @@ def shape_units(shape: Shape, samples: int) -> list[Unit]:
 # ---------------------------------------------------------------- what the workers would send
 
 
+@functools.cache
+def _video_rules(pipeline: str) -> tuple[VideoConfig, tuple[int, int]]:
+    """The pipeline's video settings and its patch grid for a 16:9 frame (720p: any 16:9 size gives it)."""
+    video = load_config(REPO / pipeline).media.video
+    return video, choose_grid(720, 1280, video.target_patches, video.target_patches)
+
+
 def unit_summary(shape: Shape, unit: int, records: int, seq_len: int) -> UnitSummary:
     """A cooked unit: ``records`` in, ~0.5% rejected, the rest as samples with realistic lengths.
 
     Text: log-normal tokens per chat (median 700, long tail), 32 .. seq_len. Images: one image per
     sample at the native 16 px grid of a photo 640x480 .. 1600x1184 (sides multiples of 32, as in
     bench_job): 1,200 .. 7,400 patches, 4 patches per token, plus a log-normal text part (median 250).
-    Video: one clip per sample, log-normal seconds (median 20, 2 .. 600) sampled as omni_sft does (2
-    frames a second, 8 .. 32, an even count) at a ~1,008-patch grid a frame, 8 patches per token, a
-    "Frame i sampled at X.XX seconds: " prefix (~12 tokens) per pair of frames, the sound on 3 clips in
-    4 (12.5 tokens a second), plus a log-normal text part (median 60).
+    Video: one clip per sample, log-normal seconds (median 20, 2 .. 600) sampled by cook's own rules
+    with the pipeline's settings (``frame_count``: omni_sft's 2 frames a second, 8 .. 32, an even count;
+    ``choose_grid`` of a 16:9 frame: 24 x 42 = 1,008 patches; ``video_embeddings``), a "Frame i sampled at
+    X.XX seconds: " prefix (~12 tokens) per pair of frames, the sound on 3 clips in 4 (~12.5 tokens a
+    second), plus a log-normal text part (median 60).
     """
     rng = np.random.default_rng((SEED, unit))
     rejected = np.flatnonzero(rng.random(records) < REJECT_RATE)
     n = records - len(rejected)
     if shape.video:
+        video, (grid_h, grid_w) = _video_rules(shape.pipeline)
         seconds = np.clip(rng.lognormal(np.log(20), 0.8, n), 2, 600)  # float64 [N]
-        frames = np.clip(np.floor(seconds * 2), 8, 32).astype(np.int32) // 2 * 2  # int32 [N]
-        n_patches = frames * 1008  # int32 [N]
+        frames = np.array([frame_count(s, video) for s in seconds.tolist()], np.int32)  # int32 [N]
+        n_patches = frames * (grid_h * grid_w)  # int32 [N]
         sound = np.where(rng.random(n) < 0.75, np.ceil(seconds * 12.5), 0)
         text = rng.lognormal(np.log(60), 0.8, n)
-        tokens = n_patches // 8 + 12 * (frames // 2) + sound + text
+        embeddings = fmt.video_embeddings(frames, grid_h * fmt.PATCH_SIZE, grid_w * fmt.PATCH_SIZE)
+        tokens = embeddings + 12 * (frames // fmt.TEMPORAL_PATCH) + sound + text
         lengths = np.clip(tokens, 32, seq_len).astype(np.int32)  # int32 [N]
     elif shape.visual:
         width, height = 32 * rng.integers(20, 51, n), 32 * rng.integers(15, 38, n)
